@@ -1,0 +1,77 @@
+# paycallback - idempotent payment callback service.
+# make run | test | unit | integration | asan | valgrind | bench | clean
+PKGS   := libmicrohttpd libmariadb hiredis libcjson libcrypto
+WARN   := -Wall -Wextra -Werror -Wstrict-prototypes -Wwrite-strings -Wshadow
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+TEST_LDLIBS := $(shell pkg-config --libs check 2>/dev/null)
+BUILD  := build
+ifeq ($(SANITIZE),1)
+  BUILD   := build/asan
+  CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=address,undefined
+endif
+BIN       := $(BUILD)/paycallback
+SRCS      := $(wildcard src/*.c src/handlers/*.c)
+LIB_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out src/main.c,$(SRCS)))
+UNIT      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/check_*.c))
+INTEG     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/check_*.c))
+HARNESS   := $(BUILD)/tests/integration/harness.o
+ifndef V
+  QUIET_CC = @printf '  CC %s\n' $<;
+  QUIET_LD = @printf '  LD %s\n' $@;
+endif
+
+all: $(BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(QUIET_CC)$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BIN): $(BUILD)/src/main.o $(LIB_OBJS)
+	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/check_%: $(BUILD)/tests/unit/check_%.o $(LIB_OBJS)
+	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
+
+$(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(HARNESS) $(LIB_OBJS)
+	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+.PHONY: all deps services run test unit integration asan valgrind bench clean stop
+deps:
+	@scripts/deps.sh
+services: deps
+	@scripts/services.sh start
+
+run: services
+	@$(MAKE) --no-print-directory all
+	$(BIN) -c config/paycallback.json
+
+unit: $(UNIT)
+	@scripts/run-tests.sh $(UNIT)
+
+integration: $(BIN) $(INTEG)
+	@PAYCALLBACK_BIN=$(BIN) scripts/run-tests.sh $(INTEG)
+
+test: services
+	@$(MAKE) --no-print-directory unit integration
+
+asan:
+	@$(MAKE) --no-print-directory SANITIZE=1 test
+
+valgrind: services
+	@$(MAKE) --no-print-directory all $(UNIT)
+	@VALGRIND=1 scripts/run-tests.sh $(UNIT)
+
+bench: services
+	@$(MAKE) --no-print-directory all
+	@bench/run.sh $(BIN)
+
+stop:
+	@scripts/services.sh stop
+
+clean:
+	rm -rf build

@@ -1,0 +1,52 @@
+/* config.h - the service configuration: a JSON file, then environment
+ * overrides (PAYCALLBACK_<SECTION>_<KEY>). Built once at start, read-only
+ * afterwards. */
+#ifndef PAYCALLBACK_CONFIG_H
+#define PAYCALLBACK_CONFIG_H
+
+#include <stddef.h>
+
+#define CFG_STR_MAX 256
+#define CFG_DEFAULT_PATH "config/paycallback.json"
+#define CFG_DEV_SECRET "dev-secret"
+
+struct config {
+    char listen_address[CFG_STR_MAX];
+    int listen_port;              /* 0 = pick a free port */
+    int workers;                  /* MHD thread pool size */
+    int body_max_bytes;
+    int grace_s;                  /* graceful stop bound */
+    char log_level[16];
+
+    char mysql_host[CFG_STR_MAX];
+    int mysql_port;
+    char mysql_user[CFG_STR_MAX];
+    char mysql_password[CFG_STR_MAX];
+    char mysql_database[CFG_STR_MAX];
+    int mysql_pool_size;
+    int mysql_connect_timeout_ms;
+    int mysql_wait_ms;            /* bound on waiting for a pooled connection */
+
+    char redis_host[CFG_STR_MAX];
+    int redis_port;
+    int redis_db;                 /* SELECTed database index */
+    int redis_pool_size;
+    int redis_timeout_ms;         /* connect and command timeout */
+    int token_ttl_s;
+    int lock_ttl_ms;
+    int lock_wait_ms;
+
+    char callback_secret[CFG_STR_MAX]; /* empty = no authentication */
+    int signature_tolerance_s;
+};
+
+/* Fills cfg with defaults, reads path (a JSON object of sections), then
+ * applies environment overrides, then validates ranges. On failure returns
+ * -1 with a one-line reason in err (errsz bytes); cfg is then unusable. */
+int cfg_load(struct config *cfg, const char *path, char *err, size_t errsz);
+
+/* Writes the configuration table (json key, env name, default) to stdout,
+ * for --help. */
+void cfg_print_keys(void);
+
+#endif

@@ -1,0 +1,16 @@
+/* handlers.h - one function per route. Each takes the server context, the
+ * parsed request and the reply to fill; none sees libmicrohttpd or MySQL
+ * types. Called from any HTTP worker thread. */
+#ifndef PAYCALLBACK_HANDLERS_H
+#define PAYCALLBACK_HANDLERS_H
+
+#include "http.h"
+
+struct server;
+
+void handle_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_healthz(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_metrics(struct server *srv, const struct http_req *req, struct http_resp *resp);
+
+#endif

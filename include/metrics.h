@@ -1,0 +1,51 @@
+/* metrics.h - process counters and per-route latency histograms, rendered
+ * in the Prometheus text exposition format. Every update is a relaxed C11
+ * atomic add: no lock on the request path. All functions accept m == NULL
+ * (they then do nothing), so pure modules and unit tests may pass NULL. */
+#ifndef PAYCALLBACK_METRICS_H
+#define PAYCALLBACK_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct metrics;
+
+enum metric_counter {
+    M_DUP_CALLBACK,               /* callback replays answered from payment_record */
+    M_DUP_ORDER,                  /* order create answered with the existing order */
+    M_DUP_TOKEN,                  /* REPEAT_SUBMIT: token already used or expired */
+    M_DUP_TRANSITION,             /* ship/finish/cancel already in the target */
+    M_DOUBLE_PAYMENT,             /* REFUND_REQUIRED: a second charge on one order */
+    M_ILLEGAL_TRANSITION,
+    M_AMOUNT_MISMATCH,
+    M_PAY_NO_CONFLICT,
+    M_REDIS_DEGRADED_OPS,         /* token or lock operations served without Redis */
+    M_REDIS_ERRORS,
+    M_MYSQL_RETRIES,              /* transactions re-run after deadlock or lost link */
+    M_MYSQL_RECONNECTS,
+    M_MYSQL_POOL_WAITS,           /* acquisitions that had to wait */
+    M_MYSQL_POOL_TIMEOUTS,        /* acquisitions that gave up -> 503 */
+    M_COUNT
+};
+
+/* Creates the registry for nroutes routes (labels from http_routes()).
+ * Returns NULL on allocation failure. */
+struct metrics *metrics_create(size_t nroutes);
+
+/* NULL-safe. */
+void metrics_destroy(struct metrics *m);
+
+void metrics_inc(struct metrics *m, enum metric_counter c);
+
+/* Records one finished request: route index (nroutes = unmatched), status,
+ * and duration in microseconds. */
+void metrics_observe(struct metrics *m, size_t route, int status, uint64_t usec);
+
+/* Sets the gauge of Redis state: 1 degraded, 0 up. */
+void metrics_set_redis_degraded(struct metrics *m, int degraded);
+
+/* Renders all metrics as Prometheus text into a malloc'd NUL-terminated
+ * string (caller frees with free), length in *len. NULL on failure. */
+char *metrics_render(const struct metrics *m, size_t *len);
+
+#endif

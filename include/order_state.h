@@ -1,0 +1,33 @@
+/* order_state.h - the order state machine: the one transition table every
+ * status change consults before any SQL. Pure; safe from any thread. */
+#ifndef PAYCALLBACK_ORDER_STATE_H
+#define PAYCALLBACK_ORDER_STATE_H
+
+#include <stdbool.h>
+
+enum order_status {
+    ORDER_WAIT_PAY = 1,
+    ORDER_PAID = 2,
+    ORDER_SHIPPED = 3,
+    ORDER_FINISHED = 4,
+    ORDER_CANCELED = 9
+};
+
+/* True when code is one of the five statuses above. */
+bool order_state_valid(int code);
+
+/* True when from -> to is an allowed transition:
+ * 1->2, 1->9, 2->3, 2->9, 3->4. Everything else (including from == to,
+ * and any unknown code) is false. */
+bool order_state_allowed(int from, int to);
+
+/* True for FINISHED and CANCELED. */
+bool order_state_final(int code);
+
+/* "WAIT_PAY", "PAID", ... or "UNKNOWN". Never NULL. */
+const char *order_state_name(int code);
+
+/* The code for a name, or -1. */
+int order_state_from_name(const char *name);
+
+#endif

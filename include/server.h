@@ -1,0 +1,21 @@
+/* server.h - the one context every handler receives (MHD's cls). Built in
+ * main before the HTTP threads start, read-only afterwards; the pools and
+ * metrics inside are thread-safe by their own contracts. */
+#ifndef PAYCALLBACK_SERVER_H
+#define PAYCALLBACK_SERVER_H
+
+struct config;
+struct db_pool;
+struct rds_pool;
+struct metrics;
+struct http_state;
+
+struct server {
+    const struct config *cfg;
+    struct db_pool *db;
+    struct rds_pool *rds;         /* NULL until the Redis module is started */
+    struct metrics *m;
+    struct http_state *http;      /* owned by http.c */
+};
+
+#endif

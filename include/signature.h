@@ -1,0 +1,34 @@
+/* signature.h - callback authentication: HMAC-SHA256 over
+ * X-Timestamp + "." + raw body, hex-encoded, compared in constant time.
+ * Pure apart from the clock, which the caller passes in. Thread-safe. */
+#ifndef PAYCALLBACK_SIGNATURE_H
+#define PAYCALLBACK_SIGNATURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIG_HEX_LEN 64            /* lowercase hex of a 32-byte MAC */
+
+enum sig_status {
+    SIG_OK,
+    SIG_MISSING,                  /* no timestamp or no signature header */
+    SIG_BAD_TIMESTAMP,            /* not decimal digits, or out of the window */
+    SIG_MISMATCH                  /* MAC differs */
+};
+
+/* Writes the lowercase hex MAC of ts "." body into out (SIG_HEX_LEN + 1
+ * bytes, NUL-terminated). Returns 0, or -1 when OpenSSL fails. */
+int sig_compute(const char *secret, const char *ts, const char *body,
+                size_t body_len, char out[SIG_HEX_LEN + 1]);
+
+/* Verifies a callback. ts and sig are the header values (may be NULL).
+ * now_s is the current unix time; window_s the allowed skew either way.
+ * The hex comparison is constant-time and case-sensitive (lowercase). */
+enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
+                           const char *body, size_t body_len,
+                           int64_t now_s, int64_t window_s);
+
+/* Human-readable reason for a status, for error messages. */
+const char *sig_status_str(enum sig_status st);
+
+#endif

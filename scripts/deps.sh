@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Install the Debian packages paycallback needs to build, test and run.
+# Does nothing (quickly) when they are all present.
+set -euo pipefail
+
+pkgs=(
+	build-essential pkg-config
+	libmicrohttpd-dev libmariadb-dev libhiredis-dev libcjson-dev libssl-dev check
+	mariadb-server mariadb-client redis-server
+	curl openssl python3 python3-yaml procps valgrind
+)
+
+# One dpkg-query for all packages; anything not "install ok installed" is missing.
+declare -A have=()
+while IFS=$'\t' read -r name status; do
+	[[ $status == "install ok installed" ]] && have[$name]=1
+done < <(dpkg-query -W -f='${Package}\t${Status}\n' "${pkgs[@]}" 2>/dev/null || true)
+missing=()
+for p in "${pkgs[@]}"; do
+	[[ -n ${have[$p]:-} ]] || missing+=("$p")
+done
+((${#missing[@]})) || exit 0
+
+if ! command -v apt-get >/dev/null; then
+	echo "deps: apt-get not found; install these by hand: ${missing[*]}" >&2
+	exit 1
+fi
+
+sudo=()
+if ((EUID != 0)); then
+	command -v sudo >/dev/null || { echo "deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+	sudo=(sudo)
+fi
+
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		-o Dpkg::Use-Pty=0 "${missing[@]}"; } >"$log" 2>&1; then
+	cat "$log" >&2
+	echo "deps: apt-get failed" >&2
+	exit 1
+fi

@@ -1,0 +1,43 @@
+/* stmts.c - the SQL text of every statement, indexed by enum db_stmt.
+ * Keep the column order in step with the comments in stmts.h. */
+#include "stmts.h"
+
+#define ORDER_COLS "order_no, user_id, request_id, sku, quantity, amount, status, " \
+                   "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ'), " \
+                   "DATE_FORMAT(update_time, '%Y-%m-%dT%H:%i:%S.%fZ')"
+
+const char *const stmt_sql[ST_COUNT] = {
+    [ST_PING] = "SELECT 1",
+    [ST_PAY_INSERT] =
+        "INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
+        "VALUES (?, ?, ?, 1, 1)",
+    [ST_PAY_SELECT] =
+        "SELECT order_no, amount, outcome, status FROM payment_record WHERE pay_no = ?",
+    [ST_PAY_MARK_REFUND] =
+        "UPDATE payment_record SET status = 2, outcome = 2 WHERE pay_no = ?",
+    [ST_ORDER_LOCK] =
+        "SELECT amount, status, sku, quantity FROM orders WHERE order_no = ? FOR UPDATE",
+    [ST_ORDER_CAS] =
+        "UPDATE orders SET status = ? WHERE order_no = ? AND status = ?",
+    [ST_OUTBOX_INSERT] =
+        "INSERT INTO outbox (event_type, order_no, payload) VALUES (?, ?, ?)",
+    [ST_STOCK_PRICE] = "SELECT price FROM stock WHERE sku = ?",
+    [ST_STOCK_TAKE] = "UPDATE stock SET num = num - ? WHERE sku = ? AND num >= ?",
+    [ST_STOCK_RETURN] = "UPDATE stock SET num = num + ? WHERE sku = ?",
+    [ST_ORDER_INSERT] =
+        "INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
+        "VALUES (?, ?, ?, ?, ?, ?, 1)",
+    [ST_ORDER_BY_REQUEST] =
+        "SELECT " ORDER_COLS " FROM orders WHERE user_id = ? AND request_id = ?",
+    [ST_ORDER_GET] = "SELECT " ORDER_COLS " FROM orders WHERE order_no = ?",
+    [ST_PAY_BY_ORDER] =
+        "SELECT pay_no, amount, status, "
+        "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ') "
+        "FROM payment_record WHERE order_no = ? ORDER BY id",
+    [ST_PAY_REFUND_BY_ORDER] =
+        "UPDATE payment_record SET status = 2 WHERE order_no = ? AND status = 1",
+    [ST_TOKEN_INSERT] =
+        "INSERT INTO idem_token (token, expires_at) VALUES (?, NOW(3) + INTERVAL ? SECOND)",
+    [ST_TOKEN_CONSUME] = "DELETE FROM idem_token WHERE token = ? AND expires_at > NOW(3)",
+    [ST_TOKEN_PURGE] = "DELETE FROM idem_token WHERE expires_at <= NOW(3) LIMIT 1000",
+};
