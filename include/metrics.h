@@ -28,9 +28,12 @@ enum metric_counter {
     M_COUNT
 };
 
-/* Creates the registry for nroutes routes (labels from http_routes()).
+struct http_route_info;
+
+/* Creates the registry for the nroutes routes of the route table (their
+ * patterns become the route labels; the array must outlive the registry).
  * Returns NULL on allocation failure. */
-struct metrics *metrics_create(size_t nroutes);
+struct metrics *metrics_create(const struct http_route_info *routes, size_t nroutes);
 
 /* NULL-safe. */
 void metrics_destroy(struct metrics *m);

@@ -8,7 +8,7 @@ enum db_stmt {
     ST_PING,
     /* payment callback */
     ST_PAY_INSERT,                /* pay_no, order_no, amount */
-    ST_PAY_SELECT,                /* pay_no -> order_no, amount, outcome, status */
+    ST_PAY_SELECT,                /* pay_no -> order_no, amount, outcome, order status */
     ST_PAY_MARK_REFUND,           /* pay_no: status = outcome = REFUND_REQUIRED */
     ST_ORDER_LOCK,                /* order_no -> amount, status, sku, quantity (FOR UPDATE) */
     ST_ORDER_CAS,                 /* to, order_no, from */

@@ -12,7 +12,8 @@ const char *const stmt_sql[ST_COUNT] = {
         "INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
         "VALUES (?, ?, ?, 1, 1)",
     [ST_PAY_SELECT] =
-        "SELECT order_no, amount, outcome, status FROM payment_record WHERE pay_no = ?",
+        "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
+        "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
     [ST_PAY_MARK_REFUND] =
         "UPDATE payment_record SET status = 2, outcome = 2 WHERE pay_no = ?",
     [ST_ORDER_LOCK] =

@@ -1,0 +1,55 @@
+/* ops.c - operations routes: liveness, readiness and Prometheus metrics. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "db.h"
+#include "handlers.h"
+#include "metrics.h"
+#include "server.h"
+
+void handle_healthz(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    (void)srv;
+    (void)req;
+    cJSON_AddStringToObject(o, "status", "ok");
+    http_reply_json(resp, 200, o);
+    cJSON_Delete(o);
+}
+
+/* Ready while MySQL answers a ping; Redis being down only degrades. */
+void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    struct db_conn *conn = NULL;
+    enum db_status st = DB_UNAVAILABLE;
+    cJSON *o = cJSON_CreateObject();
+
+    (void)req;
+    if ((conn = db_acquire(srv->db, srv->cfg->mysql_wait_ms)) != NULL)
+        st = db_ping(conn);
+    db_release(srv->db, conn);
+    cJSON_AddStringToObject(o, "status", st == DB_OK ? "ready" : "unavailable");
+    cJSON_AddStringToObject(o, "mysql", st == DB_OK ? "up" : "down");
+    http_reply_json(resp, st == DB_OK ? 200 : 503, o);
+    if (st != DB_OK) {
+        resp->retry_after_s = 1;
+        resp->code = "UNAVAILABLE";
+    }
+    cJSON_Delete(o);
+}
+
+void handle_metrics(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    size_t len;
+    char *text = metrics_render(srv->m, &len);
+
+    (void)req;
+    if (text == NULL) {
+        http_reply_error(resp, 500, "INTERNAL", "cannot render metrics");
+        return;
+    }
+    http_reply_text(resp, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+    free(text);
+}

@@ -1,0 +1,197 @@
+/* main.c - flags, configuration, signals, start and graceful stop.
+ * Signals are blocked before any thread starts and taken with sigwait, so
+ * no code runs in a signal handler. */
+#include <errno.h>
+#include <getopt.h>
+#include <mysql.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "db.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+
+#define PAYCALLBACK_VERSION "0.1.0"
+#define STOP_POLL_MS        20
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: paycallback [-c PATH] [--port-file PATH] [--check-config]\n"
+            "\n"
+            "Idempotent payment callbacks, anti-resubmit tokens and order state changes\n"
+            "over HTTP, on MySQL/MariaDB and Redis.\n"
+            "\n"
+            "  -c, --config PATH   JSON configuration (default %s)\n"
+            "      --port-file PATH  write the bound port there once listening\n"
+            "      --check-config  validate the configuration and connectivity, then exit\n"
+            "  -h, --help          this text\n"
+            "  -V, --version       print the version\n"
+            "\n"
+            "Every key can be overridden by an environment variable:\n",
+            CFG_DEFAULT_PATH);
+}
+
+struct opts {
+    const char *config;
+    const char *port_file;
+    int check_only;
+};
+
+/* Returns -1 to exit 0 (help/version), 1 on a usage error, 0 to go on. */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "port-file", required_argument, NULL, 'p' },
+        { "check-config", no_argument, NULL, 'k' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    int ch;
+
+    o->config = CFG_DEFAULT_PATH;
+    while ((ch = getopt_long(argc, argv, "c:hV", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': o->config = optarg; break;
+        case 'p': o->port_file = optarg; break;
+        case 'k': o->check_only = 1; break;
+        case 'h': usage(stdout); cfg_print_keys(); return -1;
+        case 'V': printf("paycallback %s\n", PAYCALLBACK_VERSION); return -1;
+        default: usage(stderr); return 1;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "paycallback: unexpected argument '%s'\n", argv[optind]);
+        return 1;
+    }
+    return 0;
+}
+
+static int write_port_file(const char *path, int port)
+{
+    char tmp[4096];
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    if ((f = fopen(tmp, "w")) == NULL)
+        return -1;
+    fprintf(f, "%d\n", port);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);                  /* readers never see a half file */
+}
+
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* Stops accepting, lets requests in flight finish within the grace period,
+ * then stops the daemon. */
+static void graceful_stop(struct server *srv)
+{
+    struct timespec t0, poll = { 0, STOP_POLL_MS * 1000000L };
+
+    http_quiesce(srv);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (http_inflight(srv) > 0 && ms_since(&t0) < srv->cfg->grace_s * 1000L)
+        nanosleep(&poll, NULL);
+    if (http_inflight(srv) > 0)
+        log_warn("grace period over, closing connections", "inflight=%d", http_inflight(srv));
+    http_stop(srv);
+}
+
+static int check_connectivity(struct server *srv)
+{
+    struct db_conn *c = db_acquire(srv->db, srv->cfg->mysql_wait_ms);
+    enum db_status st = c ? db_ping(c) : DB_UNAVAILABLE;
+
+    db_release(srv->db, c);
+    if (st != DB_OK) {
+        fprintf(stderr, "paycallback: mysql %s:%d is not reachable\n", srv->cfg->mysql_host,
+                srv->cfg->mysql_port);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct config cfg;
+    struct server srv = { .cfg = &cfg };
+    struct opts o = { 0 };
+    char err[512];
+    enum log_level lvl = LOG_INFO;
+    sigset_t stop_set;
+    size_t nroutes;
+    int rc, port = 0, sig = 0;
+
+    if ((rc = parse_args(argc, argv, &o)) != 0)
+        return rc < 0 ? 0 : 2;
+    if (cfg_load(&cfg, o.config, err, sizeof(err)) != 0) {
+        fprintf(stderr, "paycallback: %s\n", err);
+        return 2;
+    }
+    log_level_parse(cfg.log_level, &lvl);
+    log_set_level(lvl);
+    if (cfg.callback_secret[0] == '\0')
+        log_warn("callback authentication is off: callback.secret is empty", "%s", "");
+    else if (strcmp(cfg.callback_secret, CFG_DEV_SECRET) == 0)
+        log_warn("callback.secret is the shipped development value; set "
+                 "PAYCALLBACK_CALLBACK_SECRET in production", "%s", "");
+
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_set, NULL);    /* inherited by every thread */
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = 1;
+    if (mysql_library_init(0, NULL, NULL) != 0) {
+        fprintf(stderr, "paycallback: cannot initialise the mysql client library\n");
+        return 1;
+    }
+    const struct http_route_info *ri = http_routes(&nroutes);
+    if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
+        (srv.db = db_pool_create(&cfg, srv.m)) == NULL) {
+        fprintf(stderr, "paycallback: out of memory\n");
+        goto out;
+    }
+    if (o.check_only) {
+        rc = check_connectivity(&srv) == 0 ? 0 : 1;
+        if (rc == 0)
+            printf("paycallback: configuration %s is valid; mysql reachable\n", o.config);
+        goto out;
+    }
+    if (http_start(&srv, &port) != 0)
+        goto out;
+    if (o.port_file != NULL && write_port_file(o.port_file, port) != 0) {
+        log_error("cannot write port file", "path=%s error=\"%s\"", o.port_file, strerror(errno));
+        http_stop(&srv);
+        goto out;
+    }
+    log_info("listening", "address=%s port=%d workers=%d version=%s", cfg.listen_address, port,
+             cfg.workers, PAYCALLBACK_VERSION);
+    while (sigwait(&stop_set, &sig) != 0)
+        ;
+    log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
+    graceful_stop(&srv);
+    log_info("stopped", "%s", "");
+    rc = 0;
+out:
+    db_pool_destroy(srv.db);
+    metrics_destroy(srv.m);
+    mysql_library_end();
+    return rc;
+}

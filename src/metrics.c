@@ -1,0 +1,259 @@
+/* metrics.c - counters and per-route latency histograms as relaxed C11
+ * atomics, rendered in the Prometheus text exposition format (0.0.4).
+ * Updates never lock; a scrape reads each atomic once and may see a
+ * request counted in one series a moment before another. */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+/* Upper bounds of the latency buckets in microseconds; +Inf is implicit. */
+static const uint64_t bucket_us[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+                                      250000, 500000, 1000000, 2500000, 5000000, 10000000 };
+#define NBUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
+
+/* Status codes counted one by one; anything else goes in "other". */
+static const int codes[] = { 200, 201, 400, 401, 404, 405, 409, 413, 422, 500, 503 };
+#define NCODES (sizeof(codes) / sizeof(codes[0]))
+
+struct route_stats {
+    atomic_ullong by_code[NCODES + 1];
+    atomic_ullong bucket[NBUCKETS + 1];       /* non-cumulative; last = +Inf */
+    atomic_ullong sum_us;
+    atomic_ullong count;
+};
+
+struct metrics {
+    const struct http_route_info *routes;
+    size_t nroutes;
+    struct route_stats *rs;                   /* nroutes + 1: the last is unmatched */
+    atomic_ullong counter[M_COUNT];
+    atomic_int redis_degraded;
+};
+
+static const struct {
+    const char *name;
+    const char *label;                        /* extra label pair, or NULL */
+    const char *help;
+} counter_info[M_COUNT] = {
+    [M_DUP_CALLBACK] = { "paycallback_duplicates_absorbed_total", "kind=\"callback_replay\"",
+                         "Repeated requests answered without doing the work again." },
+    [M_DUP_ORDER] = { "paycallback_duplicates_absorbed_total", "kind=\"order_dedupe\"", NULL },
+    [M_DUP_TOKEN] = { "paycallback_duplicates_absorbed_total", "kind=\"token_repeat\"", NULL },
+    [M_DUP_TRANSITION] = { "paycallback_duplicates_absorbed_total",
+                           "kind=\"transition_repeat\"", NULL },
+    [M_DOUBLE_PAYMENT] = { "paycallback_double_payments_total", NULL,
+                           "Payments for an order that was no longer waiting for payment (REFUND_REQUIRED)." },
+    [M_ILLEGAL_TRANSITION] = { "paycallback_illegal_transitions_total", NULL,
+                               "Order status changes refused by the state machine." },
+    [M_AMOUNT_MISMATCH] = { "paycallback_amount_mismatches_total", NULL,
+                            "Callbacks whose amount differed from the order's." },
+    [M_PAY_NO_CONFLICT] = { "paycallback_pay_no_conflicts_total", NULL,
+                            "Callbacks reusing a pay_no with another order or amount." },
+    [M_REDIS_DEGRADED_OPS] = { "paycallback_redis_degraded_operations_total", NULL,
+                               "Token and lock operations served without Redis." },
+    [M_REDIS_ERRORS] = { "paycallback_redis_errors_total", NULL,
+                         "Redis commands that failed or timed out." },
+    [M_MYSQL_RETRIES] = { "paycallback_mysql_retries_total", NULL,
+                          "Transactions re-run after a deadlock, lock wait or lost connection." },
+    [M_MYSQL_RECONNECTS] = { "paycallback_mysql_connects_total", NULL,
+                             "MySQL connections made (first connects and reconnects)." },
+    [M_MYSQL_POOL_WAITS] = { "paycallback_mysql_pool_waits_total", NULL,
+                             "Connection acquisitions that had to wait for a free connection." },
+    [M_MYSQL_POOL_TIMEOUTS] = { "paycallback_mysql_pool_timeouts_total", NULL,
+                                "Connection acquisitions that gave up (answered 503)." },
+};
+
+struct metrics *metrics_create(const struct http_route_info *routes, size_t nroutes)
+{
+    struct metrics *m = calloc(1, sizeof(*m));
+
+    if (m == NULL)
+        return NULL;
+    if ((m->rs = calloc(nroutes + 1, sizeof(*m->rs))) == NULL) {
+        free(m);
+        return NULL;
+    }
+    m->routes = routes;
+    m->nroutes = nroutes;
+    return m;
+}
+
+void metrics_destroy(struct metrics *m)
+{
+    if (m == NULL)
+        return;
+    free(m->rs);
+    free(m);
+}
+
+void metrics_inc(struct metrics *m, enum metric_counter c)
+{
+    if (m != NULL && (unsigned)c < M_COUNT)
+        atomic_fetch_add_explicit(&m->counter[c], 1, memory_order_relaxed);
+}
+
+void metrics_set_redis_degraded(struct metrics *m, int degraded)
+{
+    if (m != NULL)
+        atomic_store_explicit(&m->redis_degraded, degraded != 0, memory_order_relaxed);
+}
+
+void metrics_observe(struct metrics *m, size_t route, int status, uint64_t usec)
+{
+    struct route_stats *rs;
+    size_t ci = NCODES, b = 0;
+
+    if (m == NULL)
+        return;
+    rs = &m->rs[route < m->nroutes ? route : m->nroutes];
+    for (size_t i = 0; i < NCODES; i++)
+        if (codes[i] == status)
+            ci = i;
+    while (b < NBUCKETS && usec > bucket_us[b])
+        b++;
+    atomic_fetch_add_explicit(&rs->by_code[ci], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rs->bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rs->sum_us, usec, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rs->count, 1, memory_order_relaxed);
+}
+
+/* A growing text buffer; on allocation failure it stops growing and
+ * marks itself failed. */
+struct buf {
+    char *p;
+    size_t len, cap;
+    int failed;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->failed)
+        return;
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        char *np = realloc(b->p, b->cap * 2 + (size_t)n);
+        if (np == NULL) {
+            b->failed = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = b->cap * 2 + (size_t)n;
+    }
+}
+
+static unsigned long long ld(const atomic_ullong *a)
+{
+    return atomic_load_explicit(a, memory_order_relaxed);
+}
+
+static const char *route_label(const struct metrics *m, size_t r)
+{
+    return r < m->nroutes ? m->routes[r].pattern : "unmatched";
+}
+
+static const char *route_method(const struct metrics *m, size_t r)
+{
+    return r < m->nroutes ? m->routes[r].method : "";
+}
+
+static void render_requests(const struct metrics *m, struct buf *b)
+{
+    bprintf(b, "# HELP paycallback_http_requests_total HTTP requests by route, method and status code.\n"
+               "# TYPE paycallback_http_requests_total counter\n");
+    for (size_t r = 0; r <= m->nroutes; r++) {
+        for (size_t i = 0; i <= NCODES; i++) {
+            unsigned long long v = ld(&m->rs[r].by_code[i]);
+            if (v == 0)
+                continue;
+            if (i < NCODES)
+                bprintf(b, "paycallback_http_requests_total{route=\"%s\",method=\"%s\",code=\"%d\"} %llu\n",
+                        route_label(m, r), route_method(m, r), codes[i], v);
+            else
+                bprintf(b, "paycallback_http_requests_total{route=\"%s\",method=\"%s\",code=\"other\"} %llu\n",
+                        route_label(m, r), route_method(m, r), v);
+        }
+    }
+}
+
+static void render_latency(const struct metrics *m, struct buf *b)
+{
+    bprintf(b, "# HELP paycallback_http_request_duration_seconds Time from the request's first byte to the reply.\n"
+               "# TYPE paycallback_http_request_duration_seconds histogram\n");
+    for (size_t r = 0; r <= m->nroutes; r++) {
+        const struct route_stats *rs = &m->rs[r];
+        const char *route = route_label(m, r), *method = route_method(m, r);
+        unsigned long long cum = 0, sum = ld(&rs->sum_us);
+
+        for (size_t i = 0; i < NBUCKETS; i++) {
+            cum += ld(&rs->bucket[i]);
+            bprintf(b, "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%llu.%06llu\"} %llu\n",
+                    route, method, (unsigned long long)bucket_us[i] / 1000000ULL,
+                    (unsigned long long)bucket_us[i] % 1000000ULL, cum);
+        }
+        cum += ld(&rs->bucket[NBUCKETS]);
+        bprintf(b, "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",
+                route, method, cum);
+        bprintf(b, "paycallback_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %llu.%06llu\n",
+                route, method, sum / 1000000ULL, sum % 1000000ULL);
+        bprintf(b, "paycallback_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
+                route, method, cum);
+    }
+}
+
+static void render_counters(const struct metrics *m, struct buf *b)
+{
+    for (int c = 0; c < M_COUNT; c++) {
+        if (counter_info[c].help != NULL)
+            bprintf(b, "# HELP %s %s\n# TYPE %s counter\n", counter_info[c].name,
+                    counter_info[c].help, counter_info[c].name);
+        if (counter_info[c].label != NULL)
+            bprintf(b, "%s{%s} %llu\n", counter_info[c].name, counter_info[c].label,
+                    ld(&m->counter[c]));
+        else
+            bprintf(b, "%s %llu\n", counter_info[c].name, ld(&m->counter[c]));
+    }
+    bprintf(b, "# HELP paycallback_redis_degraded 1 while Redis is unreachable and tokens use MySQL.\n"
+               "# TYPE paycallback_redis_degraded gauge\n"
+               "paycallback_redis_degraded %d\n",
+            atomic_load_explicit(&m->redis_degraded, memory_order_relaxed));
+}
+
+char *metrics_render(const struct metrics *m, size_t *len)
+{
+    struct buf b = { malloc(16384), 0, 16384, 0 };
+
+    *len = 0;
+    if (m == NULL || b.p == NULL) {
+        free(b.p);
+        return NULL;
+    }
+    render_requests(m, &b);
+    render_latency(m, &b);
+    render_counters(m, &b);
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}

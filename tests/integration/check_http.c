@@ -1,0 +1,372 @@
+/* check_http.c - the HTTP layer of the real binary: operations endpoints,
+ * routing (404, 405 + Allow), the body cap (413, also for chunked uploads),
+ * malformed requests, JSON error bodies, and a clean exit on SIGTERM.
+ * Nothing here writes to MySQL. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+#define TC_TIMEOUT_S      30
+#define BODY_MAX_BYTES    1024   /* the cap of the small-body server */
+#define OVER_LIMIT_BYTES  2000
+
+static struct h_server *srv;
+
+static void start(const char *const *env)
+{
+    srv = h_server_start(env);
+    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
+}
+
+/* Unchecked fixtures: the server lives in the runner process. */
+static void server_up(void)
+{
+    start(NULL);
+}
+
+static void small_body_server_up(void)
+{
+    static const char *const env[] = { "PAYCALLBACK_BODY_MAX_BYTES=1024", NULL };
+
+    start(env);
+}
+
+static void server_down(void)
+{
+    int st = h_server_stop(srv);
+
+    srv = NULL;
+    if (st != 0)
+        fprintf(stderr, "check_http: server stopped with status %d\n", st);
+}
+
+static int port(void)
+{
+    return h_server_port(srv);
+}
+
+/* A body of exactly n bytes: a JSON object padded with spaces. */
+static char *padded_body(size_t n)
+{
+    static const char head[] = "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.00\"";
+    char *b = malloc(n + 1);
+
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_ge(n, sizeof head);
+    memcpy(b, head, sizeof head - 1);
+    memset(b + sizeof head - 1, ' ', n - sizeof head);
+    b[n - 1] = '}';
+    b[n] = '\0';
+    return b;
+}
+
+/* 1 when the comma-separated Allow value lists method. */
+static int allows(const struct h_resp *r, const char *method)
+{
+    const char *allow = h_resp_header(r, "Allow");
+    size_t n = strlen(method);
+
+    for (const char *p = allow; p != NULL && (p = strstr(p, method)) != NULL; p += n)
+        if ((p == allow || p[-1] == ' ' || p[-1] == ',') &&
+            (p[n] == '\0' || p[n] == ',' || p[n] == ' '))
+            return 1;
+    return 0;
+}
+
+/* ---- operations ---------------------------------------------------------- */
+
+START_TEST(healthz_answers_200_with_a_json_object)
+{
+    struct h_resp r;
+
+    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_assert_json(&r);
+    ck_assert_msg(h_json_is_object(r.body), "expected a JSON object: %s", r.body);
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(query_string_does_not_change_the_route)
+{
+    struct h_resp r;
+
+    h_http(port(), "GET", "/healthz?probe=1", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_assert_json(&r);
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(readyz_answers_200_while_mysql_is_up)
+{
+    struct h_resp r;
+
+    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_assert_json(&r);
+    ck_assert_msg(h_json_is_object(r.body), "expected a JSON object: %s", r.body);
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(metrics_are_prometheus_text)
+{
+    struct h_resp r;
+    const char *ct;
+
+    h_http(port(), "GET", "/metrics", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ct = h_resp_header(&r, "Content-Type");
+    ck_assert_msg(ct != NULL && strncmp(ct, "text/plain", 10) == 0,
+                  "expected Content-Type text/plain, got %s", ct ? ct : "(none)");
+    ck_assert_msg(strstr(r.body, "# TYPE ") != NULL, "expected # TYPE lines: %.300s", r.body);
+    h_resp_free(&r);
+}
+END_TEST
+
+/* ---- routing ------------------------------------------------------------- */
+
+static const struct {
+    const char *method;
+    const char *path;
+} unknown_routes[] = {
+    { "GET", "/" },
+    { "GET", "/nope" },
+    { "POST", "/nope" },
+    { "POST", "/pay/callback/extra" },
+    { "POST", "/pay" },
+    { "GET", "/HEALTHZ" },
+};
+
+START_TEST(unknown_path_is_404_not_found)
+{
+    struct h_resp r;
+
+    h_http(port(), unknown_routes[_i].method, unknown_routes[_i].path, NULL, NULL, 0, &r);
+    ck_assert_msg(h_check_error(&r, 404, "NOT_FOUND") == NULL, "%s %s: %s",
+                  unknown_routes[_i].method, unknown_routes[_i].path,
+                  h_check_error(&r, 404, "NOT_FOUND"));
+    h_resp_free(&r);
+}
+END_TEST
+
+static const struct {
+    const char *method;
+    const char *path;
+    const char *allowed;
+} wrong_methods[] = {
+    { "GET", "/pay/callback", "POST" },
+    { "PUT", "/pay/callback", "POST" },
+    { "DELETE", "/pay/callback", "POST" },
+    { "POST", "/healthz", "GET" },
+    { "DELETE", "/metrics", "GET" },
+};
+
+START_TEST(wrong_method_is_405_with_allow)
+{
+    struct h_resp r;
+
+    h_http(port(), wrong_methods[_i].method, wrong_methods[_i].path, NULL, NULL, 0, &r);
+    ck_assert_msg(h_check_error(&r, 405, NULL) == NULL, "%s %s: %s",
+                  wrong_methods[_i].method, wrong_methods[_i].path,
+                  h_check_error(&r, 405, NULL));
+    ck_assert_msg(allows(&r, wrong_methods[_i].allowed), "%s %s: expected Allow to list %s, got %s",
+                  wrong_methods[_i].method, wrong_methods[_i].path, wrong_methods[_i].allowed,
+                  h_resp_header(&r, "Allow") ? h_resp_header(&r, "Allow") : "(none)");
+    h_resp_free(&r);
+}
+END_TEST
+
+/* ---- malformed requests -------------------------------------------------- */
+
+START_TEST(unsigned_callback_is_401_json)
+{
+    static const char body[] = "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}";
+    static const char *const headers[] = { "Content-Type: application/json", NULL };
+    struct h_resp r;
+
+    h_http(port(), "POST", "/pay/callback", headers, body, strlen(body), &r);
+    h_assert_error(&r, 401, "BAD_SIGNATURE");
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(signed_callback_that_is_not_json_is_400_json)
+{
+    static const char body[] = "<xml>not json</xml>";
+    struct h_resp r;
+
+    h_post_callback(port(), H_SECRET, (long long)time(NULL), body, strlen(body), &r);
+    h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(garbage_request_is_refused_and_server_keeps_serving)
+{
+    static const char garbage[] = "GARBAGE\r\n\r\n";
+    struct h_resp r;
+
+    h_http_raw(port(), garbage, strlen(garbage), &r);
+    h_assert_status(&r, 400);
+    h_resp_free(&r);
+    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+}
+END_TEST
+
+/* ---- body cap ------------------------------------------------------------ */
+
+START_TEST(body_over_the_limit_is_413_json)
+{
+    char *body = padded_body(OVER_LIMIT_BYTES);
+    struct h_resp r;
+
+    h_post_callback(port(), H_SECRET, (long long)time(NULL), body, OVER_LIMIT_BYTES, &r);
+    h_assert_error(&r, 413, NULL);
+    h_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+START_TEST(chunked_body_over_the_limit_is_413_json)
+{
+    char *body = padded_body(OVER_LIMIT_BYTES);
+    size_t half = OVER_LIMIT_BYTES / 2, n;
+    char *req = malloc(OVER_LIMIT_BYTES + 512);
+    struct h_resp r;
+
+    ck_assert_ptr_nonnull(req);
+    n = (size_t)sprintf(req, "POST /pay/callback HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        "Connection: close\r\nContent-Type: application/json\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n%zx\r\n", half);
+    memcpy(req + n, body, half);
+    n += half;
+    n += (size_t)sprintf(req + n, "\r\n%zx\r\n", (size_t)OVER_LIMIT_BYTES - half);
+    memcpy(req + n, body + half, OVER_LIMIT_BYTES - half);
+    n += OVER_LIMIT_BYTES - half;
+    n += (size_t)sprintf(req + n, "\r\n0\r\n\r\n");
+    h_http_raw(port(), req, n, &r);
+    h_assert_error(&r, 413, NULL);
+    h_resp_free(&r);
+    free(req);
+    free(body);
+}
+END_TEST
+
+START_TEST(body_at_the_limit_passes_the_cap)
+{
+    static const char *const headers[] = { "Content-Type: application/json", NULL };
+    char *body = padded_body(BODY_MAX_BYTES);
+    struct h_resp r;
+
+    /* Unsigned, so the next check along answers: proof the cap let it in. */
+    h_http(port(), "POST", "/pay/callback", headers, body, BODY_MAX_BYTES, &r);
+    h_assert_error(&r, 401, "BAD_SIGNATURE");
+    h_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+START_TEST(server_keeps_serving_after_413)
+{
+    char *body = padded_body(OVER_LIMIT_BYTES);
+    struct h_resp r;
+
+    for (int i = 0; i < 3; i++) {
+        h_post_callback(port(), H_SECRET, (long long)time(NULL), body, OVER_LIMIT_BYTES, &r);
+        h_assert_status(&r, 413);
+        h_resp_free(&r);
+    }
+    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+/* ---- graceful stop ------------------------------------------------------- */
+
+START_TEST(sigterm_stops_the_server_with_exit_code_0)
+{
+    struct h_server *own = h_server_start(NULL);
+    struct h_resp r;
+    int p;
+
+    ck_assert_msg(own != NULL, "cannot start the server; see var/test-logs/");
+    p = h_server_port(own);
+    h_http(p, "GET", "/healthz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_server_stop(own));
+    ck_assert_int_eq(-1, h_http(p, "GET", "/healthz", NULL, NULL, 0, &r));
+    h_resp_free(&r);
+}
+END_TEST
+
+/* ---- suite --------------------------------------------------------------- */
+
+static TCase *tcase(const char *name, void (*up)(void))
+{
+    TCase *tc = tcase_create(name);
+
+    if (up != NULL)
+        tcase_add_unchecked_fixture(tc, up, server_down);
+    tcase_set_timeout(tc, TC_TIMEOUT_S);
+    return tc;
+}
+
+static Suite *http_suite(void)
+{
+    Suite *s = suite_create("http");
+    TCase *tc;
+
+    tc = tcase("operations endpoints answer", server_up);
+    tcase_add_test(tc, healthz_answers_200_with_a_json_object);
+    tcase_add_test(tc, query_string_does_not_change_the_route);
+    tcase_add_test(tc, readyz_answers_200_while_mysql_is_up);
+    tcase_add_test(tc, metrics_are_prometheus_text);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("routing answers 404 and 405 in JSON", server_up);
+    tcase_add_loop_test(tc, unknown_path_is_404_not_found, 0,
+                        (int)(sizeof unknown_routes / sizeof unknown_routes[0]));
+    tcase_add_loop_test(tc, wrong_method_is_405_with_allow, 0,
+                        (int)(sizeof wrong_methods / sizeof wrong_methods[0]));
+    suite_add_tcase(s, tc);
+
+    tc = tcase("bad requests get JSON errors", server_up);
+    tcase_add_test(tc, unsigned_callback_is_401_json);
+    tcase_add_test(tc, signed_callback_that_is_not_json_is_400_json);
+    tcase_add_test(tc, garbage_request_is_refused_and_server_keeps_serving);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("the body cap answers 413", small_body_server_up);
+    tcase_add_test(tc, body_over_the_limit_is_413_json);
+    tcase_add_test(tc, chunked_body_over_the_limit_is_413_json);
+    tcase_add_test(tc, body_at_the_limit_passes_the_cap);
+    tcase_add_test(tc, server_keeps_serving_after_413);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("SIGTERM stops cleanly", NULL);
+    tcase_add_test(tc, sigterm_stops_the_server_with_exit_code_0);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(http_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

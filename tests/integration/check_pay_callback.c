@@ -1,0 +1,805 @@
+/* check_pay_callback.c - POST /pay/callback against the real binary, MariaDB
+ * and Redis: first payment, replays, a storm of concurrent duplicates, double
+ * payments, pay_no conflicts, amount and order checks, authentication, body
+ * validation, and a MySQL outage. Each TCase runs its own server. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+#define PRICE          "899.00"   /* SHOE-42, the order amount of every test */
+#define STORM_THREADS  100
+#define STORM_TOTAL    1000
+#define TC_TIMEOUT_S   30
+#define SLOW_TIMEOUT_S 120
+#define SIG_WINDOW_S   300
+
+#define A16 "AAAAAAAAAAAAAAAA"
+#define ID64 A16 A16 A16 A16      /* longest valid identifier */
+#define ID65 ID64 "A"
+#define PAY64 "P" A16 A16 A16 "AAAAAAAAAAAAAAA"
+
+static struct h_server *srv;
+
+/* Unchecked fixture: one server per TCase, in the runner process, so no
+ * forked test can take it down with it. */
+static void server_up(void)
+{
+    srv = h_server_start(NULL);
+    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
+}
+
+static void server_down(void)
+{
+    int st = h_server_stop(srv);
+
+    srv = NULL;
+    if (st != 0)
+        fprintf(stderr, "check_pay_callback: server stopped with status %d\n", st);
+}
+
+/* Checked fixture: every test starts from the seed data. */
+static void clean_state(void)
+{
+    h_db_reset();
+    h_redis_flush();
+}
+
+/* Unchecked teardown of the outage TCase: MySQL must be up again whatever
+ * the test did, or every later suite fails for the wrong reason. */
+static void mysql_back(void)
+{
+    h_services("start-mysql");
+}
+
+static int port(void)
+{
+    return h_server_port(srv);
+}
+
+static long long records(void)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM payment_record");
+}
+
+static long long order_status(const char *order_no)
+{
+    return h_db_scalar_ll("SELECT status FROM orders WHERE order_no = '%s'", order_no);
+}
+
+static long long paid_events(const char *order_no)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = 'order.paid' "
+                          "AND order_no = '%s'", order_no);
+}
+
+static long long outbox_rows(void)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM outbox");
+}
+
+/* Asserts that a rejected callback left order_no (WAIT_PAY) untouched. */
+static void assert_nothing_written(const char *order_no)
+{
+    ck_assert_msg(records() == 0, "expected no payment_record, found %lld", records());
+    ck_assert_msg(order_status(order_no) == 1, "expected %s still WAIT_PAY (1), found %lld",
+                  order_no, order_status(order_no));
+    ck_assert_msg(outbox_rows() == 0, "expected an empty outbox, found %lld rows", outbox_rows());
+}
+
+/* Asserts a 200 SUCCESS reply with the given result and duplicate flag. */
+static void assert_success(const struct h_resp *r, const char *order_no, const char *pay_no,
+                           const char *result, int duplicate)
+{
+    h_assert_status(r, 200);
+    h_assert_json(r);
+    h_assert_str(r, "code", "SUCCESS");
+    h_assert_str(r, "order_no", order_no);
+    h_assert_str(r, "pay_no", pay_no);
+    h_assert_str(r, "result", result);
+    h_assert_bool(r, "duplicate", duplicate);
+}
+
+/* ---- first payment ------------------------------------------------------- */
+
+START_TEST(callback_on_waiting_order_marks_it_paid)
+{
+    struct h_resp r;
+    char *amount, *order_no;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_assert_str(&r, "status", "PAID");
+    h_resp_free(&r);
+
+    ck_assert_int_eq(2, order_status("O1"));
+    ck_assert_int_eq(1, records());
+    amount = h_db_scalar_str("SELECT amount FROM payment_record WHERE pay_no = 'P1'");
+    ck_assert_pstr_eq(PRICE, amount);
+    free(amount);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'P1'"));
+    order_no = h_db_scalar_str("SELECT order_no FROM payment_record WHERE pay_no = 'P1'");
+    ck_assert_pstr_eq("O1", order_no);
+    free(order_no);
+    ck_assert_int_eq(1, paid_events("O1"));
+    ck_assert_int_eq(1, outbox_rows());
+}
+END_TEST
+
+START_TEST(amount_without_cents_matches_the_order)
+{
+    struct h_resp r;
+    char *amount;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", "899", &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+    amount = h_db_scalar_str("SELECT amount FROM payment_record WHERE pay_no = 'P1'");
+    ck_assert_pstr_eq(PRICE, amount);
+    free(amount);
+    ck_assert_int_eq(2, order_status("O1"));
+}
+END_TEST
+
+START_TEST(identifiers_of_64_chars_are_accepted)
+{
+    struct h_resp r;
+
+    h_db_insert_order(ID64, "u1001", PRICE, 1);
+    h_callback(port(), ID64, PAY64, PRICE, &r);
+    assert_success(&r, ID64, PAY64, "PAID", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, order_status(ID64));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record "
+                                       "WHERE pay_no = '%s'", PAY64));
+}
+END_TEST
+
+START_TEST(unknown_fields_in_the_body_are_ignored)
+{
+    static const char body[] = "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.00\","
+                               "\"channel\":\"alipay\",\"extra\":{\"n\":1}}";
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_post_callback(port(), H_SECRET, (long long)time(NULL), body, strlen(body), &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, order_status("O1"));
+}
+END_TEST
+
+/* ---- replays ------------------------------------------------------------- */
+
+START_TEST(replayed_callback_answers_duplicate_without_writing)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+
+    for (int i = 0; i < 3; i++) {
+        h_callback(port(), "O1", "P1", PRICE, &r);
+        assert_success(&r, "O1", "P1", "PAID", 1);
+        h_assert_str(&r, "status", "PAID");
+        h_resp_free(&r);
+    }
+    ck_assert_int_eq(1, records());
+    ck_assert_int_eq(1, outbox_rows());
+    ck_assert_int_eq(2, order_status("O1"));
+}
+END_TEST
+
+START_TEST(replay_with_amount_spelt_differently_is_a_duplicate)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+    h_callback(port(), "O1", "P1", "899.0", &r);
+    assert_success(&r, "O1", "P1", "PAID", 1);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, records());
+}
+END_TEST
+
+/* ---- storm --------------------------------------------------------------- */
+
+struct storm_arg {
+    int port;
+    const char *body;
+    size_t len;
+    const char *const *headers;
+    int status[STORM_TOTAL];
+    int duplicate[STORM_TOTAL];   /* 1, 0, or -1 when absent */
+    int paid[STORM_TOTAL];        /* result == "PAID" */
+};
+
+/* One storm request: no Check assertions here, this runs on many threads. */
+static int storm_call(int i, void *p)
+{
+    struct storm_arg *a = p;
+    struct h_resp r;
+    int rc = h_http(a->port, "POST", "/pay/callback", a->headers, a->body, a->len, &r);
+
+    a->status[i] = r.status;
+    a->duplicate[i] = h_json_get_bool(r.body, "duplicate");
+    a->paid[i] = h_json_eq_str(r.body, "result", "PAID");
+    h_resp_free(&r);
+    return rc != 0 || a->status[i] != 200;
+}
+
+START_TEST(storm_of_identical_callbacks_pays_exactly_once)
+{
+    static struct storm_arg a;
+    char body[256], ts[32], sig[H_SIG_HEX_LEN + 1], ts_hdr[64], sig_hdr[96];
+    const char *headers[] = { "Content-Type: application/json", ts_hdr, sig_hdr, NULL };
+    struct h_storm_stats st;
+    int ok = 0, fresh = 0, dup = 0, paid = 0, first_bad = -1;
+
+    h_db_insert_order("OSTORM", "u1001", PRICE, 1);
+    a.port = port();
+    a.len = h_callback_body(body, sizeof body, "OSTORM", "PSTORM", PRICE);
+    a.body = body;
+    snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+    h_sign(H_SECRET, ts, body, a.len, sig);
+    snprintf(ts_hdr, sizeof ts_hdr, "X-Timestamp: %s", ts);
+    snprintf(sig_hdr, sizeof sig_hdr, "X-Signature: %s", sig);
+    a.headers = headers;
+
+    ck_assert_int_eq(0, h_storm(STORM_THREADS, STORM_TOTAL, storm_call, &a, &st));
+    printf("storm: %.0f req/s p50 %.1f ms p99 %.1f ms (%d clients, %d requests, max %.1f ms)\n",
+           st.rps, st.p50_us / 1000.0, st.p99_us / 1000.0, STORM_THREADS, STORM_TOTAL,
+           st.max_us / 1000.0);
+    for (int i = 0; i < STORM_TOTAL; i++) {
+        ok += a.status[i] == 200;
+        fresh += a.duplicate[i] == 0;
+        dup += a.duplicate[i] == 1;
+        paid += a.paid[i];
+        if (a.status[i] != 200 && first_bad < 0)
+            first_bad = i;
+    }
+    ck_assert_msg(ok == STORM_TOTAL, "expected %d x 200, got %d (request %d: HTTP %d)",
+                  STORM_TOTAL, ok, first_bad, first_bad >= 0 ? a.status[first_bad] : 0);
+    ck_assert_int_eq(1, fresh);
+    ck_assert_int_eq(STORM_TOTAL - 1, dup);
+    ck_assert_int_eq(STORM_TOTAL, paid);
+    ck_assert_int_eq(1, records());
+    ck_assert_int_eq(2, order_status("OSTORM"));
+    ck_assert_int_eq(1, paid_events("OSTORM"));
+    ck_assert_int_eq(1, outbox_rows());
+}
+END_TEST
+
+/* ---- double payment ------------------------------------------------------ */
+
+START_TEST(second_pay_no_on_paid_order_requires_refund)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+
+    h_callback(port(), "O1", "P2", PRICE, &r);
+    assert_success(&r, "O1", "P2", "REFUND_REQUIRED", 0);
+    h_assert_str(&r, "status", "PAID");
+    h_resp_free(&r);
+
+    ck_assert_int_eq(2, records());
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'P2'"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'P1'"));
+    ck_assert_int_eq(2, order_status("O1"));
+    ck_assert_int_eq(1, paid_events("O1"));
+    ck_assert_int_eq(1, outbox_rows());
+}
+END_TEST
+
+START_TEST(replayed_second_pay_no_repeats_refund_required)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_resp_free(&r);
+    h_callback(port(), "O1", "P2", PRICE, &r);
+    assert_success(&r, "O1", "P2", "REFUND_REQUIRED", 0);
+    h_resp_free(&r);
+
+    h_callback(port(), "O1", "P2", PRICE, &r);
+    assert_success(&r, "O1", "P2", "REFUND_REQUIRED", 1);
+    h_resp_free(&r);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "PAID", 1);
+    h_resp_free(&r);
+
+    ck_assert_int_eq(2, records());
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'P2'"));
+    ck_assert_int_eq(1, outbox_rows());
+}
+END_TEST
+
+/* Orders no longer waiting for payment: PAID by an earlier pay_no (written
+ * directly), SHIPPED, FINISHED, CANCELED. */
+static const int closed_status[] = { 2, 3, 4, 9 };
+
+START_TEST(callback_on_closed_order_requires_refund)
+{
+    int st = closed_status[_i];
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, st);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "REFUND_REQUIRED", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(st, order_status("O1"));
+    ck_assert_int_eq(1, records());
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'P1'"));
+    ck_assert_int_eq(0, outbox_rows());
+}
+END_TEST
+
+/* ---- pay_no conflicts ---------------------------------------------------- */
+
+START_TEST(same_pay_no_with_another_amount_conflicts)
+{
+    struct h_resp r;
+    char *amount;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_resp_free(&r);
+
+    h_callback(port(), "O1", "P1", "19.90", &r);
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+
+    ck_assert_int_eq(1, records());
+    amount = h_db_scalar_str("SELECT amount FROM payment_record WHERE pay_no = 'P1'");
+    ck_assert_pstr_eq(PRICE, amount);
+    free(amount);
+    ck_assert_int_eq(2, order_status("O1"));
+    ck_assert_int_eq(1, outbox_rows());
+}
+END_TEST
+
+START_TEST(same_pay_no_for_another_order_conflicts)
+{
+    struct h_resp r;
+    char *order_no;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_db_insert_order("O2", "u1002", PRICE, 1);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_resp_free(&r);
+
+    h_callback(port(), "O2", "P1", PRICE, &r);
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+
+    ck_assert_int_eq(1, records());
+    order_no = h_db_scalar_str("SELECT order_no FROM payment_record WHERE pay_no = 'P1'");
+    ck_assert_pstr_eq("O1", order_no);
+    free(order_no);
+    ck_assert_int_eq(1, order_status("O2"));
+    ck_assert_int_eq(0, paid_events("O2"));
+    ck_assert_int_eq(1, outbox_rows());
+}
+END_TEST
+
+/* ---- amount and order checks --------------------------------------------- */
+
+static const char *const wrong_amounts[] = { "19.90", "899.01", "898.99", "8990.00", "0.00" };
+
+START_TEST(amount_other_than_the_order_is_rejected)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", wrong_amounts[_i], &r);
+    h_assert_error(&r, 422, "AMOUNT_MISMATCH");
+    h_resp_free(&r);
+    assert_nothing_written("O1");
+}
+END_TEST
+
+START_TEST(rejected_amount_leaves_the_pay_no_unused)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(port(), "O1", "P1", "19.90", &r);
+    h_assert_error(&r, 422, "AMOUNT_MISMATCH");
+    h_resp_free(&r);
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, records());
+    ck_assert_int_eq(2, order_status("O1"));
+}
+END_TEST
+
+START_TEST(callback_for_unknown_order_is_not_found)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    for (int i = 0; i < 2; i++) {       /* the bank retries: still not found */
+        h_callback(port(), "NOSUCH", "P1", PRICE, &r);
+        h_assert_error(&r, 404, "ORDER_NOT_FOUND");
+        h_resp_free(&r);
+    }
+    assert_nothing_written("O1");
+}
+END_TEST
+
+/* ---- authentication ------------------------------------------------------ */
+
+/* Posts body to /pay/callback with exactly the given headers, then asserts
+ * 401 BAD_SIGNATURE and that O1 was left alone. */
+static void assert_rejected_401(const char *body, const char *ts_hdr, const char *sig_hdr)
+{
+    const char *headers[4] = { "Content-Type: application/json", NULL, NULL, NULL };
+    size_t n = 1;
+    struct h_resp r;
+
+    if (ts_hdr != NULL)
+        headers[n++] = ts_hdr;
+    if (sig_hdr != NULL)
+        headers[n++] = sig_hdr;
+    h_http(port(), "POST", "/pay/callback", headers, body, strlen(body), &r);
+    h_assert_error(&r, 401, "BAD_SIGNATURE");
+    h_resp_free(&r);
+    assert_nothing_written("O1");
+}
+
+/* Formats "X-Timestamp: ts" and "X-Signature: HMAC(secret, sign_ts.body)". */
+static void signed_headers(const char *secret, long long ts, long long sign_ts,
+                           const char *body, char ts_hdr[64], char sig_hdr[96])
+{
+    char tsbuf[32], sig[H_SIG_HEX_LEN + 1];
+
+    snprintf(tsbuf, sizeof tsbuf, "%lld", sign_ts);
+    h_sign(secret, tsbuf, body, strlen(body), sig);
+    snprintf(ts_hdr, 64, "X-Timestamp: %lld", ts);
+    snprintf(sig_hdr, 96, "X-Signature: %s", sig);
+}
+
+static const char good_body[] = "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}";
+
+START_TEST(wrong_secret_is_rejected)
+{
+    char ts_hdr[64], sig_hdr[96];
+    long long now = (long long)time(NULL);
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    signed_headers("not-the-secret", now, now, good_body, ts_hdr, sig_hdr);
+    assert_rejected_401(good_body, ts_hdr, sig_hdr);
+}
+END_TEST
+
+START_TEST(missing_signature_is_rejected)
+{
+    char ts_hdr[64], sig_hdr[96];
+    long long now = (long long)time(NULL);
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    signed_headers(H_SECRET, now, now, good_body, ts_hdr, sig_hdr);
+    assert_rejected_401(good_body, ts_hdr, NULL);
+}
+END_TEST
+
+START_TEST(missing_timestamp_is_rejected)
+{
+    char ts_hdr[64], sig_hdr[96];
+    long long now = (long long)time(NULL);
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    signed_headers(H_SECRET, now, now, good_body, ts_hdr, sig_hdr);
+    assert_rejected_401(good_body, NULL, sig_hdr);
+}
+END_TEST
+
+START_TEST(missing_both_headers_is_rejected)
+{
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    assert_rejected_401(good_body, NULL, NULL);
+}
+END_TEST
+
+START_TEST(stale_timestamp_is_rejected)
+{
+    char ts_hdr[64], sig_hdr[96];
+    long long then = (long long)time(NULL) - SIG_WINDOW_S - 1;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    signed_headers(H_SECRET, then, then, good_body, ts_hdr, sig_hdr);
+    assert_rejected_401(good_body, ts_hdr, sig_hdr);
+}
+END_TEST
+
+START_TEST(future_timestamp_is_rejected)
+{
+    char ts_hdr[64], sig_hdr[96];
+    long long later = (long long)time(NULL) + SIG_WINDOW_S + 1;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    signed_headers(H_SECRET, later, later, good_body, ts_hdr, sig_hdr);
+    assert_rejected_401(good_body, ts_hdr, sig_hdr);
+}
+END_TEST
+
+START_TEST(timestamp_inside_the_window_is_accepted)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_post_callback(port(), H_SECRET, (long long)time(NULL) - SIG_WINDOW_S + 10,
+                    good_body, strlen(good_body), &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(signature_over_another_body_is_rejected)
+{
+    static const char other[] = "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"1.00\"}";
+    char ts_hdr[64], sig_hdr[96];
+    long long now = (long long)time(NULL);
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    signed_headers(H_SECRET, now, now, other, ts_hdr, sig_hdr);
+    assert_rejected_401(good_body, ts_hdr, sig_hdr);
+}
+END_TEST
+
+START_TEST(signature_over_another_timestamp_is_rejected)
+{
+    char ts_hdr[64], sig_hdr[96];
+    long long now = (long long)time(NULL);
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    signed_headers(H_SECRET, now, now - 5, good_body, ts_hdr, sig_hdr);
+    assert_rejected_401(good_body, ts_hdr, sig_hdr);
+}
+END_TEST
+
+START_TEST(truncated_signature_is_rejected)
+{
+    char ts_hdr[64], sig_hdr[96];
+    long long now = (long long)time(NULL);
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    signed_headers(H_SECRET, now, now, good_body, ts_hdr, sig_hdr);
+    sig_hdr[strlen(sig_hdr) - 1] = '\0';
+    assert_rejected_401(good_body, ts_hdr, sig_hdr);
+}
+END_TEST
+
+START_TEST(non_numeric_timestamp_is_rejected)
+{
+    char sig[H_SIG_HEX_LEN + 1], sig_hdr[96];
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_sign(H_SECRET, "yesterday", good_body, strlen(good_body), sig);
+    snprintf(sig_hdr, sizeof sig_hdr, "X-Signature: %s", sig);
+    assert_rejected_401(good_body, "X-Timestamp: yesterday", sig_hdr);
+}
+END_TEST
+
+/* ---- body validation ----------------------------------------------------- */
+
+/* Correctly signed bodies that must each be refused with 400 BAD_REQUEST.
+ * field, when set, must be named in the message. */
+static const struct bad_body {
+    const char *body;
+    const char *field;
+} bad_bodies[] = {
+    { "order_no=O1&pay_no=P1&amount=899.00", NULL },                /* form, not JSON */
+    { "", NULL },
+    { "{\"order_no\":\"O1\",", NULL },                               /* truncated */
+    { "[{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}]", NULL },
+    { "\"O1\"", NULL },
+    { "null", NULL },
+    { "42", NULL },
+    { "{}", NULL },
+    { "{\"pay_no\":\"P1\",\"amount\":\"899.00\"}", "order_no" },
+    { "{\"order_no\":\"O1\",\"amount\":\"899.00\"}", "pay_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":899.00}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":899}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.001\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"-1.00\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"1e3\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"+899.00\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\" 899.00\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.00 \"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\".50\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899,00\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"12345678901.00\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"0x383\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"NaN\"}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":null}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":true}", "amount" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":[\"899.00\"]}", "amount" },
+    { "{\"order_no\":\"" ID65 "\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}", "order_no" },
+    { "{\"order_no\":\"\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}", "order_no" },
+    { "{\"order_no\":\"O 1\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}", "order_no" },
+    { "{\"order_no\":\"O1\\u0000x\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}", "order_no" },
+    { "{\"order_no\":\"\\u8ba2\\u5355\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}", "order_no" },
+    { "{\"order_no\":1,\"pay_no\":\"P1\",\"amount\":\"899.00\"}", "order_no" },
+    { "{\"order_no\":{\"id\":\"O1\"},\"pay_no\":\"P1\",\"amount\":\"899.00\"}", "order_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P 1\",\"amount\":\"899.00\"}", "pay_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P/1\",\"amount\":\"899.00\"}", "pay_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1'--\",\"amount\":\"899.00\"}", "pay_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"P1\\n\",\"amount\":\"899.00\"}", "pay_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":\"" ID65 "\",\"amount\":\"899.00\"}", "pay_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":true,\"amount\":\"899.00\"}", "pay_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":null,\"amount\":\"899.00\"}", "pay_no" },
+    { "{\"order_no\":\"O1\",\"pay_no\":12345,\"amount\":\"899.00\"}", "pay_no" },
+};
+
+START_TEST(malformed_body_is_rejected_with_400)
+{
+    const struct bad_body *b = &bad_bodies[_i];
+    struct h_resp r;
+    char *msg;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_post_callback(port(), H_SECRET, (long long)time(NULL), b->body, strlen(b->body), &r);
+    ck_assert_msg(h_check_error(&r, 400, "BAD_REQUEST") == NULL, "body %s: %s", b->body,
+                  h_check_error(&r, 400, "BAD_REQUEST"));
+    msg = h_json_get_str(r.body, "message");
+    ck_assert_msg(b->field == NULL || (msg != NULL && strstr(msg, b->field) != NULL),
+                  "body %s: expected the message to name %s: %s", b->body, b->field, r.body);
+    free(msg);
+    h_resp_free(&r);
+    assert_nothing_written("O1");
+}
+END_TEST
+
+/* ---- MySQL outage -------------------------------------------------------- */
+
+START_TEST(mysql_outage_answers_503_and_loses_nothing)
+{
+    struct h_resp r;
+    const char *retry;
+    char *end = NULL;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_db_insert_order("O2", "u1002", PRICE, 1);
+    h_services("stop-mysql");
+
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    retry = h_resp_header(&r, "Retry-After");
+    ck_assert_msg(retry != NULL, "expected a Retry-After header: %s", r.body);
+    ck_assert_msg(strtol(retry, &end, 10) > 0 && *end == '\0',
+                  "expected Retry-After to be positive seconds, got \"%s\"", retry);
+    h_resp_free(&r);
+    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 503);
+    h_assert_json(&r);
+    h_resp_free(&r);
+
+    h_services("start-mysql");
+    h_callback(port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, records());
+    ck_assert_int_eq(2, order_status("O1"));
+    ck_assert_int_eq(1, paid_events("O1"));
+
+    /* And the service keeps working for everyone else. */
+    h_callback(port(), "O2", "P2", PRICE, &r);
+    assert_success(&r, "O2", "P2", "PAID", 0);
+    h_resp_free(&r);
+    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, records());
+    ck_assert_int_eq(2, outbox_rows());
+}
+END_TEST
+
+/* ---- suite --------------------------------------------------------------- */
+
+/* A TCase with its own server, a clean database per test, and a timeout. */
+static TCase *tcase(const char *name, int timeout_s)
+{
+    TCase *tc = tcase_create(name);
+
+    tcase_add_unchecked_fixture(tc, server_up, server_down);
+    tcase_add_checked_fixture(tc, clean_state, NULL);
+    tcase_set_timeout(tc, timeout_s);
+    return tc;
+}
+
+static Suite *pay_callback_suite(void)
+{
+    Suite *s = suite_create("pay_callback");
+    TCase *tc;
+
+    tc = tcase("first callback pays the order", TC_TIMEOUT_S);
+    tcase_add_test(tc, callback_on_waiting_order_marks_it_paid);
+    tcase_add_test(tc, amount_without_cents_matches_the_order);
+    tcase_add_test(tc, identifiers_of_64_chars_are_accepted);
+    tcase_add_test(tc, unknown_fields_in_the_body_are_ignored);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("replays are answered from the record", TC_TIMEOUT_S);
+    tcase_add_test(tc, replayed_callback_answers_duplicate_without_writing);
+    tcase_add_test(tc, replay_with_amount_spelt_differently_is_a_duplicate);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("a storm of duplicates pays once", SLOW_TIMEOUT_S);
+    tcase_add_test(tc, storm_of_identical_callbacks_pays_exactly_once);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("a second charge requires a refund", TC_TIMEOUT_S);
+    tcase_add_test(tc, second_pay_no_on_paid_order_requires_refund);
+    tcase_add_test(tc, replayed_second_pay_no_repeats_refund_required);
+    tcase_add_loop_test(tc, callback_on_closed_order_requires_refund, 0,
+                        (int)(sizeof closed_status / sizeof closed_status[0]));
+    suite_add_tcase(s, tc);
+
+    tc = tcase("a reused pay_no conflicts", TC_TIMEOUT_S);
+    tcase_add_test(tc, same_pay_no_with_another_amount_conflicts);
+    tcase_add_test(tc, same_pay_no_for_another_order_conflicts);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("amount and order are checked", TC_TIMEOUT_S);
+    tcase_add_loop_test(tc, amount_other_than_the_order_is_rejected, 0,
+                        (int)(sizeof wrong_amounts / sizeof wrong_amounts[0]));
+    tcase_add_test(tc, rejected_amount_leaves_the_pay_no_unused);
+    tcase_add_test(tc, callback_for_unknown_order_is_not_found);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("unsigned callbacks are refused", TC_TIMEOUT_S);
+    tcase_add_test(tc, wrong_secret_is_rejected);
+    tcase_add_test(tc, missing_signature_is_rejected);
+    tcase_add_test(tc, missing_timestamp_is_rejected);
+    tcase_add_test(tc, missing_both_headers_is_rejected);
+    tcase_add_test(tc, stale_timestamp_is_rejected);
+    tcase_add_test(tc, future_timestamp_is_rejected);
+    tcase_add_test(tc, timestamp_inside_the_window_is_accepted);
+    tcase_add_test(tc, signature_over_another_body_is_rejected);
+    tcase_add_test(tc, signature_over_another_timestamp_is_rejected);
+    tcase_add_test(tc, truncated_signature_is_rejected);
+    tcase_add_test(tc, non_numeric_timestamp_is_rejected);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("malformed bodies are refused", TC_TIMEOUT_S);
+    tcase_add_loop_test(tc, malformed_body_is_rejected_with_400, 0,
+                        (int)(sizeof bad_bodies / sizeof bad_bodies[0]));
+    suite_add_tcase(s, tc);
+
+    tc = tcase("a mysql outage loses nothing", SLOW_TIMEOUT_S);
+    tcase_add_unchecked_fixture(tc, NULL, mysql_back);
+    tcase_add_test(tc, mysql_outage_answers_503_and_loses_nothing);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(pay_callback_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,216 @@
+/* harness.h - what the integration suites share: start the real binary on an
+ * ephemeral port, talk HTTP/1.1 to it over a raw socket, sign callbacks, and
+ * reach into the private MariaDB (paycallback_test) and Redis (db 9) to set
+ * up and inspect state. Knows the contract, not the server's code.
+ *
+ * Failures of the setup helpers (SQL, Redis, scripts) are Check assertions,
+ * so call them from a test or a fixture. Only h_storm runs threads; the
+ * function it calls must not use ck_assert. */
+#ifndef PAYCALLBACK_TEST_HARNESS_H
+#define PAYCALLBACK_TEST_HARNESS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <check.h>
+#include <hiredis.h>
+
+#define H_SECRET          "dev-secret"     /* callback secret of the shipped config */
+#define H_HEADERS_MAX     64
+#define H_RECV_TIMEOUT_S  30
+#define H_SIG_HEX_LEN     64
+
+/* ---- the server under test ---------------------------------------------- */
+
+struct h_server;
+
+/* Forks and execs $PAYCALLBACK_BIN (default build/paycallback, relative to
+ * $PAYCALLBACK_ROOT or the current directory) with the shipped config, an
+ * ephemeral port, database paycallback_test, Redis db 9 and the private
+ * MySQL/Redis ports ($PAYCALLBACK_TEST_MYSQL_PORT, _REDIS_PORT; defaults
+ * 3307 and 6380). extra_env ("KEY=VAL" strings, NULL-terminated, may be
+ * NULL) is applied last and wins. stdout and stderr are appended to
+ * var/test-logs/<test binary>.log. Waits until the server has written its
+ * port (15 s, 90 s for an ASan build). Returns the server, or NULL with the
+ * reason on stderr. Only the calling process may signal or stop it, so a
+ * server started in an unchecked fixture survives Check's forked tests. */
+struct h_server *h_server_start(const char *const *extra_env);
+
+/* The bound TCP port and the process id. */
+int h_server_port(const struct h_server *s);
+pid_t h_server_pid(const struct h_server *s);
+
+/* Sends sig to the server. 0, or -1 when it has already been reaped or the
+ * caller is not the process that started it. */
+int h_server_signal(struct h_server *s, int sig);
+
+/* Sends SIGTERM, waits up to 30 s (then SIGKILL) and frees s. Returns the
+ * exit code, 128 + signal number if it died from a signal, or -1 (NULL s,
+ * not the owner, or it had to be killed). NULL-safe. */
+int h_server_stop(struct h_server *s);
+
+/* ---- HTTP ---------------------------------------------------------------- */
+
+/* A parsed reply. Everything points into memory the reply owns. */
+struct h_resp {
+    int status;                   /* 0 when the exchange failed (see err) */
+    size_t nheaders;
+    char *hname[H_HEADERS_MAX];
+    char *hvalue[H_HEADERS_MAX];
+    char *head;                   /* header block, split in place */
+    char *body;                   /* NUL-terminated, de-chunked; never NULL after h_http */
+    size_t body_len;
+    char err[128];                /* why status is 0 */
+};
+
+/* Sends one request with Connection: close and reads the reply to EOF.
+ * headers are "Name: value" strings, NULL-terminated, may be NULL.
+ * Content-Length is sent when body is not NULL or the method is not
+ * GET/HEAD. out is overwritten: free an earlier reply first. Returns 0, or
+ * -1 with out->status 0 and the reason in out->err. */
+int h_http(int port, const char *method, const char *path,
+           const char *const *headers, const char *body, size_t body_len,
+           struct h_resp *out);
+
+/* Sends len bytes exactly as given (for malformed requests and chunked
+ * uploads) and reads the reply like h_http. */
+int h_http_raw(int port, const char *req, size_t len, struct h_resp *out);
+
+/* Value of the first header called name (case-insensitive), or NULL. */
+const char *h_resp_header(const struct h_resp *r, const char *name);
+
+/* 1 when Content-Type is application/json (parameters allowed). */
+int h_resp_is_json(const struct h_resp *r);
+
+/* Frees what r owns and zeroes it. NULL-safe, idempotent. */
+void h_resp_free(struct h_resp *r);
+
+/* ---- callbacks ----------------------------------------------------------- */
+
+/* Lowercase hex HMAC-SHA256(secret, ts "." body) into out (65 bytes).
+ * Computed here with OpenSSL, independently of src/signature.c. */
+void h_sign(const char *secret, const char *ts, const char *body, size_t len,
+            char out[H_SIG_HEX_LEN + 1]);
+
+/* Posts body to /pay/callback with X-Timestamp: ts_s and the signature
+ * made with secret. Returns what h_http returns. */
+int h_post_callback(int port, const char *secret, long long ts_s,
+                    const char *body, size_t len, struct h_resp *out);
+
+/* Writes {"order_no":..,"pay_no":..,"amount":..} into buf. Returns its length. */
+size_t h_callback_body(char *buf, size_t bufsz, const char *order_no,
+                       const char *pay_no, const char *amount);
+
+/* Posts a correctly signed callback (secret H_SECRET, timestamp now). */
+int h_callback(int port, const char *order_no, const char *pay_no,
+               const char *amount, struct h_resp *out);
+
+/* ---- JSON bodies --------------------------------------------------------- */
+
+/* The string field key of the JSON object body, malloc'd (free it), or NULL
+ * when body is not an object or the field is absent or not a string. */
+char *h_json_get_str(const char *body, const char *key);
+
+/* 1 or 0 for a boolean field, -1 when absent or not a boolean. */
+int h_json_get_bool(const char *body, const char *key);
+
+/* 1 when body is a JSON object. */
+int h_json_is_object(const char *body);
+
+/* 1 when the string field key equals want. */
+int h_json_eq_str(const char *body, const char *key, const char *want);
+
+/* NULL when r is a contract error reply: HTTP status, Content-Type
+ * application/json, {"code": code (any UPPER_SNAKE code when NULL),
+ * "message": non-empty}. Otherwise a description of what differs (thread-
+ * local buffer, valid until the next call). */
+const char *h_check_error(const struct h_resp *r, int status, const char *code);
+
+#define h_assert_status(r, want)                                              \
+    ck_assert_msg((r)->status == (want), "expected HTTP %d, got %d%s%s: %s",  \
+                  (want), (r)->status, (r)->err[0] ? " " : "", (r)->err,      \
+                  (r)->body ? (r)->body : "")
+
+#define h_assert_json(r)                                                      \
+    ck_assert_msg(h_resp_is_json(r), "expected application/json, got %s: %s", \
+                  h_resp_header((r), "Content-Type")                          \
+                      ? h_resp_header((r), "Content-Type") : "(none)",        \
+                  (r)->body ? (r)->body : "")
+
+#define h_assert_str(r, key, want)                                            \
+    ck_assert_msg(h_json_eq_str((r)->body, (key), (want)),                    \
+                  "expected \"%s\":\"%s\" in %s", (key), (want),              \
+                  (r)->body ? (r)->body : "")
+
+#define h_assert_bool(r, key, want)                                           \
+    ck_assert_msg(h_json_get_bool((r)->body, (key)) == (want),                \
+                  "expected \"%s\":%s in %s", (key),                          \
+                  (want) ? "true" : "false", (r)->body ? (r)->body : "")
+
+#define h_assert_error(r, status, code)                                       \
+    do {                                                                      \
+        const char *h_why_ = h_check_error((r), (status), (code));            \
+        ck_assert_msg(h_why_ == NULL, "%s", h_why_);                          \
+    } while (0)
+
+/* ---- MariaDB (paycallback_test) ------------------------------------------ */
+
+/* Each call opens its own connection, so the helpers are safe in forked
+ * tests and across a MySQL restart. SQL is formatted with printf rules:
+ * pass trusted literals only, nothing is escaped. */
+
+/* Runs a statement and asserts it succeeded. */
+void h_db_exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* First column of the first row as a number; -1 for no row or NULL. */
+long long h_db_scalar_ll(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* First column of the first row, malloc'd (free it); NULL for no row or NULL. */
+char *h_db_scalar_str(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Empties orders, payment_record, outbox, idem_token and stock, then puts
+ * back the seed stock (SHOE-42, SOCK-01, HAT-7). */
+void h_db_reset(void);
+
+/* Inserts an order directly: sku SHOE-42, quantity 1, request_id
+ * "req-" order_no, the given amount ("899.00") and status (1 = WAIT_PAY). */
+void h_db_insert_order(const char *order_no, const char *user_id,
+                       const char *amount, int status);
+
+/* ---- Redis (db 9) -------------------------------------------------------- */
+
+/* SELECT 9 and FLUSHDB; asserts both succeeded. */
+void h_redis_flush(void);
+
+/* Runs one command on db 9 and returns the reply (free it with
+ * freeReplyObject), or NULL when Redis cannot be reached. */
+redisReply *h_redis_cmd(const char *fmt, ...);
+
+/* ---- private services ---------------------------------------------------- */
+
+/* Runs "$ROOT/scripts/services.sh cmd" (output to the suite log) and asserts
+ * it exited 0. */
+void h_services(const char *cmd);
+
+/* ---- load ---------------------------------------------------------------- */
+
+/* One call of a storm: i is the call's index in [0, total). Return 0 on
+ * success, anything else counts as an error. Called from many threads. */
+typedef int (*h_storm_fn)(int i, void *arg);
+
+struct h_storm_stats {
+    int total;                    /* calls made */
+    int errors;                   /* calls that returned non-zero */
+    double seconds;               /* wall time of the whole storm */
+    double rps;                   /* total / seconds */
+    long long p50_us;             /* per-call latency percentiles */
+    long long p99_us;
+    long long max_us;
+};
+
+/* Runs total calls of fn spread over threads pthreads that start together,
+ * and fills st. Returns 0, or -1 when threads could not be created. Figures
+ * are for printing; never assert on them. */
+int h_storm(int threads, int total, h_storm_fn fn, void *arg,
+            struct h_storm_stats *st);
+
+#endif
