@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,13 +39,17 @@ extern char **environ;
 #define H_POLL_MS               10
 #define H_RESP_MAX_BYTES        (16u << 20)
 #define H_FD_CLOSE_MAX          65536
+#define H_KV_MAX              512
+#define H_DB_CONNECT_TIMEOUT_S  5
 #define H_DB_TIMEOUT_S          30
-#define H_DB_LOCK_WAIT_S        10
+#define H_DB_LOCK_WAIT_S        "10"     /* SQL text: seconds */
 #define H_REDIS_TIMEOUT_S       5
 #define H_REDIS_DB              9
 #define H_TEST_DB               "paycallback_test"
 #define H_DB_USER               "paycallback"
 #define H_DB_PASSWORD           "paycallback"
+#define H_MYSQL_PORT            3307
+#define H_REDIS_PORT            6380
 #define H_HOST                  "127.0.0.1"
 
 struct h_server {
@@ -170,6 +175,22 @@ static void child_stdio(int logfd)
         close(fd);
 }
 
+/* The value of a test setting ($PAYCALLBACK_TEST_*), or dflt. */
+static const char *test_env(const char *name, const char *dflt)
+{
+    const char *s = getenv(name);
+
+    return s != NULL && s[0] != '\0' ? s : dflt;
+}
+
+/* A port from a test setting, or dflt when unset or out of range. */
+static unsigned int test_port(const char *name, unsigned int dflt)
+{
+    long v = strtol(test_env(name, "0"), NULL, 10);
+
+    return v > 0 && v < 65536 ? (unsigned int)v : dflt;
+}
+
 /* ---- server process ------------------------------------------------------ */
 
 /* A growable NULL-terminated environment vector of malloc'd "KEY=VAL". */
@@ -219,24 +240,44 @@ static void env_free(struct envv *e)
     e->n = e->cap = 0;
 }
 
-/* Builds the server's environment: ours, then the test overrides, then
- * extra_env. 0 or -1. */
-static int server_env(struct envv *e, const char *const *extra_env)
+/* Sets key=value in e. 0 or -1. */
+static int env_set(struct envv *e, const char *key, const char *value)
 {
-    const char *mp = getenv("PAYCALLBACK_TEST_MYSQL_PORT");
-    const char *rp = getenv("PAYCALLBACK_TEST_REDIS_PORT");
-    char kv[128];
+    char kv[H_KV_MAX];
+
+    if (snprintf(kv, sizeof kv, "%s=%s", key, value) >= (int)sizeof kv)
+        return -1;
+    return env_put(e, kv);
+}
+
+/* Our environment with the private MySQL and Redis ports of the tests
+ * (the names the server and scripts/services.sh read). 0 or -1. */
+static int base_env(struct envv *e)
+{
+    char port[16];
     int rc = 0;
 
     for (char **p = environ; *p != NULL; p++)
         rc |= env_put(e, *p);
-    rc |= env_put(e, "PAYCALLBACK_LISTEN_PORT=0");
-    rc |= env_put(e, "PAYCALLBACK_MYSQL_DATABASE=" H_TEST_DB);
-    rc |= env_put(e, "PAYCALLBACK_REDIS_DB=9");
-    snprintf(kv, sizeof kv, "PAYCALLBACK_MYSQL_PORT=%s", mp != NULL && mp[0] ? mp : "3307");
-    rc |= env_put(e, kv);
-    snprintf(kv, sizeof kv, "PAYCALLBACK_REDIS_PORT=%s", rp != NULL && rp[0] ? rp : "6380");
-    rc |= env_put(e, kv);
+    snprintf(port, sizeof port, "%u", test_port("PAYCALLBACK_TEST_MYSQL_PORT", H_MYSQL_PORT));
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_PORT", port);
+    snprintf(port, sizeof port, "%u", test_port("PAYCALLBACK_TEST_REDIS_PORT", H_REDIS_PORT));
+    rc |= env_set(e, "PAYCALLBACK_REDIS_PORT", port);
+    return rc == 0 ? 0 : -1;
+}
+
+/* Builds the server's environment: ours, then the test overrides, then
+ * extra_env. 0 or -1. */
+static int server_env(struct envv *e, const char *const *extra_env)
+{
+    int rc = base_env(e);
+
+    rc |= env_set(e, "PAYCALLBACK_LISTEN_PORT", "0");
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_DATABASE", test_env("PAYCALLBACK_TEST_MYSQL_DB", H_TEST_DB));
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_USER", test_env("PAYCALLBACK_TEST_MYSQL_USER", H_DB_USER));
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_PASSWORD",
+                  test_env("PAYCALLBACK_TEST_MYSQL_PASSWORD", H_DB_PASSWORD));
+    rc |= env_set(e, "PAYCALLBACK_REDIS_DB", "9");
     for (size_t i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
         rc |= env_put(e, extra_env[i]);
     return rc == 0 ? 0 : -1;
@@ -296,7 +337,7 @@ static void describe_status(int wstatus, char *buf, size_t sz)
 static int wait_for_port(pid_t pid, const char *port_file, int timeout_ms)
 {
     long long deadline = now_us() + (long long)timeout_ms * 1000;
-    int wstatus, port;
+    int wstatus, port = 0;
     char why[64];
 
     while (now_us() < deadline) {
@@ -408,30 +449,51 @@ int h_server_signal(struct h_server *s, int sig)
     return kill(s->pid, sig);
 }
 
-int h_server_stop(struct h_server *s)
+/* Waits up to timeout_ms for child pid to exit and SIGKILLs it past that.
+ * The exit code, 128 + signal, or -1 when it had to be killed. */
+static int reap_pid(pid_t pid, int timeout_ms)
 {
-    long long deadline;
+    long long deadline = now_us() + (long long)timeout_ms * 1000;
     int wstatus, rc = -1;
     pid_t r = 0;
 
+    while ((r = waitpid(pid, &wstatus, WNOHANG)) == 0 && now_us() < deadline)
+        sleep_ms(H_POLL_MS);
+    if (r == 0) {
+        fprintf(stderr, "harness: process %d still running after %d ms, killing it\n",
+                (int)pid, timeout_ms);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    } else if (r == pid && WIFEXITED(wstatus)) {
+        rc = WEXITSTATUS(wstatus);
+    } else if (r == pid && WIFSIGNALED(wstatus)) {
+        rc = 128 + WTERMSIG(wstatus);
+    }
+    return rc;
+}
+
+/* reap_pid for a server, then frees s. */
+static int reap(struct h_server *s, int timeout_ms)
+{
+    int rc = reap_pid(s->pid, timeout_ms);
+
+    free(s);
+    return rc;
+}
+
+int h_server_stop(struct h_server *s)
+{
     if (s == NULL || s->owner != getpid())
         return -1;                /* a forked test never stops its parent's server */
     kill(s->pid, SIGTERM);
-    deadline = now_us() + (long long)H_STOP_TIMEOUT_MS * 1000;
-    while ((r = waitpid(s->pid, &wstatus, WNOHANG)) == 0 && now_us() < deadline)
-        sleep_ms(H_POLL_MS);
-    if (r == 0) {
-        fprintf(stderr, "harness: server %d ignored SIGTERM for %d ms, killing it\n",
-                (int)s->pid, H_STOP_TIMEOUT_MS);
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
-    } else if (r == s->pid && WIFEXITED(wstatus)) {
-        rc = WEXITSTATUS(wstatus);
-    } else if (r == s->pid && WIFSIGNALED(wstatus)) {
-        rc = 128 + WTERMSIG(wstatus);
-    }
-    free(s);
-    return rc;
+    return reap(s, H_STOP_TIMEOUT_MS);
+}
+
+int h_server_wait(struct h_server *s, int timeout_ms)
+{
+    if (s == NULL || s->owner != getpid())
+        return -1;
+    return reap(s, timeout_ms);
 }
 
 /* ---- HTTP client --------------------------------------------------------- */
@@ -896,19 +958,11 @@ const char *h_check_error(const struct h_resp *r, int status, const char *code)
 
 /* ---- MariaDB ------------------------------------------------------------- */
 
-static unsigned int test_port(const char *env, unsigned int dflt)
-{
-    const char *s = getenv(env);
-    long v = s != NULL ? strtol(s, NULL, 10) : 0;
-
-    return v > 0 && v < 65536 ? (unsigned int)v : dflt;
-}
-
 /* Connects to paycallback_test with bounded lock waits, so a test blocked
  * by a lock the server forgot to release fails instead of hanging. */
 static MYSQL *db_open(void)
 {
-    unsigned int connect_s = 5, io_s = H_DB_TIMEOUT_S;
+    unsigned int connect_s = H_DB_CONNECT_TIMEOUT_S, io_s = H_DB_TIMEOUT_S;
     char err[256];
     MYSQL *m = mysql_init(NULL);
 
@@ -916,14 +970,17 @@ static MYSQL *db_open(void)
     mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
     mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &io_s);
     mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
-    if (mysql_real_connect(m, H_HOST, H_DB_USER, H_DB_PASSWORD, H_TEST_DB,
-                           test_port("PAYCALLBACK_TEST_MYSQL_PORT", 3307), NULL, 0) == NULL ||
-        mysql_query(m, "SET SESSION lock_wait_timeout = 10, "
-                       "innodb_lock_wait_timeout = 10") != 0) {
+    if (mysql_real_connect(m, H_HOST, test_env("PAYCALLBACK_TEST_MYSQL_USER", H_DB_USER),
+                           test_env("PAYCALLBACK_TEST_MYSQL_PASSWORD", H_DB_PASSWORD),
+                           test_env("PAYCALLBACK_TEST_MYSQL_DB", H_TEST_DB),
+                           test_port("PAYCALLBACK_TEST_MYSQL_PORT", H_MYSQL_PORT), NULL, 0) == NULL ||
+        mysql_query(m, "SET SESSION lock_wait_timeout = " H_DB_LOCK_WAIT_S ", "
+                       "innodb_lock_wait_timeout = " H_DB_LOCK_WAIT_S) != 0) {
         snprintf(err, sizeof err, "%s", mysql_error(m));
         mysql_close(m);
         ck_abort_msg("cannot connect to mysql %s:%u/%s: %s", H_HOST,
-                     test_port("PAYCALLBACK_TEST_MYSQL_PORT", 3307), H_TEST_DB, err);
+                     test_port("PAYCALLBACK_TEST_MYSQL_PORT", H_MYSQL_PORT),
+                     test_env("PAYCALLBACK_TEST_MYSQL_DB", H_TEST_DB), err);
     }
     return m;
 }
@@ -1031,8 +1088,42 @@ void h_db_insert_order(const char *order_no, const char *user_id,
                        const char *amount, int status)
 {
     h_db_exec("INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
-              "VALUES ('%s', '%s', 'req-%s', 'SHOE-42', 1, %s, %d)",
+              "VALUES ('%s', '%s', LEFT('req-%s', 64), 'SHOE-42', 1, %s, %d)",
               order_no, user_id, order_no, amount, status);
+}
+
+struct h_db {
+    MYSQL *m;
+};
+
+struct h_db *h_db_open(void)
+{
+    struct h_db *db = malloc(sizeof *db);
+
+    ck_assert_msg(db != NULL, "out of memory");
+    db->m = db_open();
+    return db;
+}
+
+void h_db_sql(struct h_db *db, const char *fmt, ...)
+{
+    va_list ap;
+    char *sql;
+
+    va_start(ap, fmt);
+    sql = vformat(fmt, ap);
+    va_end(ap);
+    ck_assert_msg(sql != NULL, "out of memory");
+    mysql_free_result(db_run(db->m, sql));
+    free(sql);
+}
+
+void h_db_close(struct h_db *db)
+{
+    if (db == NULL)
+        return;
+    mysql_close(db->m);
+    free(db);
 }
 
 /* ---- Redis --------------------------------------------------------------- */
@@ -1041,7 +1132,7 @@ void h_db_insert_order(const char *order_no, const char *user_id,
 static redisContext *rds_open(char *err, size_t errsz)
 {
     struct timeval tv = { H_REDIS_TIMEOUT_S, 0 };
-    unsigned int port = test_port("PAYCALLBACK_TEST_REDIS_PORT", 6380);
+    unsigned int port = test_port("PAYCALLBACK_TEST_REDIS_PORT", H_REDIS_PORT);
     redisContext *c = redisConnectWithTimeout(H_HOST, (int)port, tv);
     redisReply *r = NULL;
 
@@ -1101,12 +1192,15 @@ redisReply *h_redis_cmd(const char *fmt, ...)
 void h_services(const char *cmd)
 {
     char root[PATH_MAX], script[PATH_MAX + 32];
+    char *const argv[] = { script, (char *)cmd, NULL };
+    struct envv env = { 0 };
     int logfd = open_log(), wstatus = 0;
     pid_t pid;
 
     root_dir(root, sizeof root);
     snprintf(script, sizeof script, "%s/scripts/services.sh", root);
     ck_assert_msg(logfd >= 0, "cannot open var/test-logs: %s", strerror(errno));
+    ck_assert_msg(base_env(&env) == 0, "out of memory");
     log_line(logfd, "=== harness: %s %s ===\n", script, cmd);
     pid = fork();
     if (pid == 0) {
@@ -1114,17 +1208,158 @@ void h_services(const char *cmd)
         child_stdio(logfd);
         if (chdir(root) != 0)
             _exit(127);
-        execl(script, script, cmd, (char *)NULL);
+        execve(script, argv, env.v);
         fprintf(stderr, "harness: cannot exec %s: %s\n", script, strerror(errno));
         _exit(127);
     }
     close(logfd);
+    env_free(&env);
     ck_assert_msg(pid > 0, "fork: %s", strerror(errno));
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
         ;
     ck_assert_msg(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0,
                   "scripts/services.sh %s failed (status 0x%x); see var/test-logs/",
                   cmd, (unsigned)wstatus);
+}
+
+/* A temporary file for a child's output: an open descriptor, its name
+ * unlinked at once. -1 on failure. */
+static int temp_output(void)
+{
+    char path[] = "/tmp/paycallback-run-XXXXXX";
+    int fd = mkstemp(path);
+
+    if (fd >= 0)
+        unlink(path);
+    return fd;
+}
+
+/* The whole content of fd from its start, malloc'd and NUL-terminated. */
+static char *read_all_fd(int fd)
+{
+    off_t size = lseek(fd, 0, SEEK_END);
+    char *buf = malloc(size > 0 ? (size_t)size + 1 : 1);
+    ssize_t n = 0, got;
+
+    if (buf == NULL)
+        return NULL;
+    if (size > 0 && lseek(fd, 0, SEEK_SET) == 0)
+        while (n < size && (got = read(fd, buf + n, (size_t)(size - n))) > 0)
+            n += got;
+    buf[n] = '\0';
+    return buf;
+}
+
+void h_run(const char *const *args, const char *const *extra_env, int timeout_ms,
+           struct h_run *out)
+{
+    char root[PATH_MAX], bin[PATH_MAX + 64];
+    char *argv[H_HEADERS_MAX];
+    struct envv env = { 0 };
+    int ofd = temp_output(), efd = temp_output(), n = 0;
+    pid_t pid;
+
+    memset(out, 0, sizeof *out);
+    root_dir(root, sizeof root);
+    server_bin(root, bin, sizeof bin);
+    ck_assert_msg(access(bin, X_OK) == 0, "cannot execute %s: %s", bin, strerror(errno));
+    ck_assert_msg(ofd >= 0 && efd >= 0, "cannot create temporary files: %s", strerror(errno));
+    ck_assert_msg(server_env(&env, extra_env) == 0, "out of memory");
+    argv[n++] = bin;
+    for (size_t i = 0; args != NULL && args[i] != NULL && n < H_HEADERS_MAX - 1; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    if ((pid = fork()) == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
+        dup2(ofd, STDOUT_FILENO);
+        dup2(efd, STDERR_FILENO);
+        for (int fd = 3; fd < H_FD_CLOSE_MAX; fd++)
+            close(fd);
+        if (chdir(root) != 0)
+            _exit(127);
+        execve(bin, argv, env.v);
+        fprintf(stderr, "harness: cannot exec %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    env_free(&env);
+    ck_assert_msg(pid > 0, "fork: %s", strerror(errno));
+    out->status = reap_pid(pid, timeout_ms);
+    out->out = read_all_fd(ofd);
+    out->err = read_all_fd(efd);
+    close(ofd);
+    close(efd);
+    ck_assert_msg(out->out != NULL && out->err != NULL, "out of memory");
+}
+
+void h_run_free(struct h_run *r)
+{
+    if (r == NULL)
+        return;
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- the suite log ------------------------------------------------------- */
+
+/* The whole suite log, malloc'd and NUL-terminated, or NULL. */
+static char *read_log(void)
+{
+    char root[PATH_MAX], suite[128], path[PATH_MAX + 160];
+    struct stat st;
+    char *buf = NULL;
+    ssize_t n = 0, got;
+    int fd;
+
+    root_dir(root, sizeof root);
+    suite_name(suite, sizeof suite);
+    snprintf(path, sizeof path, "%s/var/test-logs/%s.log", root, suite);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return NULL;
+    if (fstat(fd, &st) == 0 && (buf = malloc((size_t)st.st_size + 1)) != NULL) {
+        while (n < st.st_size && (got = read(fd, buf + n, (size_t)(st.st_size - n))) > 0)
+            n += got;
+        buf[n] = '\0';
+    }
+    close(fd);
+    return buf;
+}
+
+/* The first line of log holding every string of parts, malloc'd, or NULL. */
+static char *find_line(const char *log, const char *const *parts)
+{
+    for (const char *line = log; line != NULL && *line != '\0';) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol != NULL ? (size_t)(eol - line) : strlen(line);
+        char *copy = strndup(line, len);
+        int all = copy != NULL;
+
+        for (size_t i = 0; all && parts[i] != NULL; i++)
+            all = strstr(copy, parts[i]) != NULL;
+        if (all)
+            return copy;
+        free(copy);
+        line = eol != NULL ? eol + 1 : NULL;
+    }
+    return NULL;
+}
+
+char *h_log_find(const char *const *parts, int timeout_ms)
+{
+    long long deadline = now_us() + (long long)timeout_ms * 1000;
+    char *log, *line;
+
+    for (;;) {
+        log = read_log();
+        line = find_line(log, parts);
+        free(log);
+        if (line != NULL || now_us() >= deadline)
+            return line;
+        sleep_ms(H_POLL_MS);
+    }
 }
 
 /* ---- storms -------------------------------------------------------------- */
@@ -1231,4 +1466,84 @@ out:
     free(s.lat_us);
     free(tid);
     return rc;
+}
+
+/* Integration suites share one test database and one Redis db, and each
+ * empties them between tests, so two suites must never run at once (two
+ * terminals, or a benchmark beside a test run). Every suite takes this
+ * lock before main and holds it until it exits; the next one waits. */
+__attribute__((constructor))
+static void h_exclusive(void)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    const char *root = getenv("PAYCALLBACK_ROOT");
+    int fd;
+
+    snprintf(dir, sizeof(dir), "%.4000s/var", root && *root ? root : ".");
+    mkdir(dir, 0755);
+    snprintf(path, sizeof(path), "%s/test.lock", dir);
+    if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+        return;                                   /* no lock: run anyway */
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+        ;
+    /* fd stays open for the life of the process: the lock goes with it. */
+}
+
+/* ---- tokens and orders --------------------------------------------------- */
+
+static int is_token(const char *s)
+{
+    size_t n = 0;
+
+    for (; s != NULL && s[n] != '\0'; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+            return 0;
+    return s != NULL && n == H_TOKEN_BUF - 1;
+}
+
+int h_token_try(int port, char token[H_TOKEN_BUF], int *status)
+{
+    struct h_resp r;
+    char *t;
+    int ok;
+
+    token[0] = '\0';
+    h_http(port, "GET", "/token/apply", NULL, NULL, 0, &r);
+    if (status != NULL)
+        *status = r.status;
+    t = r.status == 200 ? h_json_get_str(r.body, "token") : NULL;
+    if ((ok = is_token(t)))
+        memcpy(token, t, H_TOKEN_BUF);
+    free(t);
+    h_resp_free(&r);
+    return ok ? 0 : -1;
+}
+
+void h_token_apply(int port, char token[H_TOKEN_BUF])
+{
+    int status = 0;
+
+    ck_assert_msg(h_token_try(port, token, &status) == 0,
+                  "GET /token/apply: expected 200 and a 32-hex token, got HTTP %d", status);
+}
+
+int h_order_create(int port, const char *token, const char *user_id,
+                   const char *request_id, const char *sku, int quantity,
+                   struct h_resp *out)
+{
+    char body[512], hdr[96];
+    const char *headers[] = { "Content-Type: application/json", hdr, NULL };
+    int n = snprintf(body, sizeof body,
+                     "{\"user_id\":\"%s\",\"request_id\":\"%s\",\"sku\":\"%s\",\"quantity\":%d}",
+                     user_id, request_id, sku, quantity);
+
+    snprintf(hdr, sizeof hdr, "Idempotent-Token: %s", token != NULL ? token : "");
+    if (token == NULL)
+        headers[1] = NULL;
+    if (n < 0 || (size_t)n >= sizeof body) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->err, sizeof out->err, "order body too long");
+        return -1;
+    }
+    return h_http(port, "POST", "/order/create", headers, body, (size_t)n, out);
 }

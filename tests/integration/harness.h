@@ -48,6 +48,38 @@ int h_server_signal(struct h_server *s, int sig);
  * not the owner, or it had to be killed). NULL-safe. */
 int h_server_stop(struct h_server *s);
 
+/* Waits up to timeout_ms for the server to exit on its own (after a signal
+ * the test sent with h_server_signal), SIGKILLs it past that, and frees s.
+ * Returns the exit code, 128 + signal number if a signal ended it, or -1
+ * (NULL s, not the owner, or it had to be killed). */
+int h_server_wait(struct h_server *s, int timeout_ms);
+
+/* What one run of the binary printed and how it ended. */
+struct h_run {
+    int status;                   /* exit code, 128 + signal, or -1 (timed out, killed) */
+    char *out;                    /* stdout, NUL-terminated, never NULL */
+    char *err;                    /* stderr, likewise */
+};
+
+/* Runs $PAYCALLBACK_BIN once with args (NULL-terminated, after argv[0]),
+ * in the project root and the environment h_server_start gives the server
+ * (test database, private ports) plus extra_env; stdin is /dev/null. Waits
+ * up to timeout_ms, then kills it. Fills out; free it with h_run_free.
+ * Asserts that the binary could be started. */
+void h_run(const char *const *args, const char *const *extra_env, int timeout_ms,
+           struct h_run *out);
+
+/* Frees what r owns. NULL-safe. */
+void h_run_free(struct h_run *r);
+
+/* ---- the suite log -------------------------------------------------------- */
+
+/* Servers and scripts write to var/test-logs/<test binary>.log. Returns the
+ * first line holding every string of parts (NULL-terminated), malloc'd
+ * (free it), waiting up to timeout_ms for it to appear; NULL if none did.
+ * The server logs a request just after replying, hence the wait. */
+char *h_log_find(const char *const *parts, int timeout_ms);
+
 /* ---- HTTP ---------------------------------------------------------------- */
 
 /* A parsed reply. Everything points into memory the reply owns. */
@@ -172,9 +204,19 @@ char *h_db_scalar_str(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 void h_db_reset(void);
 
 /* Inserts an order directly: sku SHOE-42, quantity 1, request_id
- * "req-" order_no, the given amount ("899.00") and status (1 = WAIT_PAY). */
+ * "req-" order_no (cut to 64 chars), the given amount ("899.00") and
+ * status (1 = WAIT_PAY). */
 void h_db_insert_order(const char *order_no, const char *user_id,
                        const char *amount, int status);
+
+/* A connection of its own, kept open across calls, so a test can hold a
+ * transaction and its row locks while the server works. h_db_open and
+ * h_db_sql assert success; h_db_sql discards any rows. h_db_close is
+ * NULL-safe and rolls back a transaction still open. */
+struct h_db;
+struct h_db *h_db_open(void);
+void h_db_sql(struct h_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void h_db_close(struct h_db *db);
 
 /* ---- Redis (db 9) -------------------------------------------------------- */
 
@@ -212,5 +254,24 @@ struct h_storm_stats {
  * are for printing; never assert on them. */
 int h_storm(int threads, int total, h_storm_fn fn, void *arg,
             struct h_storm_stats *st);
+
+/* ---- tokens and orders --------------------------------------------------- */
+
+#define H_TOKEN_BUF 33            /* 32 hex digits and the NUL */
+
+/* GET /token/apply. 0 with the token copied into token, or -1 with the
+ * HTTP status in *status (0 when the exchange failed; status may be NULL).
+ * No assertions: safe from storm threads. */
+int h_token_try(int port, char token[H_TOKEN_BUF], int *status);
+
+/* GET /token/apply, asserting 200 and a 32-lowercase-hex token. */
+void h_token_apply(int port, char token[H_TOKEN_BUF]);
+
+/* POST /order/create with "Idempotent-Token: token" (no header when token
+ * is NULL) and {"user_id","request_id","sku","quantity"}. Returns what
+ * h_http returns. No assertions: safe from storm threads. */
+int h_order_create(int port, const char *token, const char *user_id,
+                   const char *request_id, const char *sku, int quantity,
+                   struct h_resp *out);
 
 #endif
