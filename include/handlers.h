@@ -12,5 +12,11 @@ void handle_pay_callback(struct server *srv, const struct http_req *req, struct 
 void handle_healthz(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_metrics(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_token_apply(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_order_create(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_order_get(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_order_ship(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_order_finish(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_order_cancel(struct server *srv, const struct http_req *req, struct http_resp *resp);
 
 #endif

@@ -8,7 +8,8 @@
 struct server;
 struct cJSON;
 
-#define HTTP_PARAM_MAX 65         /* one {param} path segment, <= 64 chars */
+#define HTTP_PARAM_MAX 66         /* one {param} segment: 64 chars, one more so that a
+                                     longer one stays too long, and the NUL */
 #define HTTP_REQ_ID_MAX 65
 
 /* One request as a handler sees it. Borrowed for the handler call only. */
@@ -56,7 +57,10 @@ void http_reply_unavailable(struct http_resp *resp, const char *message);
  * Returns 0 and stores the bound port in *port, or -1 (logged). */
 int http_start(struct server *srv, int *port);
 
-/* Stops accepting new connections (MHD quiesce); in-flight requests go on. */
+/* Stops accepting new connections (MHD quiesce): the listening socket is
+ * closed, so new connection attempts are refused. Requests in flight go on;
+ * every reply from now on carries Connection: close, so keep-alive clients
+ * do not start new requests here. */
 void http_quiesce(struct server *srv);
 
 /* Number of requests being handled right now. */

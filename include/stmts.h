@@ -22,6 +22,8 @@ enum db_stmt {
     ST_ORDER_GET,                 /* order_no -> ORDER_COLS */
     ST_PAY_BY_ORDER,              /* order_no -> pay_no, amount, status, create_time */
     ST_PAY_REFUND_BY_ORDER,       /* order_no: PAID payments -> REFUND_REQUIRED */
+    ST_ORDER_LOCK_ROW,            /* order_no -> ORDER_COLS (FOR UPDATE) */
+    ST_PAY_PAID_BY_ORDER_LOCK,    /* order_no -> pay_no, amount of PAID payments (FOR UPDATE) */
     /* MySQL token store (Redis degraded) */
     ST_TOKEN_INSERT,              /* token, ttl_s */
     ST_TOKEN_CONSUME,             /* token */

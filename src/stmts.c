@@ -37,6 +37,10 @@ const char *const stmt_sql[ST_COUNT] = {
         "FROM payment_record WHERE order_no = ? ORDER BY id",
     [ST_PAY_REFUND_BY_ORDER] =
         "UPDATE payment_record SET status = 2 WHERE order_no = ? AND status = 1",
+    [ST_ORDER_LOCK_ROW] = "SELECT " ORDER_COLS " FROM orders WHERE order_no = ? FOR UPDATE",
+    [ST_PAY_PAID_BY_ORDER_LOCK] =
+        "SELECT pay_no, amount FROM payment_record WHERE order_no = ? AND status = 1 "
+        "ORDER BY id FOR UPDATE",
     [ST_TOKEN_INSERT] =
         "INSERT INTO idem_token (token, expires_at) VALUES (?, NOW(3) + INTERVAL ? SECOND)",
     [ST_TOKEN_CONSUME] = "DELETE FROM idem_token WHERE token = ? AND expires_at > NOW(3)",
