@@ -89,6 +89,14 @@ enum db_status db_query_retry(struct db_conn *c, enum db_stmt id,
 /* Connects if needed and pings. DB_OK or DB_UNAVAILABLE. */
 enum db_status db_ping(struct db_conn *c);
 
+/* Connects once with cfg's settings, outside any pool, and checks that the
+ * tables of sql/schema.sql exist; for --check-config. Returns DB_OK,
+ * DB_UNAVAILABLE (MySQL cannot be reached) or DB_ERROR (refused: wrong
+ * credentials, unknown database, missing tables), with a one-line reason
+ * in err (errsz bytes) for the last two. Any thread; needs
+ * mysql_library_init. */
+enum db_status db_probe(const struct config *cfg, char *err, size_t errsz);
+
 /* "OK", "DUPLICATE", ... for logs. */
 const char *db_status_str(enum db_status st);
 

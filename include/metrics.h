@@ -22,7 +22,8 @@ enum metric_counter {
     M_REDIS_DEGRADED_OPS,         /* token or lock operations served without Redis */
     M_REDIS_ERRORS,
     M_MYSQL_RETRIES,              /* transactions re-run after deadlock or lost link */
-    M_MYSQL_RECONNECTS,
+    M_MYSQL_CONNECTS,             /* connections made, first ones included */
+    M_MYSQL_RECONNECTS,           /* connections made again after a lost link */
     M_MYSQL_POOL_WAITS,           /* acquisitions that had to wait */
     M_MYSQL_POOL_TIMEOUTS,        /* acquisitions that gave up -> 503 */
     M_COUNT

@@ -7,7 +7,8 @@ pkgs=(
 	build-essential pkg-config
 	libmicrohttpd-dev libmariadb-dev libhiredis-dev libcjson-dev libssl-dev check
 	mariadb-server mariadb-client redis-server
-	curl openssl python3 python3-yaml procps valgrind
+	curl openssl python3 python3-yaml procps valgrind wrk
+	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
 )
 
 # One dpkg-query for all packages; anything not "install ok installed" is missing.
@@ -42,4 +43,11 @@ if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
 	cat "$log" >&2
 	echo "deps: apt-get failed" >&2
 	exit 1
+fi
+
+# Only promtool is wanted from prometheus: on a systemd machine the package
+# also starts a server on :9090, which nothing here needs.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null &&
+	[[ -d /run/systemd/system ]]; then
+	"${sudo[@]}" systemctl disable --now prometheus.service >/dev/null 2>&1 || true
 fi

@@ -3,6 +3,7 @@
  * environment name and its limits are written once. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stddef.h>
@@ -229,6 +230,14 @@ out:
     return rc;
 }
 
+/* The daemon binds an address, not a name: no resolver at start. */
+static int is_ip_address(const char *s)
+{
+    unsigned char a[sizeof(struct in6_addr)];
+
+    return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
+}
+
 int cfg_load(struct config *cfg, const char *path, char *err, size_t errsz)
 {
     char name[96];
@@ -258,6 +267,11 @@ int cfg_load(struct config *cfg, const char *path, char *err, size_t errsz)
         strcmp(cfg->log_level, "warn") && strcmp(cfg->log_level, "error")) {
         snprintf(err, errsz, "log_level must be debug, info, warn or error, got \"%s\"",
                  cfg->log_level);
+        return -1;
+    }
+    if (!is_ip_address(cfg->listen_address)) {
+        snprintf(err, errsz, "listen.address must be an IPv4 or IPv6 address, got \"%s\"",
+                 cfg->listen_address);
         return -1;
     }
     return 0;

@@ -33,6 +33,7 @@ struct db_conn {
     MYSQL_STMT *st[ST_COUNT];
     struct db_pool *pool;
     struct db_conn *next_free;
+    bool was_connected;           /* a connect now is a reconnect */
 };
 
 struct db_pool {
@@ -112,25 +113,33 @@ static enum db_status fail(struct db_conn *c, unsigned int err, const char *what
     return st;
 }
 
-static enum db_status connect_conn(struct db_conn *c)
+/* Sets the options every session of ours uses on a fresh handle. */
+static void session_options(MYSQL *my, const struct config *cfg)
 {
-    const struct config *cfg = c->pool->cfg;
     unsigned int connect_s = (unsigned int)(cfg->mysql_connect_timeout_ms + 999) / 1000;
     unsigned int io_s = DB_IO_TIMEOUT_S;
     char init[128];
+
+    snprintf(init, sizeof(init), "SET time_zone = '+00:00', innodb_lock_wait_timeout = %d",
+             DB_LOCK_WAIT_S);
+    /* mysql_options copies string values, so init may live on the stack. */
+    mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
+    mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &io_s);
+    mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
+    mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    mysql_options(my, MYSQL_INIT_COMMAND, init);
+}
+
+static enum db_status connect_conn(struct db_conn *c)
+{
+    const struct config *cfg = c->pool->cfg;
     unsigned int err;
 
     if (c->my != NULL)
         return DB_OK;
     if ((c->my = mysql_init(NULL)) == NULL)
         return DB_ERROR;
-    snprintf(init, sizeof(init), "SET time_zone = '+00:00', innodb_lock_wait_timeout = %d",
-             DB_LOCK_WAIT_S);
-    mysql_options(c->my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
-    mysql_options(c->my, MYSQL_OPT_READ_TIMEOUT, &io_s);
-    mysql_options(c->my, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
-    mysql_options(c->my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    mysql_options(c->my, MYSQL_INIT_COMMAND, init);
+    session_options(c->my, cfg);
     if (mysql_real_connect(c->my, cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
                            cfg->mysql_database, (unsigned int)cfg->mysql_port, NULL, 0) == NULL) {
         err = mysql_errno(c->my);
@@ -139,7 +148,10 @@ static enum db_status connect_conn(struct db_conn *c)
         disconnect(c);
         return DB_UNAVAILABLE;
     }
-    metrics_inc(c->pool->m, M_MYSQL_RECONNECTS);
+    metrics_inc(c->pool->m, M_MYSQL_CONNECTS);
+    if (c->was_connected)
+        metrics_inc(c->pool->m, M_MYSQL_RECONNECTS);
+    c->was_connected = true;
     return DB_OK;
 }
 
@@ -355,6 +367,62 @@ enum db_status db_ping(struct db_conn *c)
     enum db_status st = db_query_retry(c, ST_PING, NULL, 0, &row, 1, &n);
 
     return st == DB_OK && n == 1 ? DB_OK : DB_UNAVAILABLE;
+}
+
+/* The tables of sql/schema.sql the service reads and writes. */
+static const char *const schema_tables[] = { "orders", "payment_record", "stock", "outbox",
+                                             "idem_token" };
+#define NSCHEMA_TABLES (sizeof(schema_tables) / sizeof(schema_tables[0]))
+
+/* Checks that every table of the schema exists in the current database.
+ * DB_OK, or DB_ERROR with the first missing table (or the error) in err. */
+static enum db_status probe_schema(MYSQL *my, char *err, size_t errsz)
+{
+    static const char sql[] = "SELECT table_name FROM information_schema.tables "
+                              "WHERE table_schema = DATABASE()";
+    bool found[NSCHEMA_TABLES] = { false };
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+
+    if (mysql_real_query(my, sql, sizeof(sql) - 1) != 0 || (res = mysql_store_result(my)) == NULL) {
+        snprintf(err, errsz, "cannot list tables: %s", mysql_error(my));
+        return DB_ERROR;
+    }
+    while ((row = mysql_fetch_row(res)) != NULL)
+        for (size_t i = 0; i < NSCHEMA_TABLES; i++)
+            if (row[0] != NULL && strcmp(row[0], schema_tables[i]) == 0)
+                found[i] = true;
+    mysql_free_result(res);
+    for (size_t i = 0; i < NSCHEMA_TABLES; i++) {
+        if (!found[i]) {
+            snprintf(err, errsz, "table %s is missing: apply sql/schema.sql", schema_tables[i]);
+            return DB_ERROR;
+        }
+    }
+    return DB_OK;
+}
+
+enum db_status db_probe(const struct config *cfg, char *err, size_t errsz)
+{
+    MYSQL *my = mysql_init(NULL);
+    enum db_status st = DB_UNAVAILABLE;
+
+    err[0] = '\0';
+    if (my == NULL) {
+        snprintf(err, errsz, "out of memory");
+        return DB_ERROR;
+    }
+    session_options(my, cfg);
+    if (mysql_real_connect(my, cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
+                           cfg->mysql_database, (unsigned int)cfg->mysql_port, NULL, 0) == NULL) {
+        snprintf(err, errsz, "cannot connect: %s (errno %u)", mysql_error(my), mysql_errno(my));
+        st = classify(mysql_errno(my)) == DB_RETRY ? DB_UNAVAILABLE : DB_ERROR;
+        goto out;
+    }
+    st = probe_schema(my, err, errsz);
+out:
+    mysql_close(my);
+    return st;
 }
 
 const char *db_status_str(enum db_status st)

@@ -40,6 +40,13 @@ static const struct route routes[] = {
     { "GET", "/healthz", handle_healthz },
     { "GET", "/readyz", handle_readyz },
     { "GET", "/metrics", handle_metrics },
+    { "GET", "/token/apply", handle_token_apply },
+    { "POST", "/token/apply", handle_token_apply },
+    { "POST", "/order/create", handle_order_create },
+    { "GET", "/order/{order_no}", handle_order_get },
+    { "POST", "/order/{order_no}/ship", handle_order_ship },
+    { "POST", "/order/{order_no}/finish", handle_order_finish },
+    { "POST", "/order/{order_no}/cancel", handle_order_cancel },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -48,6 +55,7 @@ static struct http_route_info route_info[NROUTES];
 struct http_state {
     struct MHD_Daemon *d;
     atomic_int inflight;
+    atomic_bool stopping;         /* quiesced: replies close their connection */
 };
 
 /* Per-request state, born on the first access callback and freed in the
@@ -179,6 +187,15 @@ static void request_id(struct MHD_Connection *conn, char out[HTTP_REQ_ID_MAX])
         snprintf(out + 2 * i, 3, "%02x", r[i]);
 }
 
+/* The index of the route for method and path, or NROUTES. */
+static size_t find_route(const char *method, const char *path)
+{
+    for (size_t i = 0; i < NROUTES; i++)
+        if (strcmp(routes[i].method, method) == 0 && route_match(routes[i].pattern, path, NULL))
+            return i;
+    return NROUTES;
+}
+
 /* Finds the route; on a miss fills resp with 404 or 405 (+Allow). Returns
  * the route index, or NROUTES on a miss. */
 static size_t dispatch_route(const char *method, const char *path, char *param,
@@ -250,6 +267,8 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
     MHD_add_response_header(r, "Cache-Control", "no-store");
     if (allow != NULL && allow[0] != '\0')
         MHD_add_response_header(r, "Allow", allow);
+    if (atomic_load(&srv->http->stopping))        /* keep-alive clients go elsewhere */
+        MHD_add_response_header(r, "Connection", "close");
     if (resp->retry_after_s > 0) {
         snprintf(num, sizeof(num), "%d", resp->retry_after_s);
         MHD_add_response_header(r, "Retry-After", num);
@@ -280,7 +299,7 @@ static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection 
     req.body_len = rs->len;
     if (rs->too_large) {
         http_reply_error(&resp, 413, "PAYLOAD_TOO_LARGE", "request body exceeds body_max_bytes");
-        return send_reply(srv, conn, rs, &req, &resp, NROUTES, NULL);
+        return send_reply(srv, conn, rs, &req, &resp, find_route(method, url), NULL);
     }
     route = dispatch_route(method, url, req.param, &resp, allow, sizeof(allow));
     if (route < NROUTES)
@@ -431,6 +450,7 @@ void http_quiesce(struct server *srv)
 
     if (srv->http == NULL || srv->http->d == NULL)
         return;
+    atomic_store(&srv->http->stopping, true);
     fd = MHD_quiesce_daemon(srv->http->d);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);

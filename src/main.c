@@ -3,18 +3,22 @@
  * no code runs in a signal handler. */
 #include <errno.h>
 #include <getopt.h>
+#include <hiredis.h>
 #include <mysql.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "db.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "rds.h"
 #include "server.h"
 
 #define PAYCALLBACK_VERSION "0.1.0"
@@ -30,11 +34,21 @@ static void usage(FILE *f)
             "\n"
             "  -c, --config PATH   JSON configuration (default %s)\n"
             "      --port-file PATH  write the bound port there once listening\n"
-            "      --check-config  validate the configuration and connectivity, then exit\n"
+            "      --check-config  validate the configuration, reach MySQL (and its schema)\n"
+            "                      and Redis, then exit; Redis down is only a warning\n"
             "  -h, --help          this text\n"
             "  -V, --version       print the version\n"
             "\n"
-            "Every key can be overridden by an environment variable:\n",
+            "SIGTERM or SIGINT stops the service: it stops accepting connections, lets the\n"
+            "requests in flight finish for up to grace_s seconds, closes its pools and\n"
+            "exits 0. A second signal stops the wait.\n"
+            "\n"
+            "Exit status: 0 clean stop or passed check; 1 runtime failure (MySQL not\n"
+            "reachable for --check-config, cannot listen, requests cut by the grace\n"
+            "period); 2 bad flags or configuration.\n"
+            "\n"
+            "Logs are logfmt lines on stderr. Every key can be overridden by an\n"
+            "environment variable:\n",
             CFG_DEFAULT_PATH);
 }
 
@@ -97,32 +111,87 @@ static long ms_since(const struct timespec *t0)
     return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
 }
 
-/* Stops accepting, lets requests in flight finish within the grace period,
- * then stops the daemon. */
-static void graceful_stop(struct server *srv)
+/* Stops accepting, lets the requests in flight finish within the grace
+ * period (a second stop signal ends the wait), then stops the daemon.
+ * Returns 0, or -1 when requests are still running: the daemon is then
+ * left alone, since its threads still hold pooled connections, and the
+ * caller must exit without tearing anything down. */
+static int graceful_stop(struct server *srv, const sigset_t *stop_set)
 {
     struct timespec t0, poll = { 0, STOP_POLL_MS * 1000000L };
+    int sig;
 
     http_quiesce(srv);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (http_inflight(srv) > 0 && ms_since(&t0) < srv->cfg->grace_s * 1000L)
-        nanosleep(&poll, NULL);
-    if (http_inflight(srv) > 0)
-        log_warn("grace period over, closing connections", "inflight=%d", http_inflight(srv));
-    http_stop(srv);
-}
-
-static int check_connectivity(struct server *srv)
-{
-    struct db_conn *c = db_acquire(srv->db, srv->cfg->mysql_wait_ms);
-    enum db_status st = c ? db_ping(c) : DB_UNAVAILABLE;
-
-    db_release(srv->db, c);
-    if (st != DB_OK) {
-        fprintf(stderr, "paycallback: mysql %s:%d is not reachable\n", srv->cfg->mysql_host,
-                srv->cfg->mysql_port);
+    while (http_inflight(srv) > 0 && ms_since(&t0) < srv->cfg->grace_s * 1000L) {
+        if ((sig = sigtimedwait(stop_set, NULL, &poll)) > 0) {
+            log_warn("second stop signal, not waiting any longer", "signal=%d inflight=%d", sig,
+                     http_inflight(srv));
+            break;
+        }
+    }
+    if (http_inflight(srv) > 0) {
+        log_warn("requests cut short; their transactions roll back", "inflight=%d grace_s=%d",
+                 http_inflight(srv), srv->cfg->grace_s);
         return -1;
     }
+    http_stop(srv);
+    return 0;
+}
+
+/* Connects to Redis with cfg's address and timeout, PINGs and SELECTs the
+ * configured database. 0, or -1 with the reason in err. */
+static int probe_redis(const struct config *cfg, char *err, size_t errsz)
+{
+    struct timeval tv = { cfg->redis_timeout_ms / 1000, (cfg->redis_timeout_ms % 1000) * 1000 };
+    redisContext *c = redisConnectWithTimeout(cfg->redis_host, cfg->redis_port, tv);
+    redisReply *r = NULL;
+    int rc = -1;
+
+    if (c == NULL || c->err) {
+        snprintf(err, errsz, "cannot connect: %s", c != NULL ? c->errstr : "out of memory");
+        goto out;
+    }
+    redisSetTimeout(c, tv);
+    if ((r = redisCommand(c, "SELECT %d", cfg->redis_db)) == NULL || r->type != REDIS_REPLY_STATUS) {
+        snprintf(err, errsz, "SELECT %d failed: %s", cfg->redis_db,
+                 r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        goto out;
+    }
+    freeReplyObject(r);
+    if ((r = redisCommand(c, "PING")) == NULL || r->type != REDIS_REPLY_STATUS ||
+        strcmp(r->str, "PONG") != 0) {
+        snprintf(err, errsz, "PING failed: %s",
+                 r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        goto out;
+    }
+    rc = 0;
+out:
+    freeReplyObject(r);
+    redisFree(c);
+    return rc;
+}
+
+/* --check-config, once the configuration has loaded: MySQL must answer
+ * and hold the schema; Redis down is a warning, since the service would
+ * run degraded. Returns the exit status, 0 or 1. */
+static int check_config(const struct config *cfg, const char *path)
+{
+    char err[512];
+
+    if (db_probe(cfg, err, sizeof(err)) != DB_OK) {
+        fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", cfg->mysql_host, cfg->mysql_port,
+                cfg->mysql_database, err);
+        return 1;
+    }
+    printf("mysql %s:%d/%s: ok, schema present\n", cfg->mysql_host, cfg->mysql_port,
+           cfg->mysql_database);
+    if (probe_redis(cfg, err, sizeof(err)) != 0)
+        fprintf(stderr, "paycallback: warning: redis %s:%d: %s; the service would run degraded "
+                "(tokens in MySQL, no stock lock)\n", cfg->redis_host, cfg->redis_port, err);
+    else
+        printf("redis %s:%d db %d: ok\n", cfg->redis_host, cfg->redis_port, cfg->redis_db);
+    printf("configuration %s is valid\n", path);
     return 0;
 }
 
@@ -162,20 +231,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "paycallback: cannot initialise the mysql client library\n");
         return 1;
     }
+    if (o.check_only) {
+        rc = check_config(&cfg, o.config);
+        goto out;
+    }
     const struct http_route_info *ri = http_routes(&nroutes);
     if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
-        (srv.db = db_pool_create(&cfg, srv.m)) == NULL) {
+        (srv.db = db_pool_create(&cfg, srv.m)) == NULL ||
+        (srv.rds = rds_pool_create(&cfg, srv.m)) == NULL) {
         fprintf(stderr, "paycallback: out of memory\n");
         goto out;
     }
-    if (o.check_only) {
-        rc = check_connectivity(&srv) == 0 ? 0 : 1;
-        if (rc == 0)
-            printf("paycallback: configuration %s is valid; mysql reachable\n", o.config);
+    if (http_start(&srv, &port) != 0) {
+        http_stop(&srv);                      /* frees what a failed start left */
         goto out;
     }
-    if (http_start(&srv, &port) != 0)
-        goto out;
     if (o.port_file != NULL && write_port_file(o.port_file, port) != 0) {
         log_error("cannot write port file", "path=%s error=\"%s\"", o.port_file, strerror(errno));
         http_stop(&srv);
@@ -186,10 +256,12 @@ int main(int argc, char **argv)
     while (sigwait(&stop_set, &sig) != 0)
         ;
     log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
-    graceful_stop(&srv);
+    if (graceful_stop(&srv, &stop_set) != 0)
+        _exit(1);                             /* MySQL rolls the cut transactions back */
     log_info("stopped", "%s", "");
     rc = 0;
 out:
+    rds_pool_destroy(srv.rds);
     db_pool_destroy(srv.db);
     metrics_destroy(srv.m);
     mysql_library_end();

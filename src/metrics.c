@@ -12,6 +12,10 @@
 
 #include "http.h"
 
+/* The promise of metrics.h: an update is one instruction, never a lock. */
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+               "metrics need lock-free 64-bit atomics");
+
 /* Upper bounds of the latency buckets in microseconds; +Inf is implicit. */
 static const uint64_t bucket_us[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100000,
                                       250000, 500000, 1000000, 2500000, 5000000, 10000000 };
@@ -61,8 +65,10 @@ static const struct {
                          "Redis commands that failed or timed out." },
     [M_MYSQL_RETRIES] = { "paycallback_mysql_retries_total", NULL,
                           "Transactions re-run after a deadlock, lock wait or lost connection." },
-    [M_MYSQL_RECONNECTS] = { "paycallback_mysql_connects_total", NULL,
-                             "MySQL connections made (first connects and reconnects)." },
+    [M_MYSQL_CONNECTS] = { "paycallback_mysql_connects_total", NULL,
+                           "MySQL connections made (first connects and reconnects)." },
+    [M_MYSQL_RECONNECTS] = { "paycallback_mysql_reconnects_total", NULL,
+                             "MySQL connections made again after a lost connection." },
     [M_MYSQL_POOL_WAITS] = { "paycallback_mysql_pool_waits_total", NULL,
                              "Connection acquisitions that had to wait for a free connection." },
     [M_MYSQL_POOL_TIMEOUTS] = { "paycallback_mysql_pool_timeouts_total", NULL,
@@ -195,8 +201,28 @@ static void render_requests(const struct metrics *m, struct buf *b)
     }
 }
 
+/* Writes usec as seconds in the shortest exact decimal ("0.0025", "1"),
+ * the form Prometheus clients use for le, so queries can match it. */
+static void seconds_label(uint64_t usec, char *out, size_t n)
+{
+    unsigned long long whole = usec / 1000000u, frac = usec % 1000000u;
+    int digits = 6;
+
+    if (frac == 0) {
+        snprintf(out, n, "%llu", whole);
+        return;
+    }
+    while (frac % 10 == 0) {
+        frac /= 10;
+        digits--;
+    }
+    snprintf(out, n, "%llu.%0*llu", whole, digits, frac);
+}
+
 static void render_latency(const struct metrics *m, struct buf *b)
 {
+    char le[32];
+
     bprintf(b, "# HELP paycallback_http_request_duration_seconds Time from the request's first byte to the reply.\n"
                "# TYPE paycallback_http_request_duration_seconds histogram\n");
     for (size_t r = 0; r <= m->nroutes; r++) {
@@ -206,9 +232,9 @@ static void render_latency(const struct metrics *m, struct buf *b)
 
         for (size_t i = 0; i < NBUCKETS; i++) {
             cum += ld(&rs->bucket[i]);
-            bprintf(b, "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%llu.%06llu\"} %llu\n",
-                    route, method, (unsigned long long)bucket_us[i] / 1000000ULL,
-                    (unsigned long long)bucket_us[i] % 1000000ULL, cum);
+            seconds_label(bucket_us[i], le, sizeof(le));
+            bprintf(b, "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%s\"} %llu\n",
+                    route, method, le, cum);
         }
         cum += ld(&rs->bucket[NBUCKETS]);
         bprintf(b, "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",

@@ -6,6 +6,7 @@
 #include "db.h"
 #include "handlers.h"
 #include "metrics.h"
+#include "rds.h"
 #include "server.h"
 
 void handle_healthz(struct server *srv, const struct http_req *req, struct http_resp *resp)
@@ -19,7 +20,8 @@ void handle_healthz(struct server *srv, const struct http_req *req, struct http_
     cJSON_Delete(o);
 }
 
-/* Ready while MySQL answers a ping; Redis being down only degrades. */
+/* Ready while MySQL answers a ping; Redis being down only degrades, shown
+ * as "redis":"degraded" (tokens in MySQL, stock lock skipped). */
 void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     struct db_conn *conn = NULL;
@@ -30,8 +32,14 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
     if ((conn = db_acquire(srv->db, srv->cfg->mysql_wait_ms)) != NULL)
         st = db_ping(conn);
     db_release(srv->db, conn);
+    if (st != DB_OK) {                        /* an error body like any other, plus the probe */
+        cJSON_AddStringToObject(o, "code", "UNAVAILABLE");
+        cJSON_AddStringToObject(o, "message", "mysql does not answer");
+    }
     cJSON_AddStringToObject(o, "status", st == DB_OK ? "ready" : "unavailable");
     cJSON_AddStringToObject(o, "mysql", st == DB_OK ? "up" : "down");
+    rds_ping(srv->rds);                       /* refreshes the state; once a second while down */
+    cJSON_AddStringToObject(o, "redis", rds_degraded(srv->rds) ? "degraded" : "up");
     http_reply_json(resp, st == DB_OK ? 200 : 503, o);
     if (st != DB_OK) {
         resp->retry_after_s = 1;

@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""Check docker-compose.yml and the Dockerfile without a Docker engine.
+
+Parses both and asserts their structure: the mysql:8 / redis:7 / service
+trio, health checks, depends_on conditions, the schema mounted into
+MySQL's init directory, the published port, the stop grace period, and a
+multi-stage Debian 12 image running as a non-root user. Then it computes
+the configuration the service gets in the container (config/paycallback.json
+as shipped, then the image's ENV, then the compose environment, with the
+PAYCALLBACK_<SECTION>_<KEY> rule of src/config.c) and asserts it differs
+from the shipped one only in the endpoint keys.
+
+usage: check-compose.py [--compose PATH] [--dockerfile PATH]
+Exit status 0 when everything holds, 1 with one line per problem.
+Needs only python3 and python3-yaml (Debian packages)."""
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The keys allowed to differ from the shipped config inside the stack.
+ENDPOINT_KEYS = {"listen.address", "mysql.host", "mysql.port", "redis.host", "redis.port"}
+RUNTIME_PACKAGES = {"libmicrohttpd12", "libmariadb3", "libhiredis0.14", "libcjson1", "libssl3"}
+INIT_DIR = "/docker-entrypoint-initdb.d"
+
+
+class Checker:
+    def __init__(self):
+        self.problems = []
+
+    def expect(self, ok, message):
+        if not ok:
+            self.problems.append(message)
+        return ok
+
+
+def config_keys():
+    """(section or None, name, type) for every key of src/config.c's table."""
+    text = open(os.path.join(ROOT, "src", "config.c"), encoding="utf-8").read()
+    keys = {}
+    for kind, section, name in re.findall(r'^\s*([IS])\((NULL|"\w+"), "(\w+)",', text, re.M):
+        path = name if section == "NULL" else f"{section.strip(chr(34))}.{name}"
+        keys[path] = int if kind == "I" else str
+    return keys
+
+
+def env_name(path):
+    return "PAYCALLBACK_" + path.replace(".", "_").upper()
+
+
+def flatten(cfg, prefix=""):
+    out = {}
+    for k, v in cfg.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def env_dict(env):
+    """A compose environment (mapping or KEY=VAL list) as a dict of strings."""
+    if isinstance(env, dict):
+        return {str(k): "" if v is None else str(v) for k, v in env.items()}
+    out = {}
+    for item in env or []:
+        k, _, v = str(item).partition("=")
+        out[k] = v
+    return out
+
+
+def test_words(hc):
+    """A healthcheck test as one string, whatever its form."""
+    t = (hc or {}).get("test")
+    if isinstance(t, list):
+        return " ".join(str(w) for w in t[1:])
+    return str(t or "")
+
+
+def seconds(duration):
+    """Compose durations such as '15s', '1m30s' or a number of seconds."""
+    if isinstance(duration, (int, float)):
+        return float(duration)
+    total, found = 0.0, False
+    for num, unit in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", str(duration)):
+        found = True
+        total += float(num) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    return total if found else None
+
+
+def parse_dockerfile(path):
+    """The instructions of each stage: a list of lists of (KEYWORD, args)."""
+    stages, joined = [], ""
+    for raw in open(path, encoding="utf-8").read().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            if not joined:
+                continue
+            line = ""
+        if line.endswith("\\"):
+            joined += line[:-1] + " "
+            continue
+        line, joined = joined + line, ""
+        if not line.strip():
+            continue
+        word, _, args = line.strip().partition(" ")
+        word = word.upper()
+        if word == "FROM":
+            stages.append([])
+        if stages:
+            stages[-1].append((word, args.strip()))
+    return stages
+
+
+def check_dockerfile(c, path):
+    """Checks the image and returns (image ENV dict, config path, EXPOSEd ports)."""
+    if not c.expect(os.path.exists(path), f"{path} is missing"):
+        return {}, None, set()
+    stages = parse_dockerfile(path)
+    c.expect(len(stages) >= 2, "Dockerfile: expected a multi-stage build")
+    if not stages:
+        return {}, None, set()
+    first, final = stages[0], stages[-1]
+    c.expect(re.match(r"debian:12(\s|$)", first[0][1]) is not None,
+             f"Dockerfile: build stage must be FROM debian:12, is {first[0][1]!r}")
+    c.expect(re.match(r"debian:12-slim(\s|$)", final[0][1]) is not None,
+             f"Dockerfile: runtime stage must be FROM debian:12-slim, is {final[0][1]!r}")
+    runs = " ".join(a for w, a in final if w == "RUN")
+    installed = set(re.findall(r"\b(lib[\w.+-]+)", runs))
+    missing = RUNTIME_PACKAGES - installed
+    c.expect(not missing, f"Dockerfile: runtime stage lacks {sorted(missing)}")
+    c.expect(not any(p.endswith("-dev") for p in installed),
+             "Dockerfile: runtime stage installs -dev packages")
+    users = [a for w, a in final if w == "USER"]
+    c.expect(users and users[-1].split(":")[0] not in ("root", "0"),
+             "Dockerfile: runtime stage must end with a non-root USER")
+    c.expect(any(w == "HEALTHCHECK" for w, _ in final), "Dockerfile: no HEALTHCHECK")
+    c.expect(any(w == "COPY" and "--from=" in a for w, a in final),
+             "Dockerfile: the runtime stage must copy the binary from the build stage")
+    exposed = {p.split("/")[0] for w, a in final if w == "EXPOSE" for p in a.split()}
+    env = {}
+    for w, a in final:
+        if w == "ENV":
+            for tok in shlex.split(a):
+                k, _, v = tok.partition("=")
+                env[k] = v
+    cfg_path = None
+    for w, a in final:
+        if w in ("ENTRYPOINT", "CMD"):
+            try:
+                argv = json.loads(a)
+            except ValueError:
+                argv = shlex.split(a)
+            if "-c" in argv[:-1]:
+                cfg_path = argv[argv.index("-c") + 1]
+    shipped_copy = [a for w, a in final if w == "COPY" and "config/paycallback.json" in a]
+    c.expect(cfg_path is not None, "Dockerfile: ENTRYPOINT/CMD must pass -c <config>")
+    c.expect(any(a.split()[-1] == cfg_path for a in shipped_copy),
+             f"Dockerfile: {cfg_path} must be a COPY of config/paycallback.json")
+    return env, cfg_path, exposed
+
+
+def check_services(c, compose):
+    services = compose.get("services") or {}
+    for name in ("mysql", "redis", "paycallback"):
+        c.expect(name in services, f"compose: no service {name}")
+    mysql, redis, svc = (services.get(n) or {} for n in ("mysql", "redis", "paycallback"))
+    c.expect(str(mysql.get("image", "")).startswith("mysql:8"), "compose: mysql must be image mysql:8.x")
+    c.expect(str(redis.get("image", "")).startswith("redis:7"), "compose: redis must be image redis:7.x")
+    c.expect("mysqladmin" in test_words(mysql.get("healthcheck")) and
+             "ping" in test_words(mysql.get("healthcheck")),
+             "compose: mysql healthcheck must be mysqladmin ping")
+    c.expect("redis-cli" in test_words(redis.get("healthcheck")) and
+             "ping" in test_words(redis.get("healthcheck")),
+             "compose: redis healthcheck must be redis-cli ping")
+    c.expect("/readyz" in test_words(svc.get("healthcheck")) or
+             "/healthz" in test_words(svc.get("healthcheck")),
+             "compose: paycallback healthcheck must probe /readyz or /healthz")
+    build = svc.get("build")
+    context = build if isinstance(build, str) else (build or {}).get("context")
+    c.expect(context in (".", "./"), "compose: paycallback must be built from this directory")
+    deps = svc.get("depends_on") or {}
+    for dep in ("mysql", "redis"):
+        cond = deps.get(dep, {}).get("condition") if isinstance(deps, dict) else None
+        c.expect(cond == "service_healthy",
+                 f"compose: paycallback must depend on {dep} with condition service_healthy")
+    return mysql, svc
+
+
+def check_init_volume(c, mysql):
+    mounts = [str(v) for v in mysql.get("volumes") or []]
+    init = [m for m in mounts if m.split(":")[1:2] == [INIT_DIR]]
+    c.expect(init and init[0].split(":")[0].rstrip("/") in ("./sql", "sql"),
+             f"compose: mysql must mount ./sql on {INIT_DIR}")
+    sql_dir = os.path.join(ROOT, "sql")
+    files = sorted(f for f in os.listdir(sql_dir) if f.endswith((".sql", ".sh", ".sql.gz")))
+    c.expect("schema.sql" in files and "seed.sql" in files and
+             files.index("schema.sql") < files.index("seed.sql"),
+             f"sql/: the init directory runs files in name order; schema.sql must come "
+             f"before seed.sql, got {files}")
+
+
+def effective_config(c, shipped, image_env, svc_env):
+    keys = config_keys()
+    by_env = {env_name(k): k for k in keys}
+    effective = dict(shipped)
+    for source, env in (("Dockerfile ENV", image_env), ("compose environment", svc_env)):
+        for name, value in env.items():
+            if not name.startswith("PAYCALLBACK_"):
+                continue
+            if not c.expect(name in by_env, f"{source}: {name} is no configuration key"):
+                continue
+            key = by_env[name]
+            if keys[key] is int:
+                if not c.expect(re.fullmatch(r"-?\d+", value) is not None,
+                                f"{source}: {name}={value!r} is not an integer"):
+                    continue
+                effective[key] = int(value)
+            else:
+                effective[key] = value
+    return effective
+
+
+def check(compose_path, dockerfile_path):
+    c = Checker()
+    compose = yaml.safe_load(open(compose_path, encoding="utf-8"))
+    if not c.expect(isinstance(compose, dict), f"{compose_path}: not a YAML mapping"):
+        return c.problems
+    mysql, svc = check_services(c, compose)
+    check_init_volume(c, mysql)
+    image_env, cfg_path, exposed = check_dockerfile(c, dockerfile_path)
+
+    shipped = flatten(json.load(open(os.path.join(ROOT, "config", "paycallback.json"))))
+    svc_env = env_dict(svc.get("environment"))
+    eff = effective_config(c, shipped, image_env, svc_env)
+    changed = {k for k in set(eff) | set(shipped) if eff.get(k) != shipped.get(k)}
+    c.expect(changed <= ENDPOINT_KEYS,
+             f"compose: the service's config differs from the shipped one beyond the "
+             f"endpoints: {sorted(changed - ENDPOINT_KEYS)}")
+    c.expect(eff.get("mysql.host") == "mysql" and eff.get("mysql.port") == 3306,
+             "compose: the service must reach MySQL at mysql:3306")
+    c.expect(eff.get("redis.host") == "redis" and eff.get("redis.port") == 6379,
+             "compose: the service must reach Redis at redis:6379")
+    c.expect(eff.get("listen.address") == "0.0.0.0",
+             "compose: the service must listen on 0.0.0.0 inside its container")
+
+    menv = env_dict(mysql.get("environment"))
+    for var, key in (("MYSQL_DATABASE", "mysql.database"), ("MYSQL_USER", "mysql.user"),
+                     ("MYSQL_PASSWORD", "mysql.password")):
+        c.expect(menv.get(var) == str(eff.get(key)),
+                 f"compose: mysql {var}={menv.get(var)!r} but the service uses {key}={eff.get(key)!r}")
+
+    port = str(eff.get("listen.port"))
+    published = [str(p) for p in svc.get("ports") or []]
+    c.expect(any(p.split(":")[-1].split("/")[0] == port for p in published),
+             f"compose: the service's port {port} is not published")
+    c.expect(port in exposed, f"Dockerfile: EXPOSE {port} is missing")
+    grace = seconds(svc.get("stop_grace_period", "10s"))
+    c.expect(grace is not None and grace > float(eff.get("grace_s", 10)),
+             f"compose: stop_grace_period must exceed grace_s ({eff.get('grace_s')} s)")
+    return c.problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compose", default=os.path.join(ROOT, "docker-compose.yml"))
+    ap.add_argument("--dockerfile", default=os.path.join(ROOT, "Dockerfile"))
+    args = ap.parse_args()
+    problems = check(args.compose, args.dockerfile)
+    for p in problems:
+        print(f"check-compose: {p}", file=sys.stderr)
+    if not problems:
+        print(f"check-compose: {args.compose} and {args.dockerfile} ok")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""Check docs/openapi.yaml beyond "it parses": OpenAPI 3.1, every $ref
+resolves, operations are complete (unique operationId, responses, declared
+path parameters, JSON error replies use the Error schema), and the Error
+code enum is exactly the contract's list. When openapi-spec-validator is
+importable it validates the document against the 3.1 schema as well.
+
+usage: check-openapi.py [PATH]   (default: docs/openapi.yaml under the repo)
+Exit status 0 when every check passes, 1 with one line per problem.
+Needs only python3 and python3-yaml (Debian packages)."""
+import os
+import re
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+CONTRACT_CODES = {
+    "BAD_REQUEST", "BAD_SIGNATURE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "PAYLOAD_TOO_LARGE",
+    "ORDER_NOT_FOUND", "SKU_NOT_FOUND", "PAY_NO_CONFLICT", "AMOUNT_MISMATCH", "REPEAT_SUBMIT",
+    "OUT_OF_STOCK", "ILLEGAL_TRANSITION", "BUSY", "UNAVAILABLE", "INTERNAL",
+}
+
+
+def resolve(doc, ref):
+    """The object a local $ref points at, or None."""
+    if not ref.startswith("#/"):
+        return None
+    node = doc
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def walk_refs(doc, node, where, problems):
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and resolve(doc, ref) is None:
+            problems.append(f"{where}: $ref {ref} does not resolve")
+        for k, v in node.items():
+            walk_refs(doc, v, f"{where}/{k}", problems)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            walk_refs(doc, v, f"{where}/{i}", problems)
+
+
+def deref(doc, node):
+    while isinstance(node, dict) and "$ref" in node:
+        node = resolve(doc, node["$ref"]) or {}
+    return node
+
+
+def check_operation(doc, path, method, op, seen_ids, problems):
+    where = f"{method.upper()} {path}"
+    op_id = op.get("operationId")
+    if not op_id:
+        problems.append(f"{where}: no operationId")
+    elif op_id in seen_ids:
+        problems.append(f"{where}: operationId {op_id} used twice")
+    seen_ids.add(op_id)
+    responses = op.get("responses") or {}
+    if not responses:
+        problems.append(f"{where}: no responses")
+    if not any(str(code).startswith("2") for code in responses):
+        problems.append(f"{where}: no 2xx response")
+    params = [deref(doc, p) for p in op.get("parameters", [])]
+    declared = {p.get("name") for p in params if p.get("in") == "path"}
+    for name in re.findall(r"{([^}]+)}", path):
+        if name not in declared:
+            problems.append(f"{where}: path parameter {name} is not declared")
+    for code, resp in responses.items():
+        resp = deref(doc, resp)
+        if not str(code).startswith(("4", "5")):
+            continue
+        schema = (resp.get("content", {}).get("application/json", {}) or {}).get("schema", {})
+        refs = [schema.get("$ref")] + [s.get("$ref") for s in schema.get("allOf", [])]
+        if "#/components/schemas/Error" not in refs:
+            problems.append(f"{where}: {code} reply is not the Error schema")
+
+
+def check(path):
+    problems = []
+    with open(path, encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    if not isinstance(doc, dict):
+        return [f"{path}: not a YAML mapping"]
+    if not str(doc.get("openapi", "")).startswith("3.1"):
+        problems.append(f"openapi is {doc.get('openapi')!r}, want 3.1.x")
+    for key in ("info", "paths", "components"):
+        if key not in doc:
+            problems.append(f"missing top-level {key}")
+    walk_refs(doc, doc, "#", problems)
+    seen_ids = set()
+    for p, item in (doc.get("paths") or {}).items():
+        if not str(p).startswith("/"):
+            problems.append(f"path {p!r} does not start with /")
+        for method, op in (item or {}).items():
+            if method in METHODS:
+                check_operation(doc, p, method, op or {}, seen_ids, problems)
+    codes = (((doc.get("components") or {}).get("schemas") or {}).get("Error") or {})
+    codes = set(((codes.get("properties") or {}).get("code") or {}).get("enum") or [])
+    if codes != CONTRACT_CODES:
+        missing, extra = CONTRACT_CODES - codes, codes - CONTRACT_CODES
+        problems.append(f"Error.code enum differs from the contract: missing {sorted(missing)}, "
+                        f"unknown {sorted(extra)}")
+    try:
+        from openapi_spec_validator import validate
+    except ImportError:
+        validate = None
+    if validate is not None:
+        try:
+            validate(doc)
+        except Exception as e:  # the validator raises its own error types
+            problems.append(f"openapi-spec-validator: {str(e).splitlines()[0]}")
+    return problems
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "docs", "openapi.yaml")
+    problems = check(path)
+    for p in problems:
+        print(f"check-openapi: {p}", file=sys.stderr)
+    if not problems:
+        print(f"check-openapi: {path} ok")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
