@@ -289,7 +289,7 @@ static enum db_status get_txn(struct db_conn *c, void *arg)
     return DB_OK;
 }
 
-/* [{"pay_no","amount","status","created_at"}] from ST_PAY_BY_ORDER rows. */
+/* [{"pay_no","amount","status","create_time"}] from ST_PAY_BY_ORDER rows. */
 static cJSON *payments_json(const struct db_row *rows, size_t n)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -306,7 +306,7 @@ static cJSON *payments_json(const struct db_row *rows, size_t n)
         if (cJSON_AddStringToObject(p, "pay_no", rows[i].col[0]) == NULL ||
             cJSON_AddStringToObject(p, "amount", rows[i].col[1]) == NULL ||
             cJSON_AddStringToObject(p, "status", refund ? "REFUND_REQUIRED" : "PAID") == NULL ||
-            cJSON_AddStringToObject(p, "created_at", rows[i].col[3]) == NULL) {
+            cJSON_AddStringToObject(p, "create_time", rows[i].col[3]) == NULL) {
             cJSON_Delete(arr);
             return NULL;
         }

@@ -517,7 +517,7 @@ START_TEST(get_shows_the_order_and_its_payments)
     h_assert_status(&r, 200);
     h_assert_str(&r, "status", "PAID");
     ck_assert_msg(strstr(r.body, "\"pay_no\":\"P1\"") != NULL &&
-                  strstr(r.body, "\"status\":\"PAID\",\"created_at\"") != NULL,
+                  strstr(r.body, "\"status\":\"PAID\",\"create_time\"") != NULL,
                   "expected payment P1 PAID: %s", r.body);
     h_resp_free(&r);
     free(order_no);
