@@ -12,7 +12,6 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <errmsg.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "slots.h"
 
 #define DB_PARAMS_MAX        12
 #define DB_BACKOFF_BASE_MS   20   /* 20, 40, 80 ms between attempts */
@@ -32,16 +32,13 @@ struct db_conn {
     MYSQL *my;                    /* NULL while disconnected */
     MYSQL_STMT *st[ST_COUNT];
     struct db_pool *pool;
-    struct db_conn *next_free;
     bool was_connected;           /* a connect now is a reconnect */
 };
 
 struct db_pool {
     const struct config *cfg;
     struct metrics *m;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct db_conn *free_list;
+    struct slots *free;           /* which of conns are lent out */
     struct db_conn *conns;
     int size;
 };
@@ -435,27 +432,20 @@ const char *db_status_str(enum db_status st)
 struct db_pool *db_pool_create(const struct config *cfg, struct metrics *m)
 {
     struct db_pool *p = calloc(1, sizeof(*p));
-    pthread_condattr_t ca;
 
     if (p == NULL)
         return NULL;
     p->cfg = cfg;
     p->m = m;
     p->size = cfg->mysql_pool_size;
-    if ((p->conns = calloc((size_t)p->size, sizeof(*p->conns))) == NULL) {
+    if ((p->conns = calloc((size_t)p->size, sizeof(*p->conns))) == NULL ||
+        (p->free = slots_create(p->size)) == NULL) {
+        free(p->conns);
         free(p);
         return NULL;
     }
-    for (int i = p->size - 1; i >= 0; i--) {
+    for (int i = 0; i < p->size; i++)
         p->conns[i].pool = p;
-        p->conns[i].next_free = p->free_list;
-        p->free_list = &p->conns[i];
-    }
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
-    pthread_condattr_destroy(&ca);
     return p;
 }
 
@@ -465,49 +455,23 @@ void db_pool_destroy(struct db_pool *p)
         return;
     for (int i = 0; i < p->size; i++)
         disconnect(&p->conns[i]);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
+    slots_destroy(p->free);
     free(p->conns);
     free(p);
 }
 
 struct db_conn *db_acquire(struct db_pool *p, int wait_ms)
 {
-    struct db_conn *c = NULL;
-    struct timespec deadline;
-    bool waited = false;
+    bool waited;
+    int i = slots_take(p->free, wait_ms, &waited);
 
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&p->mu);
-    while (p->free_list == NULL) {
-        waited = true;
-        if (pthread_cond_timedwait(&p->cv, &p->mu, &deadline) == ETIMEDOUT &&
-            p->free_list == NULL)
-            break;
-    }
-    if ((c = p->free_list) != NULL) {
-        p->free_list = c->next_free;
-        c->next_free = NULL;
-    }
-    pthread_mutex_unlock(&p->mu);
     if (waited)
-        metrics_inc(p->m, c ? M_MYSQL_POOL_WAITS : M_MYSQL_POOL_TIMEOUTS);
-    return c;
+        metrics_inc(p->m, i >= 0 ? M_MYSQL_POOL_WAITS : M_MYSQL_POOL_TIMEOUTS);
+    return i >= 0 ? &p->conns[i] : NULL;
 }
 
 void db_release(struct db_pool *p, struct db_conn *c)
 {
-    if (c == NULL)
-        return;
-    pthread_mutex_lock(&p->mu);
-    c->next_free = p->free_list;
-    p->free_list = c;
-    pthread_cond_signal(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    if (c != NULL)
+        slots_put(p->free, (int)(c - p->conns));
 }

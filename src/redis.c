@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "slots.h"
 
 #define RDS_SHA_HEX_LEN     40
 #define RDS_LOCK_RETRY_MS   2     /* between lock attempts, plus 0..3 ms of jitter */
@@ -53,7 +53,6 @@ static const char *const script_body[SCRIPT_COUNT] = {
 
 struct rds_conn {
     redisContext *c;              /* NULL while disconnected */
-    struct rds_conn *next_free;
 };
 
 struct rds_pool {
@@ -62,10 +61,8 @@ struct rds_pool {
     struct timeval timeout;
     char sha[SCRIPT_COUNT][RDS_SHA_HEX_LEN + 1];
 
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    struct slots *free;           /* which of conns are lent out */
     struct rds_conn *conns;
-    struct rds_conn *free_list;
     int size;
 
     atomic_bool degraded;
@@ -196,38 +193,14 @@ static bool link_dropped(const redisContext *c, int err)
 
 static struct rds_conn *conn_acquire(struct rds_pool *p)
 {
-    struct timespec deadline;
-    struct rds_conn *rc;
-    int wait_ms = p->cfg->redis_timeout_ms;
+    int i = slots_take(p->free, p->cfg->redis_timeout_ms, NULL);
 
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&p->mu);
-    while (p->free_list == NULL) {
-        if (pthread_cond_timedwait(&p->cv, &p->mu, &deadline) == ETIMEDOUT &&
-            p->free_list == NULL)
-            break;
-    }
-    if ((rc = p->free_list) != NULL) {
-        p->free_list = rc->next_free;
-        rc->next_free = NULL;
-    }
-    pthread_mutex_unlock(&p->mu);
-    return rc;
+    return i >= 0 ? &p->conns[i] : NULL;
 }
 
 static void conn_release(struct rds_pool *p, struct rds_conn *rc)
 {
-    pthread_mutex_lock(&p->mu);
-    rc->next_free = p->free_list;
-    p->free_list = rc;
-    pthread_cond_signal(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    slots_put(p->free, (int)(rc - p->conns));
 }
 
 /* Sends one command on a pooled connection. A connection whose link the
@@ -347,7 +320,6 @@ static enum rds_status degraded_op(struct rds_pool *p, enum rds_status st)
 struct rds_pool *rds_pool_create(const struct config *cfg, struct metrics *m)
 {
     struct rds_pool *p = calloc(1, sizeof(*p));
-    pthread_condattr_t ca;
 
     if (p == NULL)
         return NULL;
@@ -362,22 +334,15 @@ struct rds_pool *rds_pool_create(const struct config *cfg, struct metrics *m)
             return NULL;
         }
     }
-    if ((p->conns = calloc((size_t)p->size, sizeof(*p->conns))) == NULL) {
+    if ((p->conns = calloc((size_t)p->size, sizeof(*p->conns))) == NULL ||
+        (p->free = slots_create(p->size)) == NULL) {
+        free(p->conns);
         free(p);
         return NULL;
-    }
-    for (int i = p->size - 1; i >= 0; i--) {
-        p->conns[i].next_free = p->free_list;
-        p->free_list = &p->conns[i];
     }
     atomic_init(&p->degraded, false);
     atomic_init(&p->failed_at_ms, 0);
     atomic_init(&p->retry_at_ms, 0);
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
-    pthread_condattr_destroy(&ca);
     return p;
 }
 
@@ -387,8 +352,7 @@ void rds_pool_destroy(struct rds_pool *p)
         return;
     for (int i = 0; i < p->size; i++)
         conn_close(&p->conns[i]);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
+    slots_destroy(p->free);
     free(p->conns);
     free(p);
 }
