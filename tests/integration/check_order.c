@@ -22,38 +22,6 @@
 #define A16  "AAAAAAAAAAAAAAAA"
 #define ID65 A16 A16 A16 A16 "A"
 
-static struct h_server *srv;
-
-static void server_up(void)
-{
-    srv = h_server_start(NULL);
-    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
-}
-
-static void server_down(void)
-{
-    int st = h_server_stop(srv);
-
-    srv = NULL;
-    if (st != 0)
-        fprintf(stderr, "check_order: server stopped with status %d\n", st);
-}
-
-static void clean_state(void)
-{
-    h_db_reset();
-    h_redis_flush();
-}
-
-static void mysql_back(void)
-{
-    h_services("start-mysql");
-}
-
-static int port(void)
-{
-    return h_server_port(srv);
-}
 
 static long long orders(void)
 {
@@ -82,8 +50,8 @@ static void create(const char *user_id, const char *request_id, const char *sku,
 {
     char token[H_TOKEN_BUF];
 
-    h_token_apply(port(), token);
-    h_order_create(port(), token, user_id, request_id, sku, quantity, r);
+    h_token_apply(h_port(), token);
+    h_order_create(h_port(), token, user_id, request_id, sku, quantity, r);
 }
 
 /* Asserts an order reply: status, the fields, and the duplicate flag. */
@@ -137,9 +105,9 @@ START_TEST(client_cannot_set_the_price)
     const char *headers[] = { hdr, NULL };
     struct h_resp r;
 
-    h_token_apply(port(), token);
+    h_token_apply(h_port(), token);
     snprintf(hdr, sizeof hdr, "Idempotent-Token: %s", token);
-    h_http(port(), "POST", "/order/create", headers, body, strlen(body), &r);
+    h_http(h_port(), "POST", "/order/create", headers, body, strlen(body), &r);
     assert_order(&r, 201, "r1", "SHOE-42", "1798.00", 0);
     h_resp_free(&r);
 }
@@ -150,13 +118,13 @@ START_TEST(unknown_sku_is_404_and_spends_the_token)
     char token[H_TOKEN_BUF];
     struct h_resp r;
 
-    h_token_apply(port(), token);
-    h_order_create(port(), token, "u1001", "r1", "NOSUCH-SKU", 1, &r);
+    h_token_apply(h_port(), token);
+    h_order_create(h_port(), token, "u1001", "r1", "NOSUCH-SKU", 1, &r);
     h_assert_error(&r, 404, "SKU_NOT_FOUND");
     h_resp_free(&r);
     ck_assert_int_eq(0, orders());
     /* A definite answer keeps the token spent: only a 503 gives it back. */
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &r);
     h_assert_error(&r, 409, "REPEAT_SUBMIT");
     h_resp_free(&r);
 }
@@ -242,9 +210,9 @@ START_TEST(bad_body_is_400_and_keeps_the_token)
     const char *body = bad_bodies[_i];
     struct h_resp r;
 
-    h_token_apply(port(), token);
+    h_token_apply(h_port(), token);
     snprintf(hdr, sizeof hdr, "Idempotent-Token: %s", token);
-    h_http(port(), "POST", "/order/create", headers, body, strlen(body), &r);
+    h_http(h_port(), "POST", "/order/create", headers, body, strlen(body), &r);
     ck_assert_msg(h_check_error(&r, 400, "BAD_REQUEST") == NULL, "body %s: %s", body,
                   h_check_error(&r, 400, "BAD_REQUEST"));
     h_resp_free(&r);
@@ -325,9 +293,9 @@ START_TEST(concurrent_retries_of_one_request_make_one_order)
     int created = 0, dups = 0, first = -1;
 
     memset(&a, 0, sizeof a);
-    a.port = port();
+    a.port = h_port();
     for (int i = 0; i < DEDUPE_CLIENTS; i++)
-        h_token_apply(port(), a.token[i]);
+        h_token_apply(h_port(), a.token[i]);
     ck_assert_int_eq(0, h_storm(DEDUPE_CLIENTS, DEDUPE_CLIENTS, dedupe_call, &a, &st));
     for (int i = 0; i < DEDUPE_CLIENTS; i++) {
         created += a.status[i] == 201;
@@ -398,7 +366,7 @@ START_TEST(oversell_storm_sells_exactly_the_stock)
     int n201 = 0, n409 = 0, retried = 0, other = 0;
 
     memset(&a, 0, sizeof a);
-    a.port = port();
+    a.port = h_port();
     h_db_exec("UPDATE stock SET num = %d WHERE sku = 'HAT-7'", OVERSELL_STOCK);
     ck_assert_int_eq(0, h_storm(OVERSELL_CLIENTS, OVERSELL_CLIENTS, oversell_call, &a, &st));
     for (int i = 0; i < OVERSELL_CLIENTS; i++) {
@@ -439,8 +407,8 @@ START_TEST(held_stock_lock_is_503_busy_and_gives_the_token_back)
     x = h_redis_cmd("SET idem:lock:stock:SHOE-42 another-holder PX 30000");
     ck_assert_ptr_nonnull(x);
     freeReplyObject(x);
-    h_token_apply(port(), token);
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 1, &r);
+    h_token_apply(h_port(), token);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &r);
     h_assert_error(&r, 503, "BUSY");
     ck_assert_msg(h_resp_header(&r, "Retry-After") != NULL, "503 BUSY without Retry-After");
     h_resp_free(&r);
@@ -457,7 +425,7 @@ START_TEST(held_stock_lock_is_503_busy_and_gives_the_token_back)
 
     /* The 503 was not the client's fault: the same token works now. */
     ck_assert_int_eq(1, token_in_redis(token));
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &r);
     assert_order(&r, 201, "r1", "SHOE-42", "899.00", 0);
     h_resp_free(&r);
 }
@@ -470,16 +438,16 @@ START_TEST(mysql_outage_is_503_and_gives_the_token_back)
     char token[H_TOKEN_BUF];
     struct h_resp r;
 
-    h_token_apply(port(), token);
+    h_token_apply(h_port(), token);
     h_services("stop-mysql");
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &r);
     h_assert_error(&r, 503, "UNAVAILABLE");
     ck_assert_msg(h_resp_header(&r, "Retry-After") != NULL, "503 without Retry-After");
     h_resp_free(&r);
     ck_assert_int_eq(1, token_in_redis(token));
     h_services("start-mysql");
 
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &r);
     assert_order(&r, 201, "r1", "SHOE-42", "899.00", 0);
     h_resp_free(&r);
     ck_assert_int_eq(1, orders());
@@ -499,7 +467,7 @@ START_TEST(get_shows_the_order_and_its_payments)
     h_resp_free(&r);
     snprintf(path, sizeof path, "/order/%s", order_no);
 
-    h_http(port(), "GET", path, NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", path, NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_assert_str(&r, "order_no", order_no);
     h_assert_str(&r, "status", "WAIT_PAY");
@@ -510,10 +478,10 @@ START_TEST(get_shows_the_order_and_its_payments)
     ck_assert_msg(strstr(r.body, "\"payments\":[]") != NULL, "no payments yet: %s", r.body);
     h_resp_free(&r);
 
-    h_callback(port(), order_no, "P1", "899.00", &r);
+    h_callback(h_port(), order_no, "P1", "899.00", &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
-    h_http(port(), "GET", path, NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", path, NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_assert_str(&r, "status", "PAID");
     ck_assert_msg(strstr(r.body, "\"pay_no\":\"P1\"") != NULL &&
@@ -528,7 +496,7 @@ START_TEST(get_unknown_order_is_404)
 {
     struct h_resp r;
 
-    h_http(port(), "GET", "/order/O20240101000000ffffffffffffffff", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/order/O20240101000000ffffffffffffffff", NULL, NULL, 0, &r);
     h_assert_error(&r, 404, "ORDER_NOT_FOUND");
     h_resp_free(&r);
 }
@@ -538,10 +506,10 @@ START_TEST(get_with_a_bad_order_no_is_400)
 {
     struct h_resp r;
 
-    h_http(port(), "GET", "/order/" ID65, NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/order/" ID65, NULL, NULL, 0, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
-    h_http(port(), "GET", "/order/a!b", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/order/a!b", NULL, NULL, 0, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
 }
@@ -553,8 +521,8 @@ static TCase *tcase(const char *name, int timeout_s)
 {
     TCase *tc = tcase_create(name);
 
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, clean_state, NULL);
+    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
     tcase_set_timeout(tc, timeout_s);
     return tc;
 }
@@ -593,7 +561,7 @@ static Suite *order_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase("a mysql outage does not burn the token", SLOW_TIMEOUT_S);
-    tcase_add_unchecked_fixture(tc, NULL, mysql_back);
+    tcase_add_unchecked_fixture(tc, NULL, h_fixture_mysql_back);
     tcase_add_test(tc, mysql_outage_is_503_and_gives_the_token_back);
     suite_add_tcase(s, tc);
 

@@ -21,33 +21,6 @@
 
 enum { WAIT_PAY = 1, PAID = 2, SHIPPED = 3, FINISHED = 4, CANCELED = 9 };
 
-static struct h_server *srv;
-
-static void server_up(void)
-{
-    srv = h_server_start(NULL);
-    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
-}
-
-static void server_down(void)
-{
-    int st = h_server_stop(srv);
-
-    srv = NULL;
-    if (st != 0)
-        fprintf(stderr, "check_order_transitions: server stopped with status %d\n", st);
-}
-
-static void clean_state(void)
-{
-    h_db_reset();
-    h_redis_flush();
-}
-
-static int port(void)
-{
-    return h_server_port(srv);
-}
 
 static long long status_of(const char *order_no)
 {
@@ -75,7 +48,7 @@ static void act_as(const char *order_no, const char *action, const char *rid, st
 
     snprintf(path, sizeof path, "/order/%s/%s", order_no, action);
     snprintf(hdr, sizeof hdr, "X-Request-Id: %s", rid ? rid : "");
-    h_http(port(), "POST", path, rid ? headers : NULL, "", 0, r);
+    h_http(h_port(), "POST", path, rid ? headers : NULL, "", 0, r);
 }
 
 static void act(const char *order_no, const char *action, struct h_resp *r)
@@ -96,8 +69,8 @@ static char *create_order(const char *request_id, int q)
     char token[H_TOKEN_BUF], *order_no;
     struct h_resp r;
 
-    h_token_apply(port(), token);
-    h_order_create(port(), token, "u1001", request_id, "SHOE-42", q, &r);
+    h_token_apply(h_port(), token);
+    h_order_create(h_port(), token, "u1001", request_id, "SHOE-42", q, &r);
     h_assert_status(&r, 201);
     order_no = h_json_get_str(r.body, "order_no");
     h_resp_free(&r);
@@ -109,7 +82,7 @@ static void pay(const char *order_no, const char *pay_no, const char *amount)
 {
     struct h_resp r;
 
-    h_callback(port(), order_no, pay_no, amount, &r);
+    h_callback(h_port(), order_no, pay_no, amount, &r);
     h_assert_status(&r, 200);
     h_assert_str(&r, "result", "PAID");
     h_resp_free(&r);
@@ -193,7 +166,7 @@ START_TEST(illegal_transition_is_alerted_and_counted)
     line = h_log_find(parts, 5000);
     ck_assert_msg(line != NULL, "no ILLEGAL_TRANSITION alert in the log");
     free(line);
-    h_http(port(), "GET", "/metrics", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     ck_assert_msg(strstr(r.body, "paycallback_illegal_transitions_total") != NULL,
                   "no illegal transition counter in /metrics");
@@ -247,7 +220,7 @@ START_TEST(cancel_of_a_paid_order_requires_a_refund)
     free(line);
 
     snprintf(path, sizeof path, "/order/%s", order_no);
-    h_http(port(), "GET", path, NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", path, NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_assert_str(&r, "status", "CANCELED");
     ck_assert_msg(strstr(r.body, "\"pay_no\":\"PCANCEL\",\"amount\":\"899.00\","
@@ -256,7 +229,7 @@ START_TEST(cancel_of_a_paid_order_requires_a_refund)
     h_resp_free(&r);
 
     /* The bank retries the callback: still answered as the first time. */
-    h_callback(port(), order_no, "PCANCEL", PRICE, &r);
+    h_callback(h_port(), order_no, "PCANCEL", PRICE, &r);
     h_assert_status(&r, 200);
     h_assert_bool(&r, "duplicate", 1);
     h_resp_free(&r);
@@ -339,7 +312,7 @@ START_TEST(concurrent_ships_of_one_order_ship_it_once)
     int ok = 0, fresh = 0, dups = 0;
 
     memset(&a, 0, sizeof a);
-    a.port = port();
+    a.port = h_port();
     a.order_no = "OSHIP";
     h_db_insert_order("OSHIP", "u1001", PRICE, PAID);
     ck_assert_int_eq(0, h_storm(SHIP_CLIENTS, SHIP_CLIENTS, ship_call, &a, &st));
@@ -390,7 +363,7 @@ START_TEST(get_on_an_action_is_405)
 
     h_db_insert_order("O1", "u1001", PRICE, PAID);
     snprintf(path, sizeof path, "/order/O1/%s", actions[_i].action);
-    h_http(port(), "GET", path, NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", path, NULL, NULL, 0, &r);
     h_assert_error(&r, 405, NULL);
     ck_assert_msg(h_resp_header(&r, "Allow") != NULL, "405 without Allow");
     h_resp_free(&r);
@@ -404,8 +377,8 @@ static TCase *tcase(const char *name, int timeout_s)
 {
     TCase *tc = tcase_create(name);
 
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, clean_state, NULL);
+    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
     tcase_set_timeout(tc, timeout_s);
     return tc;
 }

@@ -21,44 +21,12 @@
 #define ID65 ID64 "A"
 #define PAY64 "P" A16 A16 A16 "AAAAAAAAAAAAAAA"
 
-static struct h_server *srv;
 
 /* Unchecked fixture: one server per TCase, in the runner process, so no
  * forked test can take it down with it. */
-static void server_up(void)
-{
-    srv = h_server_start(NULL);
-    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
-}
-
-static void server_down(void)
-{
-    int st = h_server_stop(srv);
-
-    srv = NULL;
-    if (st != 0)
-        fprintf(stderr, "check_pay_callback: server stopped with status %d\n", st);
-}
-
 /* Checked fixture: every test starts from the seed data. */
-static void clean_state(void)
-{
-    h_db_reset();
-    h_redis_flush();
-}
-
 /* Unchecked teardown of the outage TCase: MySQL must be up again whatever
  * the test did, or every later suite fails for the wrong reason. */
-static void mysql_back(void)
-{
-    h_services("start-mysql");
-}
-
-static int port(void)
-{
-    return h_server_port(srv);
-}
-
 static long long records(void)
 {
     return h_db_scalar_ll("SELECT COUNT(*) FROM payment_record");
@@ -110,7 +78,7 @@ START_TEST(callback_on_waiting_order_marks_it_paid)
     char *amount, *order_no;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_assert_str(&r, "status", "PAID");
     h_resp_free(&r);
@@ -135,7 +103,7 @@ START_TEST(amount_without_cents_matches_the_order)
     char *amount;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", "899", &r);
+    h_callback(h_port(), "O1", "P1", "899", &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
     amount = h_db_scalar_str("SELECT amount FROM payment_record WHERE pay_no = 'P1'");
@@ -150,7 +118,7 @@ START_TEST(identifiers_of_64_chars_are_accepted)
     struct h_resp r;
 
     h_db_insert_order(ID64, "u1001", PRICE, 1);
-    h_callback(port(), ID64, PAY64, PRICE, &r);
+    h_callback(h_port(), ID64, PAY64, PRICE, &r);
     assert_success(&r, ID64, PAY64, "PAID", 0);
     h_resp_free(&r);
     ck_assert_int_eq(2, order_status(ID64));
@@ -166,7 +134,7 @@ START_TEST(unknown_fields_in_the_body_are_ignored)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_post_callback(port(), H_SECRET, (long long)time(NULL), body, strlen(body), &r);
+    h_post_callback(h_port(), H_SECRET, (long long)time(NULL), body, strlen(body), &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
     ck_assert_int_eq(2, order_status("O1"));
@@ -180,12 +148,12 @@ START_TEST(replayed_callback_answers_duplicate_without_writing)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
 
     for (int i = 0; i < 3; i++) {
-        h_callback(port(), "O1", "P1", PRICE, &r);
+        h_callback(h_port(), "O1", "P1", PRICE, &r);
         assert_success(&r, "O1", "P1", "PAID", 1);
         h_assert_str(&r, "status", "PAID");
         h_resp_free(&r);
@@ -201,10 +169,10 @@ START_TEST(replay_with_amount_spelt_differently_is_a_duplicate)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
-    h_callback(port(), "O1", "P1", "899.0", &r);
+    h_callback(h_port(), "O1", "P1", "899.0", &r);
     assert_success(&r, "O1", "P1", "PAID", 1);
     h_resp_free(&r);
     ck_assert_int_eq(1, records());
@@ -246,7 +214,7 @@ START_TEST(storm_of_identical_callbacks_pays_exactly_once)
     int ok = 0, fresh = 0, dup = 0, paid = 0, first_bad = -1;
 
     h_db_insert_order("OSTORM", "u1001", PRICE, 1);
-    a.port = port();
+    a.port = h_port();
     a.len = h_callback_body(body, sizeof body, "OSTORM", "PSTORM", PRICE);
     a.body = body;
     snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
@@ -286,11 +254,11 @@ START_TEST(second_pay_no_on_paid_order_requires_refund)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
 
-    h_callback(port(), "O1", "P2", PRICE, &r);
+    h_callback(h_port(), "O1", "P2", PRICE, &r);
     assert_success(&r, "O1", "P2", "REFUND_REQUIRED", 0);
     h_assert_str(&r, "status", "PAID");
     h_resp_free(&r);
@@ -309,16 +277,16 @@ START_TEST(replayed_second_pay_no_repeats_refund_required)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     h_resp_free(&r);
-    h_callback(port(), "O1", "P2", PRICE, &r);
+    h_callback(h_port(), "O1", "P2", PRICE, &r);
     assert_success(&r, "O1", "P2", "REFUND_REQUIRED", 0);
     h_resp_free(&r);
 
-    h_callback(port(), "O1", "P2", PRICE, &r);
+    h_callback(h_port(), "O1", "P2", PRICE, &r);
     assert_success(&r, "O1", "P2", "REFUND_REQUIRED", 1);
     h_resp_free(&r);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     assert_success(&r, "O1", "P1", "PAID", 1);
     h_resp_free(&r);
 
@@ -338,7 +306,7 @@ START_TEST(callback_on_closed_order_requires_refund)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, st);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     assert_success(&r, "O1", "P1", "REFUND_REQUIRED", 0);
     h_resp_free(&r);
     ck_assert_int_eq(st, order_status("O1"));
@@ -356,10 +324,10 @@ START_TEST(same_pay_no_with_another_amount_conflicts)
     char *amount;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     h_resp_free(&r);
 
-    h_callback(port(), "O1", "P1", "19.90", &r);
+    h_callback(h_port(), "O1", "P1", "19.90", &r);
     h_assert_error(&r, 409, "PAY_NO_CONFLICT");
     h_resp_free(&r);
 
@@ -379,10 +347,10 @@ START_TEST(same_pay_no_for_another_order_conflicts)
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
     h_db_insert_order("O2", "u1002", PRICE, 1);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     h_resp_free(&r);
 
-    h_callback(port(), "O2", "P1", PRICE, &r);
+    h_callback(h_port(), "O2", "P1", PRICE, &r);
     h_assert_error(&r, 409, "PAY_NO_CONFLICT");
     h_resp_free(&r);
 
@@ -405,7 +373,7 @@ START_TEST(amount_other_than_the_order_is_rejected)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", wrong_amounts[_i], &r);
+    h_callback(h_port(), "O1", "P1", wrong_amounts[_i], &r);
     h_assert_error(&r, 422, "AMOUNT_MISMATCH");
     h_resp_free(&r);
     assert_nothing_written("O1");
@@ -417,10 +385,10 @@ START_TEST(rejected_amount_leaves_the_pay_no_unused)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_callback(port(), "O1", "P1", "19.90", &r);
+    h_callback(h_port(), "O1", "P1", "19.90", &r);
     h_assert_error(&r, 422, "AMOUNT_MISMATCH");
     h_resp_free(&r);
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
     ck_assert_int_eq(1, records());
@@ -434,7 +402,7 @@ START_TEST(callback_for_unknown_order_is_not_found)
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
     for (int i = 0; i < 2; i++) {       /* the bank retries: still not found */
-        h_callback(port(), "NOSUCH", "P1", PRICE, &r);
+        h_callback(h_port(), "NOSUCH", "P1", PRICE, &r);
         h_assert_error(&r, 404, "ORDER_NOT_FOUND");
         h_resp_free(&r);
     }
@@ -456,7 +424,7 @@ static void assert_rejected_401(const char *body, const char *ts_hdr, const char
         headers[n++] = ts_hdr;
     if (sig_hdr != NULL)
         headers[n++] = sig_hdr;
-    h_http(port(), "POST", "/pay/callback", headers, body, strlen(body), &r);
+    h_http(h_port(), "POST", "/pay/callback", headers, body, strlen(body), &r);
     h_assert_error(&r, 401, "BAD_SIGNATURE");
     h_resp_free(&r);
     assert_nothing_written("O1");
@@ -543,7 +511,7 @@ START_TEST(timestamp_inside_the_window_is_accepted)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_post_callback(port(), H_SECRET, (long long)time(NULL) - SIG_WINDOW_S + 10,
+    h_post_callback(h_port(), H_SECRET, (long long)time(NULL) - SIG_WINDOW_S + 10,
                     good_body, strlen(good_body), &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
@@ -659,7 +627,7 @@ START_TEST(malformed_body_is_rejected_with_400)
     char *msg;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_post_callback(port(), H_SECRET, (long long)time(NULL), b->body, strlen(b->body), &r);
+    h_post_callback(h_port(), H_SECRET, (long long)time(NULL), b->body, strlen(b->body), &r);
     ck_assert_msg(h_check_error(&r, 400, "BAD_REQUEST") == NULL, "body %s: %s", b->body,
                   h_check_error(&r, 400, "BAD_REQUEST"));
     msg = h_json_get_str(r.body, "message");
@@ -683,20 +651,20 @@ START_TEST(mysql_outage_answers_503_and_loses_nothing)
     h_db_insert_order("O2", "u1002", PRICE, 1);
     h_services("stop-mysql");
 
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     h_assert_error(&r, 503, "UNAVAILABLE");
     retry = h_resp_header(&r, "Retry-After");
     ck_assert_msg(retry != NULL, "expected a Retry-After header: %s", r.body);
     ck_assert_msg(strtol(retry, &end, 10) > 0 && *end == '\0',
                   "expected Retry-After to be positive seconds, got \"%s\"", retry);
     h_resp_free(&r);
-    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
     h_assert_status(&r, 503);
     h_assert_json(&r);
     h_resp_free(&r);
 
     h_services("start-mysql");
-    h_callback(port(), "O1", "P1", PRICE, &r);
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
     ck_assert_int_eq(1, records());
@@ -704,10 +672,10 @@ START_TEST(mysql_outage_answers_503_and_loses_nothing)
     ck_assert_int_eq(1, paid_events("O1"));
 
     /* And the service keeps working for everyone else. */
-    h_callback(port(), "O2", "P2", PRICE, &r);
+    h_callback(h_port(), "O2", "P2", PRICE, &r);
     assert_success(&r, "O2", "P2", "PAID", 0);
     h_resp_free(&r);
-    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
     ck_assert_int_eq(2, records());
@@ -722,8 +690,8 @@ static TCase *tcase(const char *name, int timeout_s)
 {
     TCase *tc = tcase_create(name);
 
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, clean_state, NULL);
+    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
     tcase_set_timeout(tc, timeout_s);
     return tc;
 }
@@ -788,7 +756,7 @@ static Suite *pay_callback_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase("a mysql outage loses nothing", SLOW_TIMEOUT_S);
-    tcase_add_unchecked_fixture(tc, NULL, mysql_back);
+    tcase_add_unchecked_fixture(tc, NULL, h_fixture_mysql_back);
     tcase_add_test(tc, mysql_outage_answers_503_and_loses_nothing);
     suite_add_tcase(s, tc);
 

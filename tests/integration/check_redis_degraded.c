@@ -21,22 +21,6 @@
 #define MSG_DOWN          "redis unreachable, degraded mode"
 #define MSG_BACK          "redis is back"
 
-static struct h_server *srv;
-
-static void server_up(void)
-{
-    srv = h_server_start(NULL);
-    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
-}
-
-static void server_down(void)
-{
-    int st = h_server_stop(srv);
-
-    srv = NULL;
-    if (st != 0)
-        fprintf(stderr, "check_redis_degraded: server stopped with status %d\n", st);
-}
 
 /* Unchecked teardown: later suites need Redis whatever happened here. */
 static void redis_back(void)
@@ -49,11 +33,6 @@ static void clean_state(void)
     h_services("start-redis");                /* a failed test may have left it down */
     h_db_reset();
     h_redis_flush();
-}
-
-static int port(void)
-{
-    return h_server_port(srv);
 }
 
 static void sleep_ms(int ms)
@@ -120,7 +99,7 @@ static void create_expect(const char *token, const char *request_id, int status,
 {
     struct h_resp r;
 
-    h_order_create(port(), token, "u1001", request_id, "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", request_id, "SHOE-42", 1, &r);
     if (code != NULL)
         h_assert_error(&r, status, code);
     else
@@ -136,7 +115,7 @@ static char *readyz_redis(void)
     struct h_resp r;
     char *v;
 
-    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     v = h_json_get_str(r.body, "redis");
     h_resp_free(&r);
@@ -149,7 +128,7 @@ static int metrics_have(const char *line)
     struct h_resp r;
     int yes;
 
-    h_http(port(), "GET", "/metrics", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     yes = strstr(r.body, line) != NULL;
     h_resp_free(&r);
@@ -205,12 +184,12 @@ static void while_redis_is_down(const char *redis_token, char later[H_TOKEN_BUF]
     int created = 0;
     char *state;
 
-    h_token_apply(port(), t2);
+    h_token_apply(h_port(), t2);
     ck_assert_int_eq(1, token_in_mysql(t2));
     create_expect(t2, "r1", 201, NULL);
     ck_assert_int_eq(0, token_in_mysql(t2));
     create_expect(t2, "r2", 409, "REPEAT_SUBMIT");         /* single use, in MySQL too */
-    h_token_apply(port(), t3);
+    h_token_apply(h_port(), t3);
     create_expect(t3, "r1", 200, NULL);                    /* dedupe needs no Redis */
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM orders WHERE request_id = 'r1'"));
 
@@ -219,7 +198,7 @@ static void while_redis_is_down(const char *redis_token, char later[H_TOKEN_BUF]
 
     /* No stock lock now: the conditional UPDATE alone stops overselling. */
     memset(&a, 0, sizeof a);
-    a.port = port();
+    a.port = h_port();
     h_db_exec("UPDATE stock SET num = %d WHERE sku = 'HAT-7'", DOWN_STOCK);
     ck_assert_int_eq(0, h_storm(DOWN_CLIENTS, DOWN_CLIENTS, down_storm_call, &a, &st));
     ck_assert_int_eq(0, st.errors);
@@ -240,7 +219,7 @@ static void while_redis_is_down(const char *redis_token, char later[H_TOKEN_BUF]
     ck_assert_msg(metrics_have("\npaycallback_redis_degraded 1\n"), "gauge not 1");
     ck_assert_msg(!metrics_have("\npaycallback_redis_degraded_operations_total 0\n"),
                   "degraded operations not counted");
-    h_token_apply(port(), later);                          /* kept for after the outage */
+    h_token_apply(h_port(), later);                          /* kept for after the outage */
     ck_assert_int_eq(1, token_in_mysql(later));
 }
 
@@ -250,7 +229,7 @@ START_TEST(redis_outage_keeps_orders_working_and_recovers)
     long mark = log_mark();
     char *state;
 
-    h_token_apply(port(), t1);
+    h_token_apply(h_port(), t1);
     ck_assert_int_eq(1, token_in_redis(t1));
     state = readyz_redis();
     ck_assert_str_eq("up", state);
@@ -262,7 +241,7 @@ START_TEST(redis_outage_keeps_orders_working_and_recovers)
     wait_redis_up();
 
     /* Back on Redis, without a restart of the service. */
-    h_token_apply(port(), t5);
+    h_token_apply(h_port(), t5);
     ck_assert_int_eq(1, token_in_redis(t5));
     ck_assert_int_eq(0, token_in_mysql(t5));
     create_expect(t5, "r5", 201, NULL);
@@ -283,12 +262,12 @@ START_TEST(quick_redis_restart_is_absorbed_without_degrading)
     long mark = log_mark();
     char *state;
 
-    h_token_apply(port(), t1);
+    h_token_apply(h_port(), t1);
     create_expect(t1, "q1", 201, NULL);      /* the pool holds live links now */
     h_services("stop-redis");
     h_services("start-redis");
 
-    h_token_apply(port(), t2);
+    h_token_apply(h_port(), t2);
     ck_assert_int_eq(1, token_in_redis(t2));
     create_expect(t2, "q2", 201, NULL);
     state = readyz_redis();
@@ -303,7 +282,7 @@ static Suite *redis_degraded_suite(void)
     Suite *s = suite_create("redis_degraded");
     TCase *tc = tcase_create("redis stopped and started under a running service");
 
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
+    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
     tcase_add_unchecked_fixture(tc, NULL, redis_back);
     tcase_add_checked_fixture(tc, clean_state, NULL);
     tcase_set_timeout(tc, TC_TIMEOUT_S);

@@ -17,33 +17,6 @@
 #define STORM_CLIENTS    50
 #define REPEAT_MSG       "请勿重复提交: token already used or expired"
 
-static struct h_server *srv;
-
-static void server_up(void)
-{
-    srv = h_server_start(NULL);
-    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
-}
-
-static void server_down(void)
-{
-    int st = h_server_stop(srv);
-
-    srv = NULL;
-    if (st != 0)
-        fprintf(stderr, "check_token: server stopped with status %d\n", st);
-}
-
-static void clean_state(void)
-{
-    h_db_reset();
-    h_redis_flush();
-}
-
-static int port(void)
-{
-    return h_server_port(srv);
-}
 
 static long long orders(void)
 {
@@ -67,7 +40,7 @@ static void create_ok(const char *token, const char *request_id)
 {
     struct h_resp r;
 
-    h_order_create(port(), token, "u1001", request_id, "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", request_id, "SHOE-42", 1, &r);
     h_assert_status(&r, 201);
     h_assert_bool(&r, "duplicate", 0);
     h_resp_free(&r);
@@ -87,14 +60,14 @@ START_TEST(get_apply_issues_a_32_hex_token_with_its_ttl)
     struct h_resp r;
     redisReply *ttl;
 
-    h_http(port(), "GET", "/token/apply", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/token/apply", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_assert_json(&r);
     ck_assert_msg(strstr(r.body, "\"expires_in\":300") != NULL, "expected expires_in 300: %s",
                   r.body);
     h_resp_free(&r);
 
-    h_token_apply(port(), token);
+    h_token_apply(h_port(), token);
     ck_assert_int_eq(1, token_in_redis(token));
     ttl = h_redis_cmd("PTTL idem:token:%s", token);
     ck_assert_ptr_nonnull(ttl);
@@ -110,7 +83,7 @@ START_TEST(post_apply_issues_a_token_too)
     struct h_resp r;
     char *token;
 
-    h_http(port(), "POST", "/token/apply", NULL, "", 0, &r);
+    h_http(h_port(), "POST", "/token/apply", NULL, "", 0, &r);
     h_assert_status(&r, 200);
     token = h_json_get_str(r.body, "token");
     ck_assert_msg(token != NULL && strlen(token) == 32, "expected a token: %s", r.body);
@@ -130,7 +103,7 @@ START_TEST(tokens_are_never_repeated)
     static char tokens[DISTINCT_TOKENS][H_TOKEN_BUF];
 
     for (int i = 0; i < DISTINCT_TOKENS; i++)
-        h_token_apply(port(), tokens[i]);
+        h_token_apply(h_port(), tokens[i]);
     qsort(tokens, DISTINCT_TOKENS, H_TOKEN_BUF, cmp_token);
     for (int i = 1; i < DISTINCT_TOKENS; i++)
         ck_assert_msg(strcmp(tokens[i - 1], tokens[i]) != 0, "token %s issued twice", tokens[i]);
@@ -142,7 +115,7 @@ START_TEST(other_methods_on_apply_are_405)
     struct h_resp r;
     const char *allow;
 
-    h_http(port(), "PUT", "/token/apply", NULL, "", 0, &r);
+    h_http(h_port(), "PUT", "/token/apply", NULL, "", 0, &r);
     h_assert_error(&r, 405, NULL);
     allow = h_resp_header(&r, "Allow");
     ck_assert_msg(allow != NULL && strstr(allow, "GET") && strstr(allow, "POST"),
@@ -158,15 +131,15 @@ START_TEST(used_token_is_refused_as_repeat_submit)
     char token[H_TOKEN_BUF];
     struct h_resp r;
 
-    h_token_apply(port(), token);
+    h_token_apply(h_port(), token);
     create_ok(token, "r1");
     ck_assert_int_eq(0, token_in_redis(token));
 
     /* Another request, same token: the double click is refused outright. */
-    h_order_create(port(), token, "u1001", "r2", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", "r2", "SHOE-42", 1, &r);
     assert_repeat_submit(&r);
     h_resp_free(&r);
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &r);
     assert_repeat_submit(&r);
     h_resp_free(&r);
     ck_assert_int_eq(1, orders());
@@ -178,7 +151,7 @@ START_TEST(never_issued_token_is_refused)
 {
     struct h_resp r;
 
-    h_order_create(port(), "0123456789abcdef0123456789abcdef", "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), "0123456789abcdef0123456789abcdef", "u1001", "r1", "SHOE-42", 1, &r);
     assert_repeat_submit(&r);
     h_resp_free(&r);
     ck_assert_int_eq(0, orders());
@@ -214,8 +187,8 @@ START_TEST(fifty_concurrent_submits_of_one_token_make_one_order)
     int created = 0, repeats = 0;
 
     memset(&a, 0, sizeof a);
-    a.port = port();
-    h_token_apply(port(), a.token);
+    a.port = h_port();
+    h_token_apply(h_port(), a.token);
     ck_assert_int_eq(0, h_storm(STORM_CLIENTS, STORM_CLIENTS, token_storm_call, &a, &st));
     printf("token storm: %d concurrent submits of one token: %.0f req/s p50 %.1f ms "
            "p99 %.1f ms max %.1f ms\n", STORM_CLIENTS, st.rps, st.p50_us / 1000.0,
@@ -239,12 +212,12 @@ START_TEST(token_expired_in_redis_is_refused)
     redisReply *r;
     struct h_resp resp;
 
-    h_token_apply(port(), token);
+    h_token_apply(h_port(), token);
     r = h_redis_cmd("PEXPIRE idem:token:%s 1", token);
     ck_assert_msg(r != NULL && r->integer == 1, "PEXPIRE failed");
     freeReplyObject(r);
     usleep(20 * 1000);
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 1, &resp);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &resp);
     assert_repeat_submit(&resp);
     h_resp_free(&resp);
     ck_assert_int_eq(0, orders());
@@ -283,7 +256,7 @@ START_TEST(token_in_the_mysql_table_is_used_once)
               "NOW(3) + INTERVAL 60 SECOND)", token);
     create_ok(token, "r1");
     ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM idem_token"));
-    h_order_create(port(), token, "u1001", "r2", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", "r2", "SHOE-42", 1, &r);
     assert_repeat_submit(&r);
     h_resp_free(&r);
     ck_assert_int_eq(1, orders());
@@ -297,7 +270,7 @@ START_TEST(expired_token_in_the_mysql_table_is_refused)
 
     h_db_exec("INSERT INTO idem_token (token, expires_at) VALUES ('%s', "
               "NOW(3) - INTERVAL 1 SECOND)", token);
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &r);
     assert_repeat_submit(&r);
     h_resp_free(&r);
     ck_assert_int_eq(0, orders());
@@ -310,7 +283,7 @@ START_TEST(missing_token_header_is_400)
 {
     struct h_resp r;
 
-    h_order_create(port(), NULL, "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), NULL, "u1001", "r1", "SHOE-42", 1, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     ck_assert_msg(strstr(r.body, "Idempotent-Token") != NULL, "message names the header: %s",
                   r.body);
@@ -332,7 +305,7 @@ START_TEST(malformed_token_is_400)
 {
     struct h_resp r;
 
-    h_order_create(port(), malformed_tokens[_i], "u1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), malformed_tokens[_i], "u1001", "r1", "SHOE-42", 1, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
     ck_assert_int_eq(0, orders());
@@ -344,11 +317,11 @@ START_TEST(rejected_body_leaves_the_token_unused)
     char token[H_TOKEN_BUF];
     struct h_resp r;
 
-    h_token_apply(port(), token);
-    h_order_create(port(), token, "u1001", "r1", "SHOE-42", 0, &r);
+    h_token_apply(h_port(), token);
+    h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 0, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
-    h_order_create(port(), token, "u 1001", "r1", "SHOE-42", 1, &r);
+    h_order_create(h_port(), token, "u 1001", "r1", "SHOE-42", 1, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
     ck_assert_int_eq(1, token_in_redis(token));
@@ -362,8 +335,8 @@ static TCase *tcase(const char *name, int timeout_s)
 {
     TCase *tc = tcase_create(name);
 
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, clean_state, NULL);
+    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
     tcase_set_timeout(tc, timeout_s);
     return tc;
 }

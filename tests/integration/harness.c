@@ -1547,3 +1547,36 @@ int h_order_create(int port, const char *token, const char *user_id,
     }
     return h_http(port, "POST", "/order/create", headers, body, (size_t)n, out);
 }
+
+struct h_server *h_srv;
+
+void h_fixture_server_up(void)
+{
+    h_srv = h_server_start(NULL);
+    ck_assert_msg(h_srv != NULL, "cannot start the server; see var/test-logs/");
+}
+
+void h_fixture_server_down(void)
+{
+    int st = h_server_stop(h_srv);
+
+    h_srv = NULL;
+    if (st != 0)
+        fprintf(stderr, "server stopped with status %d\n", st);
+}
+
+int h_port(void)
+{
+    return h_server_port(h_srv);
+}
+
+void h_fixture_clean(void)
+{
+    h_db_reset();
+    h_redis_flush();
+}
+
+void h_fixture_mysql_back(void)
+{
+    h_services("start-mysql");
+}

@@ -274,4 +274,20 @@ int h_order_create(int port, const char *token, const char *user_id,
                    const char *request_id, const char *sku, int quantity,
                    struct h_resp *out);
 
+/* ---- suite fixtures ------------------------------------------------------ */
+
+/* The server of the running suite. h_fixture_server_up starts it with the
+ * shipped config (an unchecked fixture, so Check's forked tests share it)
+ * and h_fixture_server_down stops it; h_port is its port. */
+extern struct h_server *h_srv;
+void h_fixture_server_up(void);
+void h_fixture_server_down(void);
+int h_port(void);
+
+/* Checked fixture: empties the test database (stock re-seeded) and Redis db 9. */
+void h_fixture_clean(void);
+
+/* Teardown of outage tests: MySQL is started again whatever the test did. */
+void h_fixture_mysql_back(void);
+
 #endif
