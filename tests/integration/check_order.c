@@ -517,22 +517,12 @@ END_TEST
 
 /* ---- suite --------------------------------------------------------------- */
 
-static TCase *tcase(const char *name, int timeout_s)
-{
-    TCase *tc = tcase_create(name);
-
-    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
-    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
-    tcase_set_timeout(tc, timeout_s);
-    return tc;
-}
-
 static Suite *order_suite(void)
 {
     Suite *s = suite_create("order");
     TCase *tc;
 
-    tc = tcase("an order is created at the stock price", TC_TIMEOUT_S);
+    tc = h_tcase("an order is created at the stock price", TC_TIMEOUT_S);
     tcase_add_test(tc, order_is_created_at_the_stock_price);
     tcase_add_test(tc, client_cannot_set_the_price);
     tcase_add_test(tc, unknown_sku_is_404_and_spends_the_token);
@@ -541,31 +531,31 @@ static Suite *order_suite(void)
     tcase_add_test(tc, lock_is_released_after_the_order);
     suite_add_tcase(s, tc);
 
-    tc = tcase("a bad body is refused before the token is spent", TC_TIMEOUT_S);
+    tc = h_tcase("a bad body is refused before the token is spent", TC_TIMEOUT_S);
     tcase_add_loop_test(tc, bad_body_is_400_and_keeps_the_token, 0,
                         (int)(sizeof bad_bodies / sizeof bad_bodies[0]));
     suite_add_tcase(s, tc);
 
-    tc = tcase("one request makes one order", SLOW_TIMEOUT_S);
+    tc = h_tcase("one request makes one order", SLOW_TIMEOUT_S);
     tcase_add_test(tc, same_request_with_a_fresh_token_answers_the_same_order);
     tcase_add_test(tc, same_request_id_of_another_user_is_another_order);
     tcase_add_test(tc, concurrent_retries_of_one_request_make_one_order);
     suite_add_tcase(s, tc);
 
-    tc = tcase("stock is never oversold", SLOW_TIMEOUT_S);
+    tc = h_tcase("stock is never oversold", SLOW_TIMEOUT_S);
     tcase_add_test(tc, oversell_storm_sells_exactly_the_stock);
     suite_add_tcase(s, tc);
 
-    tc = tcase("a busy stock lock is 503 BUSY", TC_TIMEOUT_S);
+    tc = h_tcase("a busy stock lock is 503 BUSY", TC_TIMEOUT_S);
     tcase_add_test(tc, held_stock_lock_is_503_busy_and_gives_the_token_back);
     suite_add_tcase(s, tc);
 
-    tc = tcase("a mysql outage does not burn the token", SLOW_TIMEOUT_S);
+    tc = h_tcase("a mysql outage does not burn the token", SLOW_TIMEOUT_S);
     tcase_add_unchecked_fixture(tc, NULL, h_fixture_mysql_back);
     tcase_add_test(tc, mysql_outage_is_503_and_gives_the_token_back);
     suite_add_tcase(s, tc);
 
-    tc = tcase("get shows an order", TC_TIMEOUT_S);
+    tc = h_tcase("get shows an order", TC_TIMEOUT_S);
     tcase_add_test(tc, get_shows_the_order_and_its_payments);
     tcase_add_test(tc, get_unknown_order_is_404);
     tcase_add_test(tc, get_with_a_bad_order_no_is_400);

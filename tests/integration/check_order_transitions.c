@@ -373,42 +373,32 @@ END_TEST
 
 /* ---- suite --------------------------------------------------------------- */
 
-static TCase *tcase(const char *name, int timeout_s)
-{
-    TCase *tc = tcase_create(name);
-
-    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
-    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
-    tcase_set_timeout(tc, timeout_s);
-    return tc;
-}
-
 static Suite *order_state_suite(void)
 {
     Suite *s = suite_create("order_state_http");
     TCase *tc;
     int nactions = (int)(sizeof actions / sizeof actions[0]);
 
-    tc = tcase("every transition follows the table", TC_TIMEOUT_S);
+    tc = h_tcase("every transition follows the table", TC_TIMEOUT_S);
     tcase_add_loop_test(tc, every_status_and_action_follows_the_table, 0,
                         (int)(sizeof statuses / sizeof statuses[0]) * nactions);
     tcase_add_test(tc, illegal_transition_is_alerted_and_counted);
     suite_add_tcase(s, tc);
 
-    tc = tcase("cancel undoes the order", TC_TIMEOUT_S);
+    tc = h_tcase("cancel undoes the order", TC_TIMEOUT_S);
     tcase_add_test(tc, cancel_gives_the_stock_back);
     tcase_add_test(tc, cancel_of_a_paid_order_requires_a_refund);
     suite_add_tcase(s, tc);
 
-    tc = tcase("an order lives once", TC_TIMEOUT_S);
+    tc = h_tcase("an order lives once", TC_TIMEOUT_S);
     tcase_add_test(tc, order_lives_from_create_to_finish);
     suite_add_tcase(s, tc);
 
-    tc = tcase("concurrent ships ship once", SLOW_TIMEOUT_S);
+    tc = h_tcase("concurrent ships ship once", SLOW_TIMEOUT_S);
     tcase_add_test(tc, concurrent_ships_of_one_order_ship_it_once);
     suite_add_tcase(s, tc);
 
-    tc = tcase("unknown and malformed orders", TC_TIMEOUT_S);
+    tc = h_tcase("unknown and malformed orders", TC_TIMEOUT_S);
     tcase_add_loop_test(tc, action_on_an_unknown_order_is_404, 0, nactions);
     tcase_add_loop_test(tc, action_on_a_malformed_order_no_is_400, 0, nactions);
     tcase_add_loop_test(tc, get_on_an_action_is_405, 0, nactions);

@@ -685,58 +685,47 @@ END_TEST
 
 /* ---- suite --------------------------------------------------------------- */
 
-/* A TCase with its own server, a clean database per test, and a timeout. */
-static TCase *tcase(const char *name, int timeout_s)
-{
-    TCase *tc = tcase_create(name);
-
-    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
-    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
-    tcase_set_timeout(tc, timeout_s);
-    return tc;
-}
-
 static Suite *pay_callback_suite(void)
 {
     Suite *s = suite_create("pay_callback");
     TCase *tc;
 
-    tc = tcase("first callback pays the order", TC_TIMEOUT_S);
+    tc = h_tcase("first callback pays the order", TC_TIMEOUT_S);
     tcase_add_test(tc, callback_on_waiting_order_marks_it_paid);
     tcase_add_test(tc, amount_without_cents_matches_the_order);
     tcase_add_test(tc, identifiers_of_64_chars_are_accepted);
     tcase_add_test(tc, unknown_fields_in_the_body_are_ignored);
     suite_add_tcase(s, tc);
 
-    tc = tcase("replays are answered from the record", TC_TIMEOUT_S);
+    tc = h_tcase("replays are answered from the record", TC_TIMEOUT_S);
     tcase_add_test(tc, replayed_callback_answers_duplicate_without_writing);
     tcase_add_test(tc, replay_with_amount_spelt_differently_is_a_duplicate);
     suite_add_tcase(s, tc);
 
-    tc = tcase("a storm of duplicates pays once", SLOW_TIMEOUT_S);
+    tc = h_tcase("a storm of duplicates pays once", SLOW_TIMEOUT_S);
     tcase_add_test(tc, storm_of_identical_callbacks_pays_exactly_once);
     suite_add_tcase(s, tc);
 
-    tc = tcase("a second charge requires a refund", TC_TIMEOUT_S);
+    tc = h_tcase("a second charge requires a refund", TC_TIMEOUT_S);
     tcase_add_test(tc, second_pay_no_on_paid_order_requires_refund);
     tcase_add_test(tc, replayed_second_pay_no_repeats_refund_required);
     tcase_add_loop_test(tc, callback_on_closed_order_requires_refund, 0,
                         (int)(sizeof closed_status / sizeof closed_status[0]));
     suite_add_tcase(s, tc);
 
-    tc = tcase("a reused pay_no conflicts", TC_TIMEOUT_S);
+    tc = h_tcase("a reused pay_no conflicts", TC_TIMEOUT_S);
     tcase_add_test(tc, same_pay_no_with_another_amount_conflicts);
     tcase_add_test(tc, same_pay_no_for_another_order_conflicts);
     suite_add_tcase(s, tc);
 
-    tc = tcase("amount and order are checked", TC_TIMEOUT_S);
+    tc = h_tcase("amount and order are checked", TC_TIMEOUT_S);
     tcase_add_loop_test(tc, amount_other_than_the_order_is_rejected, 0,
                         (int)(sizeof wrong_amounts / sizeof wrong_amounts[0]));
     tcase_add_test(tc, rejected_amount_leaves_the_pay_no_unused);
     tcase_add_test(tc, callback_for_unknown_order_is_not_found);
     suite_add_tcase(s, tc);
 
-    tc = tcase("unsigned callbacks are refused", TC_TIMEOUT_S);
+    tc = h_tcase("unsigned callbacks are refused", TC_TIMEOUT_S);
     tcase_add_test(tc, wrong_secret_is_rejected);
     tcase_add_test(tc, missing_signature_is_rejected);
     tcase_add_test(tc, missing_timestamp_is_rejected);
@@ -750,12 +739,12 @@ static Suite *pay_callback_suite(void)
     tcase_add_test(tc, non_numeric_timestamp_is_rejected);
     suite_add_tcase(s, tc);
 
-    tc = tcase("malformed bodies are refused", TC_TIMEOUT_S);
+    tc = h_tcase("malformed bodies are refused", TC_TIMEOUT_S);
     tcase_add_loop_test(tc, malformed_body_is_rejected_with_400, 0,
                         (int)(sizeof bad_bodies / sizeof bad_bodies[0]));
     suite_add_tcase(s, tc);
 
-    tc = tcase("a mysql outage loses nothing", SLOW_TIMEOUT_S);
+    tc = h_tcase("a mysql outage loses nothing", SLOW_TIMEOUT_S);
     tcase_add_unchecked_fixture(tc, NULL, h_fixture_mysql_back);
     tcase_add_test(tc, mysql_outage_answers_503_and_loses_nothing);
     suite_add_tcase(s, tc);

@@ -331,42 +331,32 @@ END_TEST
 
 /* ---- suite --------------------------------------------------------------- */
 
-static TCase *tcase(const char *name, int timeout_s)
-{
-    TCase *tc = tcase_create(name);
-
-    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
-    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
-    tcase_set_timeout(tc, timeout_s);
-    return tc;
-}
-
 static Suite *token_suite(void)
 {
     Suite *s = suite_create("token");
     TCase *tc;
 
-    tc = tcase("apply issues fresh tokens", TC_TIMEOUT_S);
+    tc = h_tcase("apply issues fresh tokens", TC_TIMEOUT_S);
     tcase_add_test(tc, get_apply_issues_a_32_hex_token_with_its_ttl);
     tcase_add_test(tc, post_apply_issues_a_token_too);
     tcase_add_test(tc, tokens_are_never_repeated);
     tcase_add_test(tc, other_methods_on_apply_are_405);
     suite_add_tcase(s, tc);
 
-    tc = tcase("a token is used once", SLOW_TIMEOUT_S);
+    tc = h_tcase("a token is used once", SLOW_TIMEOUT_S);
     tcase_add_test(tc, used_token_is_refused_as_repeat_submit);
     tcase_add_test(tc, never_issued_token_is_refused);
     tcase_add_test(tc, fifty_concurrent_submits_of_one_token_make_one_order);
     suite_add_tcase(s, tc);
 
-    tc = tcase("an expired token is refused", SLOW_TIMEOUT_S);
+    tc = h_tcase("an expired token is refused", SLOW_TIMEOUT_S);
     tcase_add_test(tc, token_expired_in_redis_is_refused);
     tcase_add_test(tc, token_outlives_its_configured_ttl_never);
     tcase_add_test(tc, token_in_the_mysql_table_is_used_once);
     tcase_add_test(tc, expired_token_in_the_mysql_table_is_refused);
     suite_add_tcase(s, tc);
 
-    tc = tcase("the request is validated before the token is spent", TC_TIMEOUT_S);
+    tc = h_tcase("the request is validated before the token is spent", TC_TIMEOUT_S);
     tcase_add_test(tc, missing_token_header_is_400);
     tcase_add_loop_test(tc, malformed_token_is_400, 0,
                         (int)(sizeof malformed_tokens / sizeof malformed_tokens[0]));

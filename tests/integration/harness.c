@@ -1580,3 +1580,13 @@ void h_fixture_mysql_back(void)
 {
     h_services("start-mysql");
 }
+
+TCase *h_tcase(const char *name, int timeout_s)
+{
+    TCase *tc = tcase_create(name);
+
+    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
+    tcase_set_timeout(tc, timeout_s);
+    return tc;
+}

@@ -287,6 +287,10 @@ int h_port(void);
 /* Checked fixture: empties the test database (stock re-seeded) and Redis db 9. */
 void h_fixture_clean(void);
 
+/* A TCase sharing one server (h_fixture_server_up/down as its unchecked
+ * fixture), with a clean database before each test and a timeout. */
+TCase *h_tcase(const char *name, int timeout_s);
+
 /* Teardown of outage tests: MySQL is started again whatever the test did. */
 void h_fixture_mysql_back(void);
 
