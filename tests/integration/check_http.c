@@ -13,39 +13,11 @@
 #define BODY_MAX_BYTES    1024   /* the cap of the small-body server */
 #define OVER_LIMIT_BYTES  2000
 
-static struct h_server *srv;
-
-static void start(const char *const *env)
-{
-    srv = h_server_start(env);
-    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
-}
-
-/* Unchecked fixtures: the server lives in the runner process. */
-static void server_up(void)
-{
-    start(NULL);
-}
-
 static void small_body_server_up(void)
 {
     static const char *const env[] = { "PAYCALLBACK_BODY_MAX_BYTES=1024", NULL };
 
-    start(env);
-}
-
-static void server_down(void)
-{
-    int st = h_server_stop(srv);
-
-    srv = NULL;
-    if (st != 0)
-        fprintf(stderr, "check_http: server stopped with status %d\n", st);
-}
-
-static int port(void)
-{
-    return h_server_port(srv);
+    h_fixture_server_up_env(env);
 }
 
 /* A body of exactly n bytes: a JSON object padded with spaces. */
@@ -82,7 +54,7 @@ START_TEST(healthz_answers_200_with_a_json_object)
 {
     struct h_resp r;
 
-    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/healthz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_assert_json(&r);
     ck_assert_msg(h_json_is_object(r.body), "expected a JSON object: %s", r.body);
@@ -94,7 +66,7 @@ START_TEST(query_string_does_not_change_the_route)
 {
     struct h_resp r;
 
-    h_http(port(), "GET", "/healthz?probe=1", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/healthz?probe=1", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_assert_json(&r);
     h_resp_free(&r);
@@ -105,7 +77,7 @@ START_TEST(readyz_answers_200_while_mysql_is_up)
 {
     struct h_resp r;
 
-    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_assert_json(&r);
     ck_assert_msg(h_json_is_object(r.body), "expected a JSON object: %s", r.body);
@@ -118,7 +90,7 @@ START_TEST(metrics_are_prometheus_text)
     struct h_resp r;
     const char *ct;
 
-    h_http(port(), "GET", "/metrics", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     ct = h_resp_header(&r, "Content-Type");
     ck_assert_msg(ct != NULL && strncmp(ct, "text/plain", 10) == 0,
@@ -146,7 +118,7 @@ START_TEST(unknown_path_is_404_not_found)
 {
     struct h_resp r;
 
-    h_http(port(), unknown_routes[_i].method, unknown_routes[_i].path, NULL, NULL, 0, &r);
+    h_http(h_port(), unknown_routes[_i].method, unknown_routes[_i].path, NULL, NULL, 0, &r);
     ck_assert_msg(h_check_error(&r, 404, "NOT_FOUND") == NULL, "%s %s: %s",
                   unknown_routes[_i].method, unknown_routes[_i].path,
                   h_check_error(&r, 404, "NOT_FOUND"));
@@ -170,7 +142,7 @@ START_TEST(wrong_method_is_405_with_allow)
 {
     struct h_resp r;
 
-    h_http(port(), wrong_methods[_i].method, wrong_methods[_i].path, NULL, NULL, 0, &r);
+    h_http(h_port(), wrong_methods[_i].method, wrong_methods[_i].path, NULL, NULL, 0, &r);
     ck_assert_msg(h_check_error(&r, 405, NULL) == NULL, "%s %s: %s",
                   wrong_methods[_i].method, wrong_methods[_i].path,
                   h_check_error(&r, 405, NULL));
@@ -189,7 +161,7 @@ START_TEST(unsigned_callback_is_401_json)
     static const char *const headers[] = { "Content-Type: application/json", NULL };
     struct h_resp r;
 
-    h_http(port(), "POST", "/pay/callback", headers, body, strlen(body), &r);
+    h_http(h_port(), "POST", "/pay/callback", headers, body, strlen(body), &r);
     h_assert_error(&r, 401, "BAD_SIGNATURE");
     h_resp_free(&r);
 }
@@ -200,7 +172,7 @@ START_TEST(signed_callback_that_is_not_json_is_400_json)
     static const char body[] = "<xml>not json</xml>";
     struct h_resp r;
 
-    h_post_callback(port(), H_SECRET, (long long)time(NULL), body, strlen(body), &r);
+    h_post_callback(h_port(), H_SECRET, (long long)time(NULL), body, strlen(body), &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
 }
@@ -213,7 +185,7 @@ START_TEST(malformed_request_line_is_answered_400)
     static const char req[] = "GET  HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     struct h_resp r;
 
-    h_http_raw(port(), req, strlen(req), &r);
+    h_http_raw(h_port(), req, strlen(req), &r);
     h_assert_status(&r, 400);
     h_resp_free(&r);
 }
@@ -225,11 +197,11 @@ START_TEST(garbage_request_does_not_stop_the_server)
     struct h_resp r;
 
     /* Refused either with a 400 or by closing the connection unanswered. */
-    h_http_raw(port(), garbage, strlen(garbage), &r);
+    h_http_raw(h_port(), garbage, strlen(garbage), &r);
     ck_assert_msg(r.status == 400 || (r.status == 0 && r.body_len == 0),
                   "expected 400 or a closed connection, got %d %s: %s", r.status, r.err, r.body);
     h_resp_free(&r);
-    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/healthz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
 }
@@ -242,7 +214,7 @@ START_TEST(body_over_the_limit_is_413_json)
     char *body = padded_body(OVER_LIMIT_BYTES);
     struct h_resp r;
 
-    h_post_callback(port(), H_SECRET, (long long)time(NULL), body, OVER_LIMIT_BYTES, &r);
+    h_post_callback(h_port(), H_SECRET, (long long)time(NULL), body, OVER_LIMIT_BYTES, &r);
     h_assert_error(&r, 413, NULL);
     h_resp_free(&r);
     free(body);
@@ -266,7 +238,7 @@ START_TEST(chunked_body_over_the_limit_is_413_json)
     memcpy(req + n, body + half, OVER_LIMIT_BYTES - half);
     n += OVER_LIMIT_BYTES - half;
     n += (size_t)sprintf(req + n, "\r\n0\r\n\r\n");
-    h_http_raw(port(), req, n, &r);
+    h_http_raw(h_port(), req, n, &r);
     h_assert_error(&r, 413, NULL);
     h_resp_free(&r);
     free(req);
@@ -282,7 +254,7 @@ START_TEST(declared_length_over_the_limit_is_413_before_the_body)
     struct h_resp r;
 
     /* No body follows: a server that waited for it would time out here. */
-    h_http_raw(port(), req, strlen(req), &r);
+    h_http_raw(h_port(), req, strlen(req), &r);
     h_assert_error(&r, 413, NULL);
     h_resp_free(&r);
 }
@@ -295,7 +267,7 @@ START_TEST(body_at_the_limit_passes_the_cap)
     struct h_resp r;
 
     /* Unsigned, so the next check along answers: proof the cap let it in. */
-    h_http(port(), "POST", "/pay/callback", headers, body, BODY_MAX_BYTES, &r);
+    h_http(h_port(), "POST", "/pay/callback", headers, body, BODY_MAX_BYTES, &r);
     h_assert_error(&r, 401, "BAD_SIGNATURE");
     h_resp_free(&r);
     free(body);
@@ -308,11 +280,11 @@ START_TEST(server_keeps_serving_after_413)
     struct h_resp r;
 
     for (int i = 0; i < 3; i++) {
-        h_post_callback(port(), H_SECRET, (long long)time(NULL), body, OVER_LIMIT_BYTES, &r);
+        h_post_callback(h_port(), H_SECRET, (long long)time(NULL), body, OVER_LIMIT_BYTES, &r);
         h_assert_status(&r, 413);
         h_resp_free(&r);
     }
-    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/healthz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
     free(body);
@@ -345,7 +317,7 @@ static TCase *tcase(const char *name, void (*up)(void))
     TCase *tc = tcase_create(name);
 
     if (up != NULL)
-        tcase_add_unchecked_fixture(tc, up, server_down);
+        tcase_add_unchecked_fixture(tc, up, h_fixture_server_down);
     tcase_set_timeout(tc, TC_TIMEOUT_S);
     return tc;
 }
@@ -355,21 +327,21 @@ static Suite *http_suite(void)
     Suite *s = suite_create("http");
     TCase *tc;
 
-    tc = tcase("operations endpoints answer", server_up);
+    tc = tcase("operations endpoints answer", h_fixture_server_up);
     tcase_add_test(tc, healthz_answers_200_with_a_json_object);
     tcase_add_test(tc, query_string_does_not_change_the_route);
     tcase_add_test(tc, readyz_answers_200_while_mysql_is_up);
     tcase_add_test(tc, metrics_are_prometheus_text);
     suite_add_tcase(s, tc);
 
-    tc = tcase("routing answers 404 and 405 in JSON", server_up);
+    tc = tcase("routing answers 404 and 405 in JSON", h_fixture_server_up);
     tcase_add_loop_test(tc, unknown_path_is_404_not_found, 0,
                         (int)(sizeof unknown_routes / sizeof unknown_routes[0]));
     tcase_add_loop_test(tc, wrong_method_is_405_with_allow, 0,
                         (int)(sizeof wrong_methods / sizeof wrong_methods[0]));
     suite_add_tcase(s, tc);
 
-    tc = tcase("bad requests get JSON errors", server_up);
+    tc = tcase("bad requests get JSON errors", h_fixture_server_up);
     tcase_add_test(tc, unsigned_callback_is_401_json);
     tcase_add_test(tc, signed_callback_that_is_not_json_is_400_json);
     tcase_add_test(tc, malformed_request_line_is_answered_400);

@@ -24,55 +24,15 @@
 #define VALUE_MAX       64
 #define ID_MAX          65
 
-static struct h_server *srv;
-
-static void start(const char *const *env)
-{
-    srv = h_server_start(env);
-    ck_assert_msg(srv != NULL, "cannot start the server; see var/test-logs/");
-}
-
-/* Unchecked fixtures: the server lives in the runner process. */
-static void server_up(void)
-{
-    start(NULL);
-}
-
 static void warn_server_up(void)
 {
     static const char *const env[] = { "PAYCALLBACK_LOG_LEVEL=warn", NULL };
 
-    start(env);
-}
-
-static void server_down(void)
-{
-    int st = h_server_stop(srv);
-
-    srv = NULL;
-    if (st != 0)
-        fprintf(stderr, "check_ops: server stopped with status %d\n", st);
-}
-
-/* Checked fixture: every test starts from the seed data. */
-static void clean_state(void)
-{
-    h_db_reset();
-    h_redis_flush();
+    h_fixture_server_up_env(env);
 }
 
 /* Unchecked teardown of the outage TCase: MySQL is up again whatever the
  * test did, or every later suite fails for the wrong reason. */
-static void mysql_back(void)
-{
-    h_services("start-mysql");
-}
-
-static int port(void)
-{
-    return h_server_port(srv);
-}
-
 /* An identifier no earlier run has logged: the suite log is appended to. */
 static void unique_id(char out[ID_MAX], const char *prefix)
 {
@@ -171,7 +131,7 @@ static void scrape(struct h_resp *r)
 {
     const char *ct;
 
-    h_http(port(), "GET", "/metrics", NULL, NULL, 0, r);
+    h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, r);
     h_assert_status(r, 200);
     ct = h_resp_header(r, "Content-Type");
     ck_assert_msg(ct != NULL && strncmp(ct, "text/plain; version=0.0.4", 25) == 0,
@@ -189,25 +149,25 @@ static void drive_traffic(void)
 
     h_db_insert_order("OM1", "u1", PRICE, 1);
     h_db_insert_order("OM2", "u2", PRICE, 1);
-    h_callback(port(), "OM1", "PM1", PRICE, &r);
+    h_callback(h_port(), "OM1", "PM1", PRICE, &r);
     h_assert_str(&r, "result", "PAID");
     h_resp_free(&r);
-    h_callback(port(), "OM1", "PM1", PRICE, &r);
+    h_callback(h_port(), "OM1", "PM1", PRICE, &r);
     h_assert_bool(&r, "duplicate", 1);
     h_resp_free(&r);
-    h_callback(port(), "OM1", "PM2", PRICE, &r);
+    h_callback(h_port(), "OM1", "PM2", PRICE, &r);
     h_assert_str(&r, "result", "REFUND_REQUIRED");
     h_resp_free(&r);
-    h_callback(port(), "OM2", "PM3", "1.00", &r);
+    h_callback(h_port(), "OM2", "PM3", "1.00", &r);
     h_assert_error(&r, 422, "AMOUNT_MISMATCH");
     h_resp_free(&r);
-    h_callback(port(), "OM2", "PM1", PRICE, &r);
+    h_callback(h_port(), "OM2", "PM1", PRICE, &r);
     h_assert_error(&r, 409, "PAY_NO_CONFLICT");
     h_resp_free(&r);
-    h_http_raw(port(), too_large, strlen(too_large), &r);
+    h_http_raw(h_port(), too_large, strlen(too_large), &r);
     h_assert_error(&r, 413, "PAYLOAD_TOO_LARGE");
     h_resp_free(&r);
-    h_http(port(), "GET", "/no/such/route", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/no/such/route", NULL, NULL, 0, &r);
     h_assert_status(&r, 404);
     h_resp_free(&r);
 }
@@ -249,7 +209,7 @@ START_TEST(double_payment_is_a_counter_and_an_alert_line)
     char *line;
 
     h_db_insert_order("OD1", "u1", PRICE, 1);
-    h_callback(port(), "OD1", "PD1", PRICE, &r);
+    h_callback(h_port(), "OD1", "PD1", PRICE, &r);
     h_resp_free(&r);
     unique_id(id, "dbl");
     snprintf(hdr, sizeof hdr, "X-Request-Id: %s", id);
@@ -260,7 +220,7 @@ START_TEST(double_payment_is_a_counter_and_an_alert_line)
     snprintf(sig_hdr, sizeof sig_hdr, "X-Signature: %s", sig);
     headers[1] = ts_hdr;
     headers[2] = sig_hdr;
-    h_http(port(), "POST", "/pay/callback", headers, body, len, &r);
+    h_http(h_port(), "POST", "/pay/callback", headers, body, len, &r);
     h_assert_str(&r, "result", "REFUND_REQUIRED");
     h_resp_free(&r);
 
@@ -295,7 +255,7 @@ START_TEST(readyz_is_200_with_mysql_and_redis_up)
 {
     struct h_resp r;
 
-    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_assert_json(&r);
     h_assert_str(&r, "status", "ready");
@@ -310,7 +270,7 @@ END_TEST
 static void await_readyz(int want, struct h_resp *r)
 {
     for (int waited = 0;; waited += 100) {
-        h_http(port(), "GET", "/readyz", NULL, NULL, 0, r);
+        h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, r);
         if (r->status == want || waited >= READY_WAIT_MS)
             return;
         h_resp_free(r);
@@ -327,7 +287,7 @@ START_TEST(readyz_is_503_while_mysql_is_down_and_200_once_it_is_back)
 
     h_services("stop-mysql");
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    h_http(port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     h_assert_error(&r, 503, "UNAVAILABLE");
     h_assert_str(&r, "status", "unavailable");
@@ -341,7 +301,7 @@ START_TEST(readyz_is_503_while_mysql_is_down_and_200_once_it_is_back)
     h_resp_free(&r);
 
     /* Liveness does not depend on MySQL: the process still serves. */
-    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &r);
+    h_http(h_port(), "GET", "/healthz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
 
@@ -367,7 +327,7 @@ START_TEST(client_request_id_is_echoed_and_logged_with_the_request)
     unique_id(id, "abc-123");
     snprintf(hdr, sizeof hdr, "X-Request-Id: %s", id);
     snprintf(needle, sizeof needle, "request_id=%s", id);
-    h_http(port(), "GET", "/healthz", headers, NULL, 0, &r);
+    h_http(h_port(), "GET", "/healthz", headers, NULL, 0, &r);
     h_assert_status(&r, 200);
     ck_assert_msg(h_resp_header(&r, "X-Request-Id") != NULL, "no X-Request-Id in the reply");
     ck_assert_str_eq(id, h_resp_header(&r, "X-Request-Id"));
@@ -381,7 +341,7 @@ START_TEST(plain_abc_123_is_echoed_as_given)
     static const char *const headers[] = { "X-Request-Id: abc-123", NULL };
     struct h_resp r;
 
-    h_http(port(), "GET", "/healthz", headers, NULL, 0, &r);
+    h_http(h_port(), "GET", "/healthz", headers, NULL, 0, &r);
     ck_assert_str_eq("abc-123", h_resp_header(&r, "X-Request-Id"));
     h_resp_free(&r);
 }
@@ -415,7 +375,7 @@ START_TEST(missing_or_invalid_request_id_is_replaced_by_16_hex)
     const char *parts[] = { "msg=\"request\"", needle, "path=\"/readyz\"", NULL };
     struct h_resp r;
 
-    h_http(port(), "GET", "/readyz", headers, NULL, 0, &r);
+    h_http(h_port(), "GET", "/readyz", headers, NULL, 0, &r);
     h_assert_status(&r, 200);
     id = h_resp_header(&r, "X-Request-Id");
     ck_assert_msg(is_hex16(id), "%s: expected a generated id of 16 hex digits, got %s",
@@ -430,8 +390,8 @@ START_TEST(generated_ids_differ_between_requests)
 {
     struct h_resp a, b;
 
-    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &a);
-    h_http(port(), "GET", "/healthz", NULL, NULL, 0, &b);
+    h_http(h_port(), "GET", "/healthz", NULL, NULL, 0, &a);
+    h_http(h_port(), "GET", "/healthz", NULL, NULL, 0, &b);
     ck_assert_msg(is_hex16(h_resp_header(&a, "X-Request-Id")), "no generated id");
     ck_assert_str_ne(h_resp_header(&a, "X-Request-Id"), h_resp_header(&b, "X-Request-Id"));
     h_resp_free(&a);
@@ -449,7 +409,7 @@ START_TEST(error_replies_echo_the_id_and_log_their_code)
     unique_id(id, "err");
     snprintf(hdr, sizeof hdr, "X-Request-Id: %s", id);
     snprintf(needle, sizeof needle, "request_id=%s", id);
-    h_http(port(), "DELETE", "/metrics", headers, NULL, 0, &r);
+    h_http(h_port(), "DELETE", "/metrics", headers, NULL, 0, &r);
     h_assert_error(&r, 405, "METHOD_NOT_ALLOWED");
     ck_assert_str_eq(id, h_resp_header(&r, "X-Request-Id"));
     h_resp_free(&r);
@@ -468,7 +428,7 @@ START_TEST(a_path_cannot_forge_log_fields)
     unique_id(id, "forge");
     snprintf(hdr, sizeof hdr, "X-Request-Id: %s", id);
     snprintf(needle, sizeof needle, "request_id=%s", id);
-    h_http(port(), "GET", "/x%22%20level=error%20msg=%22forged", headers, NULL, 0, &r);
+    h_http(h_port(), "GET", "/x%22%20level=error%20msg=%22forged", headers, NULL, 0, &r);
     h_assert_status(&r, 404);
     h_resp_free(&r);
     /* MHD decodes the path to  /x" level=error msg="forged  and the log
@@ -490,7 +450,7 @@ START_TEST(amount_mismatch_is_an_alert_with_order_and_pay_no)
     struct h_resp r;
 
     h_db_insert_order("OA1", "u1", PRICE, 1);
-    h_callback(port(), "OA1", "PA1", "1.00", &r);
+    h_callback(h_port(), "OA1", "PA1", "1.00", &r);
     h_assert_error(&r, 422, "AMOUNT_MISMATCH");
     h_resp_free(&r);
     free(assert_logged(parts));
@@ -505,9 +465,9 @@ START_TEST(pay_no_conflict_is_an_alert_with_both_orders)
 
     h_db_insert_order("OC1", "u1", PRICE, 1);
     h_db_insert_order("OC2", "u2", PRICE, 1);
-    h_callback(port(), "OC1", "PC1", PRICE, &r);
+    h_callback(h_port(), "OC1", "PC1", PRICE, &r);
     h_resp_free(&r);
-    h_callback(port(), "OC2", "PC1", PRICE, &r);
+    h_callback(h_port(), "OC2", "PC1", PRICE, &r);
     h_assert_error(&r, 409, "PAY_NO_CONFLICT");
     h_resp_free(&r);
     free(assert_logged(parts));
@@ -521,7 +481,7 @@ START_TEST(illegal_transition_is_an_alert_and_a_counter)
     struct h_resp r;
 
     h_db_insert_order("OI1", "u1", PRICE, 1);         /* WAIT_PAY cannot ship */
-    h_http(port(), "POST", "/order/OI1/ship", NULL, NULL, 0, &r);
+    h_http(h_port(), "POST", "/order/OI1/ship", NULL, NULL, 0, &r);
     h_assert_error(&r, 409, "ILLEGAL_TRANSITION");
     h_resp_free(&r);
     free(assert_logged(parts));
@@ -546,13 +506,13 @@ START_TEST(warn_level_drops_request_lines_and_keeps_alerts)
     unique_id(id, "quiet");
     snprintf(hdr, sizeof hdr, "X-Request-Id: %s", id);
     snprintf(needle, sizeof needle, "request_id=%s", id);
-    h_http(port(), "GET", "/healthz", headers, NULL, 0, &r);
+    h_http(h_port(), "GET", "/healthz", headers, NULL, 0, &r);
     h_assert_status(&r, 200);
     ck_assert_str_eq(id, h_resp_header(&r, "X-Request-Id"));
     h_resp_free(&r);
 
     h_db_insert_order("OW1", "u1", PRICE, 1);
-    h_callback(port(), "OW1", "PW1", "1.00", &r);
+    h_callback(h_port(), "OW1", "PW1", "1.00", &r);
     h_assert_error(&r, 422, "AMOUNT_MISMATCH");
     h_resp_free(&r);
     free(assert_logged(alert_parts));            /* alerts are warnings: kept */
@@ -568,8 +528,8 @@ static TCase *tcase(const char *name, void (*up)(void), int timeout_s)
 {
     TCase *tc = tcase_create(name);
 
-    tcase_add_unchecked_fixture(tc, up, server_down);
-    tcase_add_checked_fixture(tc, clean_state, NULL);
+    tcase_add_unchecked_fixture(tc, up, h_fixture_server_down);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
     tcase_set_timeout(tc, timeout_s);
     return tc;
 }
@@ -580,21 +540,21 @@ static Suite *ops_suite(void)
     TCase *tc;
 
     /* Its own server: the exact counts below assume no other traffic. */
-    tc = tcase("metrics count the traffic", server_up, TC_TIMEOUT_S);
+    tc = tcase("metrics count the traffic", h_fixture_server_up, TC_TIMEOUT_S);
     tcase_add_test(tc, scrape_after_traffic_passes_promtool_and_counts_it);
     suite_add_tcase(s, tc);
 
-    tc = tcase("an idle scrape is valid", server_up, TC_TIMEOUT_S);
+    tc = tcase("an idle scrape is valid", h_fixture_server_up, TC_TIMEOUT_S);
     tcase_add_test(tc, idle_scrape_passes_promtool_with_a_histogram_per_route);
     suite_add_tcase(s, tc);
 
-    tc = tcase("readiness follows mysql", server_up, OUTAGE_TIMEOUT_S);
-    tcase_add_unchecked_fixture(tc, NULL, mysql_back);
+    tc = tcase("readiness follows mysql", h_fixture_server_up, OUTAGE_TIMEOUT_S);
+    tcase_add_unchecked_fixture(tc, NULL, h_fixture_mysql_back);
     tcase_add_test(tc, readyz_is_200_with_mysql_and_redis_up);
     tcase_add_test(tc, readyz_is_503_while_mysql_is_down_and_200_once_it_is_back);
     suite_add_tcase(s, tc);
 
-    tc = tcase("request ids and request lines", server_up, TC_TIMEOUT_S);
+    tc = tcase("request ids and request lines", h_fixture_server_up, TC_TIMEOUT_S);
     tcase_add_test(tc, client_request_id_is_echoed_and_logged_with_the_request);
     tcase_add_test(tc, plain_abc_123_is_echoed_as_given);
     tcase_add_loop_test(tc, missing_or_invalid_request_id_is_replaced_by_16_hex, 0,
@@ -604,7 +564,7 @@ static Suite *ops_suite(void)
     tcase_add_test(tc, a_path_cannot_forge_log_fields);
     suite_add_tcase(s, tc);
 
-    tc = tcase("alerts carry the ids", server_up, TC_TIMEOUT_S);
+    tc = tcase("alerts carry the ids", h_fixture_server_up, TC_TIMEOUT_S);
     tcase_add_test(tc, double_payment_is_a_counter_and_an_alert_line);
     tcase_add_test(tc, amount_mismatch_is_an_alert_with_order_and_pay_no);
     tcase_add_test(tc, pay_no_conflict_is_an_alert_with_both_orders);

@@ -39,12 +39,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static void clean_state(void)
-{
-    h_db_reset();
-    h_redis_flush();
-}
-
 static struct h_server *start(const char *const *env)
 {
     struct h_server *s = h_server_start(env);
@@ -282,7 +276,7 @@ static TCase *tcase(const char *name)
 {
     TCase *tc = tcase_create(name);
 
-    tcase_add_checked_fixture(tc, clean_state, NULL);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
     tcase_set_timeout(tc, TC_TIMEOUT_S);
     return tc;
 }

@@ -1550,10 +1550,15 @@ int h_order_create(int port, const char *token, const char *user_id,
 
 struct h_server *h_srv;
 
+void h_fixture_server_up_env(const char *const *extra_env)
+{
+    h_srv = h_server_start(extra_env);
+    ck_assert_msg(h_srv != NULL, "cannot start the server; see var/test-logs/");
+}
+
 void h_fixture_server_up(void)
 {
-    h_srv = h_server_start(NULL);
-    ck_assert_msg(h_srv != NULL, "cannot start the server; see var/test-logs/");
+    h_fixture_server_up_env(NULL);
 }
 
 void h_fixture_server_down(void)

@@ -281,6 +281,10 @@ int h_order_create(int port, const char *token, const char *user_id,
  * and h_fixture_server_down stops it; h_port is its port. */
 extern struct h_server *h_srv;
 void h_fixture_server_up(void);
+
+/* The same with extra environment (as h_server_start), for a fixture of
+ * its own: static void small_server_up(void) { h_fixture_server_up_env(env); } */
+void h_fixture_server_up_env(const char *const *extra_env);
 void h_fixture_server_down(void);
 int h_port(void);
 
