@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 CONTRACT_CODES = {
     "BAD_REQUEST", "BAD_SIGNATURE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "PAYLOAD_TOO_LARGE",
+    "URI_TOO_LONG",
     "ORDER_NOT_FOUND", "SKU_NOT_FOUND", "PAY_NO_CONFLICT", "AMOUNT_MISMATCH", "REPEAT_SUBMIT",
     "OUT_OF_STOCK", "ILLEGAL_TRANSITION", "BUSY", "UNAVAILABLE", "INTERNAL",
 }

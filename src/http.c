@@ -28,6 +28,7 @@
 #define HTTP_CONN_TIMEOUT_S   30
 #define HTTP_CONN_LIMIT       4096
 #define HTTP_BODY_INIT_BYTES  1024
+#define HTTP_PATH_MAX_BYTES   1024
 
 struct route {
     const char *method;
@@ -63,9 +64,12 @@ struct http_state {
 struct req_state {
     char *body;
     size_t len, cap;
+    bool started;                 /* the access callback has seen the headers */
     bool too_large;
     bool replied;
     struct timespec start;
+    char path[HTTP_PATH_MAX_BYTES + 1]; /* raw path, before percent-decoding */
+    bool path_too_long;
 };
 
 const struct http_route_info *http_routes(size_t *count)
@@ -187,13 +191,49 @@ static void request_id(struct MHD_Connection *conn, char out[HTTP_REQ_ID_MAX])
         snprintf(out + 2 * i, 3, "%02x", r[i]);
 }
 
+/* 1 when a request with method may take route r: HEAD is GET without a
+ * body (libmicrohttpd leaves the body out of a HEAD reply itself). */
+static bool method_fits(const struct route *r, const char *method)
+{
+    return strcmp(r->method, method) == 0 ||
+           (strcmp(method, "HEAD") == 0 && strcmp(r->method, "GET") == 0);
+}
+
+static bool has_param(const struct route *r)
+{
+    return strchr(r->pattern, '{') != NULL;
+}
+
+/* 1 when path is spelt out by a route without a {param} ("/order/create"):
+ * such a path never falls through to a {param} route. */
+static bool literal_path(const char *path)
+{
+    for (size_t i = 0; i < NROUTES; i++)
+        if (!has_param(&routes[i]) && route_match(routes[i].pattern, path, NULL))
+            return true;
+    return false;
+}
+
 /* The index of the route for method and path, or NROUTES. */
 static size_t find_route(const char *method, const char *path)
 {
+    bool literal = literal_path(path);
+
     for (size_t i = 0; i < NROUTES; i++)
-        if (strcmp(routes[i].method, method) == 0 && route_match(routes[i].pattern, path, NULL))
+        if (!(literal && has_param(&routes[i])) && method_fits(&routes[i], method) &&
+            route_match(routes[i].pattern, path, NULL))
             return i;
     return NROUTES;
+}
+
+/* Appends method to the comma-separated allow list unless it is there. */
+static void allow_add(char *allow, size_t allow_sz, const char *method)
+{
+    size_t n = strlen(allow);
+
+    if (strstr(allow, method) != NULL)        /* GET, HEAD, POST: none is in another */
+        return;
+    snprintf(allow + n, allow_sz - n, "%s%s", n ? ", " : "", method);
 }
 
 /* Finds the route; on a miss fills resp with 404 or 405 (+Allow). Returns
@@ -201,24 +241,62 @@ static size_t find_route(const char *method, const char *path)
 static size_t dispatch_route(const char *method, const char *path, char *param,
                              struct http_resp *resp, char *allow, size_t allow_sz)
 {
-    size_t i, hit = NROUTES;
+    bool literal = literal_path(path), known = false;
+    size_t i;
 
     allow[0] = '\0';
     for (i = 0; i < NROUTES; i++) {
-        if (!route_match(routes[i].pattern, path, param))
+        if ((literal && has_param(&routes[i])) || !route_match(routes[i].pattern, path, param))
             continue;
-        if (strcmp(routes[i].method, method) == 0)
+        if (method_fits(&routes[i], method))
             return i;
-        if (strstr(allow, routes[i].method) == NULL)
-            snprintf(allow + strlen(allow), allow_sz - strlen(allow), "%s%s",
-                     allow[0] ? ", " : "", routes[i].method);
-        hit = i;
+        allow_add(allow, allow_sz, routes[i].method);
+        if (strcmp(routes[i].method, "GET") == 0)
+            allow_add(allow, allow_sz, "HEAD");
+        known = true;
     }
-    if (hit == NROUTES)
+    if (!known)
         http_reply_error(resp, 404, "NOT_FOUND", "no such route");
     else
         http_reply_error(resp, 405, "METHOD_NOT_ALLOWED", "method not allowed on this route");
     return NROUTES;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes the raw path into out (at least strlen(raw) + 1 bytes).
+ * Routing works on the decoded path, so a segment must not decode to a
+ * '/' (it would become two segments: "X%2Fcancel" is not "X/cancel") or
+ * hold a NUL (it would cut the path short). Returns 0, or -1 for such a
+ * path or a malformed escape. */
+static int path_decode(const char *raw, char *out)
+{
+    size_t o = 0;
+    int hi, lo;
+
+    for (size_t i = 0; raw[i] != '\0'; i++) {
+        if (raw[i] != '%') {
+            out[o++] = raw[i];
+            continue;
+        }
+        if ((hi = hex_digit(raw[i + 1])) < 0 || (lo = hex_digit(raw[i + 2])) < 0)
+            return -1;
+        if (hi * 16 + lo == '/' || hi * 16 + lo == 0)
+            return -1;
+        out[o++] = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    out[o] = '\0';
+    return 0;
 }
 
 static uint64_t elapsed_us(const struct timespec *start)
@@ -287,23 +365,33 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
 }
 
 static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection *conn,
-                                      struct req_state *rs, const char *url, const char *method)
+                                      struct req_state *rs, const char *method)
 {
-    struct http_req req = { .method = method, .path = url, .conn = conn };
+    struct http_req req = { .method = method, .conn = conn };
     struct http_resp resp = { .status = 500 };
+    char path[HTTP_PATH_MAX_BYTES + 1];
     char allow[64];
-    size_t route;
+    size_t route = NROUTES;
 
     request_id(conn, req.request_id);
     req.body = rs->body ? rs->body : "";
     req.body_len = rs->len;
-    if (rs->too_large) {
+    req.path = path;
+    allow[0] = '\0';
+    if (rs->path_too_long) {
+        snprintf(path, sizeof(path), "%.64s...", rs->path);
+        http_reply_error(&resp, 414, "URI_TOO_LONG", "request path exceeds 1024 bytes");
+    } else if (path_decode(rs->path, path) != 0) {
+        snprintf(path, sizeof(path), "%s", rs->path);
+        http_reply_error(&resp, 400, "BAD_REQUEST",
+                         "malformed path: bad percent-escape, or an escaped '/' or NUL");
+    } else if (rs->too_large) {
         http_reply_error(&resp, 413, "PAYLOAD_TOO_LARGE", "request body exceeds body_max_bytes");
-        return send_reply(srv, conn, rs, &req, &resp, find_route(method, url), NULL);
-    }
-    route = dispatch_route(method, url, req.param, &resp, allow, sizeof(allow));
-    if (route < NROUTES)
+        route = find_route(method, path);
+    } else if ((route = dispatch_route(method, path, req.param, &resp, allow,
+                                       sizeof(allow))) < NROUTES) {
         routes[route].fn(srv, &req, &resp);
+    }
     return send_reply(srv, conn, rs, &req, &resp, route, allow);
 }
 
@@ -333,6 +421,30 @@ static void append_body(struct req_state *rs, const char *data, size_t n, size_t
     rs->body[rs->len] = '\0';
 }
 
+/* Called by libmicrohttpd once the request line is read, before the
+ * headers: the request state is born here, with the raw path (before
+ * libmicrohttpd's percent-decoding, which would let "X%2Fcancel" route as
+ * "X/cancel" and "A%00junk" as "A") and the start time. The return value
+ * becomes *req_cls; the completed callback frees it. */
+static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct req_state *rs = calloc(1, sizeof(*rs));
+    size_t n = strcspn(uri, "?");
+
+    (void)cls;
+    (void)conn;
+    if (rs == NULL)
+        return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &rs->start);
+    if (n > HTTP_PATH_MAX_BYTES) {
+        rs->path_too_long = true;
+        n = HTTP_PATH_MAX_BYTES;
+    }
+    memcpy(rs->path, uri, n);
+    rs->path[n] = '\0';
+    return rs;
+}
+
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -343,18 +455,20 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     size_t cap = (size_t)srv->cfg->body_max_bytes;
     const char *cl;
 
+    (void)url;                                    /* decoded by libmicrohttpd: see uri_cb */
     (void)version;
-    if (rs == NULL) {
-        if ((rs = calloc(1, sizeof(*rs))) == NULL)
-            return MHD_NO;
-        clock_gettime(CLOCK_MONOTONIC, &rs->start);
-        *req_cls = rs;
+    if (rs == NULL)
+        return MHD_NO;                            /* out of memory in uri_cb */
+    if (!rs->started) {                           /* headers complete: a request in flight */
+        rs->started = true;
         atomic_fetch_add(&srv->http->inflight, 1);
         cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl != NULL && strtoull(cl, NULL, 10) > cap) {
             rs->too_large = true;                 /* answer now, never read it */
-            return handle_request(srv, conn, rs, url, method);
+            return handle_request(srv, conn, rs, method);
         }
+        if (rs->path_too_long)
+            return handle_request(srv, conn, rs, method);
         return MHD_YES;
     }
     if (rs->replied) {
@@ -366,7 +480,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
         *upload_data_size = 0;
         return MHD_YES;
     }
-    return handle_request(srv, conn, rs, url, method);
+    return handle_request(srv, conn, rs, method);
 }
 
 static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -379,10 +493,11 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
     (void)toe;
     if (rs == NULL)
         return;
+    if (rs->started)
+        atomic_fetch_sub(&srv->http->inflight, 1);
     free(rs->body);
     free(rs);
     *req_cls = NULL;
-    atomic_fetch_sub(&srv->http->inflight, 1);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -433,6 +548,7 @@ int http_start(struct server *srv, int *port)
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_LIMIT,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
         MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv,
         MHD_OPTION_END);
     if (srv->http->d == NULL) {
         log_error("cannot start http daemon", "address=%s port=%d", cfg->listen_address,

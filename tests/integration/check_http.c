@@ -2,10 +2,17 @@
  * routing (404, 405 + Allow), the body cap (413, also for chunked uploads),
  * malformed requests, JSON error bodies, and a clean exit on SIGTERM.
  * Nothing here writes to MySQL. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include "harness.h"
 
@@ -46,6 +53,90 @@ static int allows(const struct h_resp *r, const char *method)
             (p[n] == '\0' || p[n] == ',' || p[n] == ' '))
             return 1;
     return 0;
+}
+
+/* A TCP connection to the server under test with a receive timeout of
+ * recv_timeout_s, or -1. */
+static int raw_connect(int port, int recv_timeout_s)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    struct timeval tv = { recv_timeout_s, 0 };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads until EOF (or the receive timeout) into buf, NUL-terminated.
+ * Returns the byte count; *eof says whether the peer closed. */
+static size_t raw_read_all(int fd, char *buf, size_t sz, int *eof)
+{
+    size_t len = 0;
+    ssize_t n;
+
+    *eof = 0;
+    while (len + 1 < sz) {
+        n = recv(fd, buf + len, sz - 1 - len, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+            *eof = 1;
+            break;
+        }
+        if (n < 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    return len;
+}
+
+/* The first occurrence of needle in hay, ignoring case, or NULL. */
+static const char *find_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+
+    for (; *hay != '\0'; hay++)
+        if (strncasecmp(hay, needle, n) == 0)
+            return hay;
+    return NULL;
+}
+
+/* What a HEAD request got: status, the Content-Length it announced, and
+ * how many bytes followed the header block. */
+struct head_reply {
+    int status;
+    long content_length;          /* -1 when absent */
+    size_t body_bytes;
+};
+
+static void head_request(const char *path, struct head_reply *out)
+{
+    char req[512], buf[8192];
+    const char *end, *cl;
+    int fd, eof;
+    size_t len;
+
+    out->status = 0;
+    out->content_length = -1;
+    out->body_bytes = 0;
+    snprintf(req, sizeof req, "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+             path);
+    fd = raw_connect(h_port(), 10);
+    ck_assert_msg(fd >= 0, "cannot connect: %s", strerror(errno));
+    ck_assert_int_eq((ssize_t)strlen(req), send(fd, req, strlen(req), MSG_NOSIGNAL));
+    len = raw_read_all(fd, buf, sizeof buf, &eof);
+    close(fd);
+    ck_assert_msg((end = strstr(buf, "\r\n\r\n")) != NULL, "no header end in: %s", buf);
+    sscanf(buf, "HTTP/1.1 %d", &out->status);
+    if ((cl = find_ci(buf, "\r\nContent-Length:")) != NULL && cl < end)
+        out->content_length = strtol(cl + 17, NULL, 10);
+    out->body_bytes = len - (size_t)(end + 4 - buf);
 }
 
 /* ---- operations ---------------------------------------------------------- */
@@ -136,6 +227,8 @@ static const struct {
     { "DELETE", "/pay/callback", "POST" },
     { "POST", "/healthz", "GET" },
     { "DELETE", "/metrics", "GET" },
+    { "GET", "/order/create", "POST" },
+    { "POST", "/metrics", "HEAD" },
 };
 
 START_TEST(wrong_method_is_405_with_allow)
@@ -150,6 +243,126 @@ START_TEST(wrong_method_is_405_with_allow)
                   wrong_methods[_i].method, wrong_methods[_i].path, wrong_methods[_i].allowed,
                   h_resp_header(&r, "Allow") ? h_resp_header(&r, "Allow") : "(none)");
     h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(get_on_order_create_is_405_not_an_order_lookup)
+{
+    struct h_resp r;
+
+    h_http(h_port(), "GET", "/order/create", NULL, NULL, 0, &r);
+    h_assert_error(&r, 405, NULL);
+    ck_assert_msg(allows(&r, "POST"), "expected Allow to list POST, got %s",
+                  h_resp_header(&r, "Allow") ? h_resp_header(&r, "Allow") : "(none)");
+    ck_assert_msg(!allows(&r, "GET"), "Allow must not list GET: %s", h_resp_header(&r, "Allow"));
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(escaped_slash_does_not_reach_another_route)
+{
+    struct h_resp r;
+
+    h_db_insert_order("PATHX1", "u1", "899.00", 1);
+    h_http(h_port(), "POST", "/order/PATHX1%2Fcancel", NULL, "{}", 2, &r);
+    ck_assert_msg(r.status == 400 || r.status == 404, "expected 400 or 404, got %d: %s",
+                  r.status, r.body);
+    h_assert_json(&r);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = 'PATHX1'"));
+    h_http(h_port(), "POST", "/order/PATHX1%2fcancel", NULL, "{}", 2, &r);
+    ck_assert_msg(r.status == 400 || r.status == 404, "lowercase escape: got %d", r.status);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = 'PATHX1'"));
+}
+END_TEST
+
+START_TEST(escaped_nul_does_not_cut_the_path)
+{
+    struct h_resp r;
+
+    h_db_insert_order("PATHA1", "u1", "899.00", 1);
+    h_http(h_port(), "GET", "/order/PATHA1%00junk", NULL, NULL, 0, &r);
+    ck_assert_msg(r.status == 400 || r.status == 404, "expected 400 or 404, got %d: %s",
+                  r.status, r.body);
+    h_assert_json(&r);
+    ck_assert_msg(strstr(r.body, "PATHA1") == NULL, "order PATHA1 was shown: %s", r.body);
+    h_resp_free(&r);
+}
+END_TEST
+
+static const char *const bad_escapes[] = {
+    "/order/A%zz", "/order/A%4", "/order/A%", "/healthz%2F", "/order/%2F/ship",
+};
+
+START_TEST(malformed_or_escaped_separator_path_is_400_json)
+{
+    struct h_resp r;
+
+    h_http(h_port(), "GET", bad_escapes[_i], NULL, NULL, 0, &r);
+    ck_assert_msg(h_check_error(&r, 400, "BAD_REQUEST") == NULL, "%s: %s", bad_escapes[_i],
+                  h_check_error(&r, 400, "BAD_REQUEST"));
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(escaped_letters_route_like_plain_ones)
+{
+    struct h_resp r;
+
+    h_http(h_port(), "GET", "/%68ealthz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(path_longer_than_the_limit_is_414_json)
+{
+    char path[2100];
+
+    memset(path, 'a', sizeof path - 1);
+    path[0] = '/';
+    path[sizeof path - 1] = '\0';
+    struct h_resp r;
+
+    h_http(h_port(), "GET", path, NULL, NULL, 0, &r);
+    h_assert_error(&r, 414, NULL);
+    h_resp_free(&r);
+}
+END_TEST
+
+/* ---- HEAD ---------------------------------------------------------------- */
+
+static const char *const head_paths[] = { "/healthz", "/readyz", "/metrics", "/order/HEAD1",
+                                          "/order/NOSUCHORDER" };
+
+START_TEST(head_answers_like_get_without_a_body)
+{
+    struct head_reply hr;
+    struct h_resp r;
+
+    h_db_insert_order("HEAD1", "u1", "899.00", 1);
+    h_http(h_port(), "GET", head_paths[_i], NULL, NULL, 0, &r);
+    ck_assert_msg(r.status != 0, "GET %s failed: %s", head_paths[_i], r.err);
+    head_request(head_paths[_i], &hr);
+    ck_assert_msg(r.status == hr.status, "HEAD %s: expected %d like GET, got %d",
+                  head_paths[_i], r.status, hr.status);
+    ck_assert_msg(hr.status != 405, "HEAD %s is not routed", head_paths[_i]);
+    ck_assert_msg(0 == hr.body_bytes, "HEAD %s sent %zu body bytes", head_paths[_i],
+                  hr.body_bytes);
+    ck_assert_msg(hr.content_length > 0, "HEAD %s: expected the GET body's Content-Length",
+                  head_paths[_i]);
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(head_on_a_post_route_is_405)
+{
+    struct head_reply hr;
+
+    head_request("/pay/callback", &hr);
+    ck_assert_int_eq(405, hr.status);
+    ck_assert_uint_eq(0, hr.body_bytes);
 }
 END_TEST
 
@@ -339,6 +552,22 @@ static Suite *http_suite(void)
                         (int)(sizeof unknown_routes / sizeof unknown_routes[0]));
     tcase_add_loop_test(tc, wrong_method_is_405_with_allow, 0,
                         (int)(sizeof wrong_methods / sizeof wrong_methods[0]));
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase("routing works on the decoded path", TC_TIMEOUT_S);
+    tcase_add_test(tc, get_on_order_create_is_405_not_an_order_lookup);
+    tcase_add_test(tc, escaped_slash_does_not_reach_another_route);
+    tcase_add_test(tc, escaped_nul_does_not_cut_the_path);
+    tcase_add_loop_test(tc, malformed_or_escaped_separator_path_is_400_json, 0,
+                        (int)(sizeof bad_escapes / sizeof bad_escapes[0]));
+    tcase_add_test(tc, escaped_letters_route_like_plain_ones);
+    tcase_add_test(tc, path_longer_than_the_limit_is_414_json);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase("HEAD answers like GET without a body", TC_TIMEOUT_S);
+    tcase_add_loop_test(tc, head_answers_like_get_without_a_body, 0,
+                        (int)(sizeof head_paths / sizeof head_paths[0]));
+    tcase_add_test(tc, head_on_a_post_route_is_405);
     suite_add_tcase(s, tc);
 
     tc = tcase("bad requests get JSON errors", h_fixture_server_up);
