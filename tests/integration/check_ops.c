@@ -269,12 +269,13 @@ END_TEST
  * the last reply. */
 static void await_readyz(int want, struct h_resp *r)
 {
-    for (int waited = 0;; waited += 100) {
+    struct h_deadline d = h_deadline_in(READY_WAIT_MS);
+
+    for (;;) {
         h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, r);
-        if (r->status == want || waited >= READY_WAIT_MS)
+        if (r->status == want || !h_deadline_wait(&d))
             return;
         h_resp_free(r);
-        usleep(100 * 1000);
     }
 }
 

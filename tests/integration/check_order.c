@@ -334,7 +334,7 @@ static int oversell_call(int i, void *p)
     snprintf(request_id, sizeof request_id, "buy-%d", i);
     for (a->tries[i] = 1; a->tries[i] <= CLIENT_TRIES; a->tries[i]++) {
         if (h_token_try(a->port, token, NULL) != 0) {
-            usleep(10 * 1000);
+            h_client_backoff(a->tries[i], i);
             continue;
         }
         h_order_create(a->port, token, "u1001", request_id, "HAT-7", 1, &r);
@@ -348,7 +348,7 @@ static int oversell_call(int i, void *p)
             return 0;
         }
         h_resp_free(&r);
-        usleep((useconds_t)(5000 + (i * 997) % 10000));
+        h_client_backoff(a->tries[i], i);
     }
     return 1;
 }

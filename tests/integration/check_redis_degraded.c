@@ -35,11 +35,6 @@ static void clean_state(void)
     h_redis_flush();
 }
 
-static void sleep_ms(int ms)
-{
-    usleep((useconds_t)ms * 1000);
-}
-
 /* ---- the suite log ------------------------------------------------------- */
 
 static void log_path(char *buf, size_t sz)
@@ -138,15 +133,13 @@ static int metrics_have(const char *line)
 /* Polls /readyz until Redis shows as up again. */
 static void wait_redis_up(void)
 {
+    struct h_deadline d = h_deadline_in(RECOVER_WAIT_MS);
     char *v = NULL;
 
-    for (int waited = 0; waited < RECOVER_WAIT_MS; waited += 100) {
+    do {
         free(v);
         v = readyz_redis();
-        if (strcmp(v, "up") == 0)
-            break;
-        sleep_ms(100);
-    }
+    } while (strcmp(v, "up") != 0 && h_deadline_wait(&d));
     ck_assert_msg(v != NULL && strcmp(v, "up") == 0, "redis still \"%s\" after %d ms", v,
                   RECOVER_WAIT_MS);
     free(v);

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,9 @@
 #define TOKEN            "0123456789abcdef0123456789abcdef"
 #define EXCL_THREADS     8
 #define EXCL_ROUNDS      25
+#define LOCK_EXPIRY_WAIT_MS 5000
+#define WAITER_SEEN_MS   5000
+#define RECOVER_WAIT_MS  10000
 
 static struct config cfg;
 static struct metrics *m;
@@ -99,6 +103,33 @@ static char *redis_get(const char *key)
     return v;
 }
 
+/* 1 when key exists in Redis. */
+static int redis_exists(const char *key)
+{
+    redisReply *r = h_redis_cmd("EXISTS %s", key);
+    int yes;
+
+    ck_assert_ptr_nonnull(r);
+    yes = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return yes;
+}
+
+/* How many SET commands Redis has run (INFO commandstats), -1 if unknown.
+ * Every lock attempt is one SET, so a rise shows that a waiter has tried. */
+static long long redis_set_calls(void)
+{
+    redisReply *r = h_redis_cmd("INFO commandstats");
+    const char *p;
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        n = (p = strstr(r->str, "cmdstat_set:calls=")) != NULL
+                ? strtoll(p + strlen("cmdstat_set:calls="), NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
 /* ---- the lock ------------------------------------------------------------ */
 
 START_TEST(lock_is_taken_and_released_by_its_holder)
@@ -148,9 +179,7 @@ START_TEST(late_holder_cannot_release_the_next_holders_lock)
     char *v;
 
     ck_assert_int_eq(RDS_OK, rds_lock_acquire(pool, LOCK_KEY, HOLDER_A, 100, 0));
-    usleep(250 * 1000);
-    v = redis_get(LOCK_KEY);
-    ck_assert_ptr_null(v);                    /* A's lock expired */
+    h_await(!redis_exists(LOCK_KEY), LOCK_EXPIRY_WAIT_MS, "A's 100 ms lock never expired");
     ck_assert_int_eq(RDS_OK, rds_lock_acquire(pool, LOCK_KEY, HOLDER_B, 30000, 0));
 
     ck_assert_int_eq(RDS_NOT_FOUND, rds_lock_release(pool, LOCK_KEY, HOLDER_A));
@@ -163,10 +192,16 @@ START_TEST(late_holder_cannot_release_the_next_holders_lock)
 }
 END_TEST
 
-static void *release_later(void *arg)
+/* Releases A's lock once the waiter has been refused at least once (one
+ * more SET than *arg), so the waiter really waits; gives up waiting for
+ * that after WAITER_SEEN_MS and releases anyway. */
+static void *release_once_waited_for(void *arg)
 {
-    (void)arg;
-    usleep(100 * 1000);
+    long long before = *(long long *)arg;
+    struct h_deadline d = h_deadline_in(WAITER_SEEN_MS);
+
+    while (redis_set_calls() <= before && h_deadline_wait(&d))
+        ;
     rds_lock_release(pool, LOCK_KEY, HOLDER_A);
     return NULL;
 }
@@ -174,10 +209,13 @@ static void *release_later(void *arg)
 START_TEST(waiter_gets_the_lock_once_it_is_released)
 {
     pthread_t t;
+    long long sets;
     char *v;
 
     ck_assert_int_eq(RDS_OK, rds_lock_acquire(pool, LOCK_KEY, HOLDER_A, 30000, 0));
-    ck_assert_int_eq(0, pthread_create(&t, NULL, release_later, NULL));
+    sets = redis_set_calls();
+    ck_assert_int_ge(sets, 1);
+    ck_assert_int_eq(0, pthread_create(&t, NULL, release_once_waited_for, &sets));
     ck_assert_int_eq(RDS_OK, rds_lock_acquire(pool, LOCK_KEY, HOLDER_B, 30000, 5000));
     pthread_join(t, NULL);
     v = redis_get(LOCK_KEY);
@@ -200,7 +238,7 @@ static int exclusion_round(struct exclusion *x, const char *value)
     if (rds_lock_acquire(pool, LOCK_KEY, value, 30000, 10000) != RDS_OK)
         return -1;
     c = x->counter;
-    usleep(200);                              /* a race would lose increments here */
+    sched_yield();                            /* a race would lose increments here */
     x->counter = c + 1;
     return rds_lock_release(pool, LOCK_KEY, value) == RDS_OK ? 0 : -1;
 }
@@ -377,8 +415,9 @@ START_TEST(timeout_degrades_and_the_next_probe_recovers)
     ck_assert(rds_degraded(pool));
     ck_assert_int_eq(RDS_DOWN, rds_lock_acquire(pool, LOCK_KEY, HOLDER_A, 30000, 0));
 
-    usleep((600 + RDS_PROBE_INTERVAL_MS + 100) * 1000);
-    ck_assert_int_eq(RDS_OK, rds_lock_acquire(pool, LOCK_KEY, HOLDER_A, 30000, 0));
+    /* Once the pause is over, the next probe finds Redis again. */
+    h_await(rds_lock_acquire(pool, LOCK_KEY, HOLDER_A, 30000, 0) == RDS_OK, RECOVER_WAIT_MS,
+            "the lock was still refused %d ms after CLIENT PAUSE 600", RECOVER_WAIT_MS);
     ck_assert(!rds_degraded(pool));
     ck_assert_int_eq(0, metric("paycallback_redis_degraded"));
     ck_assert_int_eq(RDS_OK, rds_lock_release(pool, LOCK_KEY, HOLDER_A));

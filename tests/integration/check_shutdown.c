@@ -3,7 +3,12 @@
  * server stops accepting at once, the callback commits and gets its 200,
  * and the process exits 0. An idle server exits promptly. The grace period
  * bounds the wait, and a request cut by it leaves nothing half-written, so
- * the bank's retry pays the order. Each test starts its own server. */
+ * the bank's retry pays the order. Each test starts its own server.
+ *
+ * The test holds the callback with LOCK TABLES orders WRITE rather than a
+ * row lock: the server then waits on a metadata lock, which its 3 s
+ * innodb_lock_wait_timeout does not bound, so no step here races a server
+ * timeout however slow the machine is. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,27 +22,11 @@
 
 #define PRICE            "899.00"
 #define TC_TIMEOUT_S     90
-#define BLOCK_WAIT_MS    2500     /* < the server's 3 s innodb_lock_wait_timeout */
-#define REFUSE_WAIT_MS   1000
-#define COMMIT_AFTER_MS  300      /* the lock is released this long after the signal */
+#define BLOCK_WAIT_MS    20000
+#define REFUSE_WAIT_MS   5000
 #define EXIT_WAIT_MS     20000
 #define IDLE_EXIT_MS     2000     /* an idle server is gone within this */
 #define IDLE_EXIT_ASAN_MS 5000
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-    nanosleep(&ts, NULL);
-}
 
 static struct h_server *start(const char *const *env)
 {
@@ -91,49 +80,54 @@ static void land(struct flight *f)
     pthread_join(f->tid, NULL);
 }
 
-/* Waits until a server session of the test database is inside the
- * callback's SELECT ... FOR UPDATE, i.e. blocked on the test's row lock. */
-static void await_blocked(void)
+/* 1 when a server session of the test database waits for the orders
+ * table, i.e. the callback is blocked on the test's lock. */
+static int callback_blocked(void)
 {
-    long long deadline = now_ms() + BLOCK_WAIT_MS;
-
-    while (h_db_scalar_ll("SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+    return h_db_scalar_ll("SELECT COUNT(*) FROM information_schema.PROCESSLIST "
                           "WHERE ID <> CONNECTION_ID() AND DB = DATABASE() "
-                          "AND INFO LIKE '%%FROM orders WHERE order_no%%FOR UPDATE%%'") < 1) {
-        ck_assert_msg(now_ms() < deadline, "the callback never reached the order's row lock");
-        sleep_ms(20);
-    }
+                          "AND STATE LIKE 'Waiting for table metadata lock%%'") > 0;
 }
 
-/* Holds the row lock of order_no in a transaction of the test's own. */
-static struct h_db *lock_order(const char *order_no)
+static void await_blocked(void)
+{
+    h_await(callback_blocked(), BLOCK_WAIT_MS, "the callback never reached the orders table");
+}
+
+/* Holds the orders table on a connection of the test's own until
+ * release_orders. */
+static struct h_db *lock_orders(void)
 {
     struct h_db *db = h_db_open();
 
-    h_db_sql(db, "START TRANSACTION");
-    h_db_sql(db, "SELECT id FROM orders WHERE order_no = '%s' FOR UPDATE", order_no);
+    h_db_sql(db, "LOCK TABLES orders WRITE");
     return db;
+}
+
+static void release_orders(struct h_db *db)
+{
+    h_db_sql(db, "UNLOCK TABLES");
+    h_db_close(db);
 }
 
 /* Asserts that a new connection to port is refused, waiting a moment for
  * the server to act on its signal. */
 static void assert_refused(int port)
 {
-    long long deadline = now_ms() + REFUSE_WAIT_MS;
+    struct h_deadline d = h_deadline_in(REFUSE_WAIT_MS);
     struct h_resp r;
 
     for (;;) {
         int rc = h_http(port, "GET", "/healthz", NULL, NULL, 0, &r);
         int refused = rc != 0 && strstr(r.err, "refused") != NULL;
 
-        if (refused || now_ms() >= deadline) {
+        if (refused || !h_deadline_wait(&d)) {
             ck_assert_msg(refused, "a new connection after the stop signal got %d %s",
                           r.status, r.err);
             h_resp_free(&r);
             return;
         }
         h_resp_free(&r);
-        sleep_ms(20);
     }
 }
 
@@ -155,21 +149,17 @@ START_TEST(callback_in_flight_during_stop_signal_completes_and_commits)
     struct h_server *s = start(NULL);
     struct flight f;
     struct h_db *db;
-    long long t_sig;
     const char *conn;
 
     h_db_insert_order("OS1", "u1", PRICE, 1);
-    db = lock_order("OS1");
+    db = lock_orders();
     launch(&f, h_server_port(s), "OS1", "PS1");
     await_blocked();
 
     ck_assert_int_eq(0, h_server_signal(s, sig));
-    t_sig = now_ms();
     assert_refused(h_server_port(s));             /* quiesced: no new connections */
-    if (now_ms() - t_sig < COMMIT_AFTER_MS)
-        sleep_ms((int)(COMMIT_AFTER_MS - (now_ms() - t_sig)));
-    h_db_sql(db, "COMMIT");                        /* the callback may go on */
-    h_db_close(db);
+    ck_assert_msg(callback_blocked(), "the callback did not wait for the lock");
+    release_orders(db);                           /* the callback may go on */
 
     land(&f);
     h_assert_status(&f.r, 200);
@@ -198,10 +188,10 @@ START_TEST(idle_server_exits_0_promptly)
     h_http(h_server_port(s), "GET", "/healthz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
-    t0 = now_ms();
+    t0 = h_now_ms();
     ck_assert_int_eq(0, h_server_signal(s, SIGTERM));
     ck_assert_int_eq(0, h_server_wait(s, EXIT_WAIT_MS));
-    took = now_ms() - t0;
+    took = h_now_ms() - t0;
     fprintf(stderr, "check_shutdown: idle server stopped in %lld ms\n", took);
     ck_assert_msg(took < limit, "an idle server took %lld ms to stop (limit %lld)", took, limit);
 }
@@ -217,19 +207,18 @@ START_TEST(grace_period_bounds_the_stop_and_the_cut_request_leaves_nothing)
     long long t0, took;
 
     h_db_insert_order("OG1", "u1", PRICE, 1);
-    db = lock_order("OG1");
+    db = lock_orders();
     launch(&f, h_server_port(s), "OG1", "PG1");
     await_blocked();
-    t0 = now_ms();
+    t0 = h_now_ms();
     ck_assert_int_eq(0, h_server_signal(s, SIGTERM));
     ck_assert_int_eq(1, h_server_wait(s, EXIT_WAIT_MS));     /* requests were cut */
-    took = now_ms() - t0;
+    took = h_now_ms() - t0;
     ck_assert_msg(took >= 900 && took < 2500, "grace_s=1 but the stop took %lld ms", took);
     land(&f);
     ck_assert_msg(f.r.status == 0, "the cut request got a reply: %d %s", f.r.status, f.r.body);
     h_resp_free(&f.r);
-    h_db_sql(db, "COMMIT");
-    h_db_close(db);
+    release_orders(db);
 
     /* The bank retries against the next instance: the cut transaction
      * rolled back whole, so this is a first payment, not a replay. */
@@ -253,20 +242,19 @@ START_TEST(second_signal_stops_waiting_for_requests_in_flight)
     long long t0, took;
 
     h_db_insert_order("OT1", "u1", PRICE, 1);
-    db = lock_order("OT1");
+    db = lock_orders();
     launch(&f, h_server_port(s), "OT1", "PT1");
     await_blocked();
-    t0 = now_ms();
     ck_assert_int_eq(0, h_server_signal(s, SIGTERM));
-    sleep_ms(COMMIT_AFTER_MS);
+    assert_refused(h_server_port(s));             /* the first signal has been taken */
+    t0 = h_now_ms();
     ck_assert_int_eq(0, h_server_signal(s, SIGINT));
     ck_assert_int_eq(1, h_server_wait(s, EXIT_WAIT_MS));
-    took = now_ms() - t0;
+    took = h_now_ms() - t0;
     ck_assert_msg(took < 2000, "the second signal took %lld ms to stop the server", took);
     land(&f);
     h_resp_free(&f.r);
-    h_db_sql(db, "ROLLBACK");
-    h_db_close(db);
+    release_orders(db);
 }
 END_TEST
 

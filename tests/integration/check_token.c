@@ -14,6 +14,7 @@
 #define SLOW_TIMEOUT_S   120
 #define TOKEN_TTL_S      300      /* redis.token_ttl_s of the shipped config */
 #define DISTINCT_TOKENS  200
+#define EXPIRY_WAIT_MS   5000     /* a 1 s TTL is over well within this */
 #define STORM_CLIENTS    50
 #define REPEAT_MSG       "请勿重复提交: token already used or expired"
 
@@ -216,7 +217,7 @@ START_TEST(token_expired_in_redis_is_refused)
     r = h_redis_cmd("PEXPIRE idem:token:%s 1", token);
     ck_assert_msg(r != NULL && r->integer == 1, "PEXPIRE failed");
     freeReplyObject(r);
-    usleep(20 * 1000);
+    h_await(!token_in_redis(token), EXPIRY_WAIT_MS, "token %s outlived PEXPIRE 1", token);
     h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &resp);
     assert_repeat_submit(&resp);
     h_resp_free(&resp);
@@ -237,7 +238,7 @@ START_TEST(token_outlives_its_configured_ttl_never)
     ck_assert_msg(strstr(r.body, "\"expires_in\":1") != NULL, "expected expires_in 1: %s", r.body);
     h_resp_free(&r);
     h_token_apply(h_server_port(s), token);
-    usleep(1300 * 1000);
+    h_await(!token_in_redis(token), EXPIRY_WAIT_MS, "token %s outlived its 1 s TTL", token);
     h_order_create(h_server_port(s), token, "u1001", "r1", "SHOE-42", 1, &r);
     assert_repeat_submit(&r);
     h_resp_free(&r);

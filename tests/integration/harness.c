@@ -76,6 +76,35 @@ static void sleep_ms(int ms)
         ;
 }
 
+long long h_now_ms(void)
+{
+    return now_us() / 1000;
+}
+
+struct h_deadline h_deadline_in(int timeout_ms)
+{
+    struct h_deadline d = { h_now_ms() + timeout_ms };
+
+    return d;
+}
+
+int h_deadline_wait(struct h_deadline *d)
+{
+    long long left = d->end_ms - h_now_ms();
+
+    if (left <= 0)
+        return 0;
+    sleep_ms(left < H_POLL_MS ? (int)left : H_POLL_MS);
+    return 1;
+}
+
+void h_client_backoff(int attempt, int salt)
+{
+    int ms = 5 * (attempt < 8 ? attempt : 8) + (int)((unsigned)salt * 997u % 10u);
+
+    sleep_ms(ms);
+}
+
 /* printf into a malloc'd string. NULL only when out of memory. */
 static char *vformat(const char *fmt, va_list ap)
 {

@@ -72,6 +72,43 @@ void h_run(const char *const *args, const char *const *extra_env, int timeout_ms
 /* Frees what r owns. NULL-safe. */
 void h_run_free(struct h_run *r);
 
+/* ---- waiting -------------------------------------------------------------- */
+
+/* Tests never sleep a fixed time: they poll a condition until a deadline.
+ *     struct h_deadline d = h_deadline_in(5000);
+ *     while (!condition)
+ *         ck_assert_msg(h_deadline_wait(&d), "condition never held");
+ * or, for an expression, h_await(condition, 5000, "why", ...). */
+struct h_deadline {
+    long long end_ms;             /* CLOCK_MONOTONIC */
+};
+
+/* Milliseconds on the monotonic clock. */
+long long h_now_ms(void);
+
+/* A deadline timeout_ms from now. */
+struct h_deadline h_deadline_in(int timeout_ms);
+
+/* Sleeps one poll interval (10 ms, less near the end) and returns 1, or
+ * returns 0 at once when the deadline has passed. The condition is thus
+ * evaluated once more at the deadline before the wait gives up. */
+int h_deadline_wait(struct h_deadline *d);
+
+/* Polls cond (an expression) until it holds; fails the test with the
+ * printf-style message when timeout_ms pass first. */
+#define h_await(cond, timeout_ms, ...)                                       \
+    do {                                                                      \
+        struct h_deadline h_d_ = h_deadline_in(timeout_ms);                   \
+        while (!(cond))                                                       \
+            ck_assert_msg(h_deadline_wait(&h_d_), __VA_ARGS__);               \
+    } while (0)
+
+/* A retrying client's pause before attempt number attempt (1, 2, ...):
+ * a few milliseconds growing with attempt, spread by salt so that clients
+ * do not retry in lockstep. Pacing for load generators, never a way to
+ * wait for state. */
+void h_client_backoff(int attempt, int salt);
+
 /* ---- the suite log -------------------------------------------------------- */
 
 /* Servers and scripts write to var/test-logs/<test binary>.log. Returns the
