@@ -10,8 +10,11 @@ as shipped, then the image's ENV, then the compose environment, with the
 PAYCALLBACK_<SECTION>_<KEY> rule of src/config.c) and asserts it differs
 from the shipped one only in the endpoint keys.
 
-usage: check-compose.py [--compose PATH] [--dockerfile PATH]
+usage: check-compose.py [--compose PATH] [--dockerfile PATH] [--self-test]
 Exit status 0 when everything holds, 1 with one line per problem.
+--self-test breaks one rule at a time in a copy of the repo's files (the
+MUTATIONS below) and fails unless the check catches every one, so that the
+check cannot silently pass everything.
 Needs only python3 and python3-yaml (Debian packages)."""
 import argparse
 import json
@@ -19,6 +22,7 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 
 import yaml
 
@@ -27,6 +31,35 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENDPOINT_KEYS = {"listen.address", "mysql.host", "mysql.port", "redis.host", "redis.port"}
 RUNTIME_PACKAGES = {"libmicrohttpd12", "libmariadb3", "libhiredis0.14", "libcjson1", "libssl3"}
 INIT_DIR = "/docker-entrypoint-initdb.d"
+
+# (file, text, replacement, the rule it breaks): the first occurrence of
+# text becomes replacement.
+MUTATIONS = [
+    ("docker-compose.yml", '      PAYCALLBACK_REDIS_PORT: "6379"\n',
+     '      PAYCALLBACK_REDIS_PORT: "6379"\n      PAYCALLBACK_CALLBACK_SECRET: other\n',
+     "config differs beyond the endpoints"),
+    ("docker-compose.yml", '      PAYCALLBACK_REDIS_PORT: "6379"\n',
+     '      PAYCALLBACK_REDIS_PORT: "6379"\n      PAYCALLBACK_WORKERS: "4"\n',
+     "config differs beyond the endpoints (a key the file does not set)"),
+    ("docker-compose.yml", "PAYCALLBACK_MYSQL_HOST", "PAYCALLBACK_MYSQL_HOTS", "misspelt override"),
+    ("docker-compose.yml", 'PAYCALLBACK_MYSQL_PORT: "3306"', 'PAYCALLBACK_MYSQL_PORT: "3307"',
+     "service points at the wrong MySQL port"),
+    ("docker-compose.yml", "condition: service_healthy", "condition: service_started",
+     "depends_on without health"),
+    ("docker-compose.yml", "./sql:/docker-entrypoint-initdb.d:ro", "./sql:/srv/sql:ro",
+     "schema not in the init directory"),
+    ("docker-compose.yml", "image: mysql:8.0", "image: mysql:5.7", "wrong MySQL"),
+    ("docker-compose.yml", '"mysqladmin", "ping"', '"true", "true"', "MySQL healthcheck"),
+    ("docker-compose.yml", "MYSQL_PASSWORD: paycallback", "MYSQL_PASSWORD: other",
+     "MySQL user differs from the config's"),
+    ("docker-compose.yml", "stop_grace_period: 15s", "stop_grace_period: 5s",
+     "SIGKILL before the grace period"),
+    ("docker-compose.yml", '"8080:8080"', '"8080:9090"', "port not published"),
+    ("Dockerfile", "USER paycallback:paycallback", "USER root", "runs as root"),
+    ("Dockerfile", "FROM debian:12-slim", "FROM ubuntu:24.04", "runtime base"),
+    ("Dockerfile", "libhiredis0.14 ", "", "a runtime library missing"),
+    ("Dockerfile", "HEALTHCHECK", "# HEALTHCHECK", "no health check"),
+]
 
 
 class Checker:
@@ -266,16 +299,40 @@ def check(compose_path, dockerfile_path):
     return c.problems
 
 
+def self_test(compose_path, dockerfile_path):
+    """Problems of the check itself: a mutation it let through, or one that
+    no longer applies to the files."""
+    problems = []
+    paths = {"docker-compose.yml": compose_path, "Dockerfile": dockerfile_path}
+    for name, old, new, breaks in MUTATIONS:
+        text = open(paths[name], encoding="utf-8").read()
+        if old not in text:
+            problems.append(f"self-test: {name} no longer contains {old!r}: update MUTATIONS")
+            continue
+        with tempfile.NamedTemporaryFile("w", suffix="-" + name, encoding="utf-8") as tmp:
+            tmp.write(text.replace(old, new, 1))
+            tmp.flush()
+            mutated = dict(paths, **{name: tmp.name})
+            if not check(mutated["docker-compose.yml"], mutated["Dockerfile"]):
+                problems.append(f"self-test: the check passed although {name}: {breaks}")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compose", default=os.path.join(ROOT, "docker-compose.yml"))
     ap.add_argument("--dockerfile", default=os.path.join(ROOT, "Dockerfile"))
+    ap.add_argument("--self-test", action="store_true",
+                    help="also check that every rule of MUTATIONS is caught")
     args = ap.parse_args()
     problems = check(args.compose, args.dockerfile)
+    if not problems and args.self_test:
+        problems = self_test(args.compose, args.dockerfile)
     for p in problems:
         print(f"check-compose: {p}", file=sys.stderr)
     if not problems:
-        print(f"check-compose: {args.compose} and {args.dockerfile} ok")
+        print(f"check-compose: {args.compose} and {args.dockerfile} ok"
+              + (f", {len(MUTATIONS)} broken copies caught" if args.self_test else ""))
     return 1 if problems else 0
 
 

@@ -2,7 +2,9 @@
 """Check docs/openapi.yaml beyond "it parses": OpenAPI 3.1, every $ref
 resolves, operations are complete (unique operationId, responses, declared
 path parameters, JSON error replies use the Error schema), and the Error
-code enum is exactly the contract's list. When openapi-spec-validator is
+code enum is exactly the contract's list, every header of the contract is
+described, and the documented operations are exactly the service's routes
+(read from the route table in src/http.c). When openapi-spec-validator is
 importable it validates the document against the 3.1 schema as well.
 
 usage: check-openapi.py [PATH]   (default: docs/openapi.yaml under the repo)
@@ -22,6 +24,33 @@ CONTRACT_CODES = {
     "ORDER_NOT_FOUND", "SKU_NOT_FOUND", "PAY_NO_CONFLICT", "AMOUNT_MISMATCH", "REPEAT_SUBMIT",
     "OUT_OF_STOCK", "ILLEGAL_TRANSITION", "BUSY", "UNAVAILABLE", "INTERNAL",
 }
+HEADERS = ("name: Idempotent-Token", "name: X-Timestamp", "name: X-Signature",
+           "name: X-Request-Id", "Retry-After:", "Allow:")
+ROUTE_SOURCE = os.path.join(ROOT, "src", "http.c")
+# One entry of the route table: { "POST", "/pay/callback", handle_pay_callback },
+ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+\s*\}')
+
+
+def routes():
+    """(method, pattern) of every entry of the service's route table."""
+    with open(ROUTE_SOURCE, encoding="utf-8") as f:
+        return {(m.lower(), p) for m, p in ROUTE_RE.findall(f.read())}
+
+
+def check_routes(doc, text, problems):
+    served = routes()
+    if not served:
+        problems.append(f"no route table found in {ROUTE_SOURCE}: update ROUTE_RE")
+        return
+    documented = {(m, str(p)) for p, item in (doc.get("paths") or {}).items()
+                  for m in (item or {}) if m in METHODS}
+    for m, p in sorted(served - documented):
+        problems.append(f"route {m.upper()} {p} is not documented under paths")
+    for m, p in sorted(documented - served):
+        problems.append(f"{m.upper()} {p} is documented but no route serves it")
+    for h in HEADERS:
+        if h not in text:
+            problems.append(f"the contract's header is not described: no {h!r}")
 
 
 def resolve(doc, ref):
@@ -86,7 +115,8 @@ def check_operation(doc, path, method, op, seen_ids, problems):
 def check(path):
     problems = []
     with open(path, encoding="utf-8") as f:
-        doc = yaml.safe_load(f)
+        text = f.read()
+    doc = yaml.safe_load(text)
     if not isinstance(doc, dict):
         return [f"{path}: not a YAML mapping"]
     if not str(doc.get("openapi", "")).startswith("3.1"):
@@ -95,6 +125,7 @@ def check(path):
         if key not in doc:
             problems.append(f"missing top-level {key}")
     walk_refs(doc, doc, "#", problems)
+    check_routes(doc, text, problems)
     seen_ids = set()
     for p, item in (doc.get("paths") or {}).items():
         if not str(p).startswith("/"):
