@@ -1,6 +1,12 @@
 # paycallback - idempotent payment callback service.
-# make run | test | unit | integration | asan | valgrind | bench | clean
+# make run | test | unit | integration | asan | valgrind | bench | lint | clean
 PKGS   := libmicrohttpd libmariadb hiredis libcjson libcrypto
+# Goals that compile need the libraries: name a missing one in one line.
+ifneq ($(filter-out deps services stop clean lint test run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
+  MISSING := $(shell for p in $(PKGS) $(if $(filter-out all,$(or $(MAKECMDGOALS),all)),check); \
+                     do pkg-config --exists $$p || echo $$p; done)
+  $(if $(MISSING),$(error missing pkg-config package $(MISSING) (make deps installs it)))
+endif
 WARN   := -Wall -Wextra -Werror -Wstrict-prototypes -Wwrite-strings -Wshadow
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -25,7 +31,7 @@ endif
 
 all: $(BIN)
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(@D)
 	$(QUIET_CC)$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -39,8 +45,9 @@ $(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(HARNESS) $(LIB_OB
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+.SECONDARY:
 
-.PHONY: all deps services run test unit integration asan valgrind bench clean stop
+.PHONY: all deps services run test unit integration asan valgrind bench lint clean stop
 deps:
 	@scripts/deps.sh
 services: deps
@@ -69,6 +76,9 @@ valgrind: services
 bench: services
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh $(BIN)
+
+lint:
+	@scripts/lint.sh
 
 stop:
 	@scripts/services.sh stop
