@@ -90,7 +90,8 @@ enum db_status db_query_retry(struct db_conn *c, enum db_stmt id,
 enum db_status db_ping(struct db_conn *c);
 
 /* Connects once with cfg's settings, outside any pool, and checks that the
- * tables of sql/schema.sql exist; for --check-config. Returns DB_OK,
+ * tables and the stored procedures (of the version this build calls) of
+ * sql/schema.sql exist; at start and for --check-config. Returns DB_OK,
  * DB_UNAVAILABLE (MySQL cannot be reached) or DB_ERROR (refused: wrong
  * credentials, unknown database, missing tables), with a one-line reason
  * in err (errsz bytes) for the last two. Any thread; needs

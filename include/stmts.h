@@ -38,6 +38,12 @@ enum order_col {
     OC_STATUS, OC_CREATE_TIME, OC_UPDATE_TIME
 };
 
+/* The stored procedures this build calls. Their names carry the version of
+ * sql/schema.sql they belong to; db_probe checks that each exists. */
+#define DB_PROC_PAY_CALLBACK "pay_callback_v1"
+#define DB_PROC_COUNT        1
+extern const char *const stmt_procedures[DB_PROC_COUNT];
+
 /* payment_record.status and .outcome */
 enum pay_status { PAY_PAID = 1, PAY_REFUND_REQUIRED = 2 };
 

@@ -66,3 +66,83 @@ CREATE TABLE IF NOT EXISTS idem_token (
     PRIMARY KEY (token),
     KEY idx_expires (expires_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- The payment callback's whole transaction in one call, so a callback costs
+-- one client/server round trip instead of six. Same rules as the statements
+-- it replaces: the payment_record insert comes first and only a duplicate
+-- key (1062) there means "seen before"; then the order row lock, the amount
+-- check, the CAS WAIT_PAY -> PAID (the only move into PAID) with its
+-- order.paid outbox row, or the REFUND_REQUIRED mark when the order is no
+-- longer waiting. The procedure commits or rolls back itself; any other
+-- error rolls back and reaches the caller unchanged, so a deadlock (1213)
+-- is re-run by the caller like any transaction.
+-- The version is part of the name: a change of behaviour or parameters is
+-- a new procedure (pay_callback_v2) next to the old one, and the service
+-- checks at start for exactly the version it calls.
+-- Answers one row: outcome (1 PAID, 2 REFUND_REQUIRED, 3 SEEN: pay_no was
+-- recorded before, 4 ORDER_NOT_FOUND, 5 AMOUNT_MISMATCH), order_status,
+-- order_amount, and for SEEN the stored order_no, amount and first outcome
+-- (NULL if the record vanished in between).
+DROP PROCEDURE IF EXISTS pay_callback_v1;
+DELIMITER //
+CREATE PROCEDURE pay_callback_v1(IN p_pay_no VARCHAR(64), IN p_order_no VARCHAR(64),
+                                 IN p_amount DECIMAL(12,2), IN p_payload TEXT)
+    MODIFIES SQL DATA
+BEGIN
+    DECLARE v_dup TINYINT DEFAULT 0;
+    DECLARE v_rows INT DEFAULT 0;
+    DECLARE v_outcome TINYINT DEFAULT NULL;
+    DECLARE v_status TINYINT DEFAULT NULL;
+    DECLARE v_amount DECIMAL(12,2) DEFAULT NULL;
+    DECLARE v_seen_order_no VARCHAR(64) DEFAULT NULL;
+    DECLARE v_seen_amount DECIMAL(12,2) DEFAULT NULL;
+    DECLARE v_seen_outcome TINYINT DEFAULT NULL;
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION
+    BEGIN
+        ROLLBACK;
+        RESIGNAL;
+    END;
+
+    START TRANSACTION;
+    BEGIN
+        DECLARE CONTINUE HANDLER FOR 1062 SET v_dup = 1;
+        INSERT INTO payment_record (pay_no, order_no, amount, status, outcome)
+        VALUES (p_pay_no, p_order_no, p_amount, 1, 1);
+    END;
+    IF v_dup = 1 THEN
+        ROLLBACK;
+        SET v_outcome = 3;
+        SELECT p.order_no, p.amount, p.outcome, o.status
+          INTO v_seen_order_no, v_seen_amount, v_seen_outcome, v_status
+          FROM payment_record p LEFT JOIN orders o ON o.order_no = p.order_no
+         WHERE p.pay_no = p_pay_no;
+    ELSE
+        SELECT amount, status INTO v_amount, v_status
+          FROM orders WHERE order_no = p_order_no FOR UPDATE;
+        IF v_status IS NULL THEN
+            ROLLBACK;
+            SET v_outcome = 4;
+        ELSEIF v_amount <> p_amount THEN
+            ROLLBACK;
+            SET v_outcome = 5;
+        ELSE
+            IF v_status = 1 THEN
+                UPDATE orders SET status = 2 WHERE order_no = p_order_no AND status = 1;
+                SET v_rows = ROW_COUNT();
+            END IF;
+            IF v_rows = 1 THEN
+                INSERT INTO outbox (event_type, order_no, payload)
+                VALUES ('order.paid', p_order_no, p_payload);
+                SET v_status = 2, v_outcome = 1;
+            ELSE
+                UPDATE payment_record SET status = 2, outcome = 2 WHERE pay_no = p_pay_no;
+                SET v_outcome = 2;
+            END IF;
+            COMMIT;
+        END IF;
+    END IF;
+    SELECT v_outcome AS outcome, v_status AS order_status, v_amount AS order_amount,
+           v_seen_order_no AS stored_order_no, v_seen_amount AS stored_amount,
+           v_seen_outcome AS stored_outcome;
+END//
+DELIMITER ;

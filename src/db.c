@@ -281,6 +281,12 @@ enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *p
     if (rc != MYSQL_NO_DATA)
         return fail(c, mysql_stmt_errno(s), "fetch", mysql_stmt_error(s));
     mysql_stmt_free_result(s);
+    /* A CALL ends with a status result after its rows: read it, so the
+     * connection is ready for the next statement. */
+    while ((rc = mysql_stmt_next_result(s)) == 0)
+        mysql_stmt_free_result(s);
+    if (rc > 0)
+        return fail(c, mysql_stmt_errno(s), "next_result", mysql_stmt_error(s));
     return DB_OK;
 }
 
@@ -371,6 +377,36 @@ static const char *const schema_tables[] = { "orders", "payment_record", "stock"
                                              "idem_token" };
 #define NSCHEMA_TABLES (sizeof(schema_tables) / sizeof(schema_tables[0]))
 
+/* Checks that the stored procedures of the version this build calls
+ * exist in the current database (their names carry the version).
+ * DB_OK, or DB_ERROR with the first missing one in err. */
+static enum db_status probe_procedures(MYSQL *my, char *err, size_t errsz)
+{
+    static const char sql[] = "SELECT routine_name FROM information_schema.routines "
+                              "WHERE routine_schema = DATABASE() AND routine_type = 'PROCEDURE'";
+    bool found[DB_PROC_COUNT] = { false };
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+
+    if (mysql_real_query(my, sql, sizeof(sql) - 1) != 0 || (res = mysql_store_result(my)) == NULL) {
+        snprintf(err, errsz, "cannot list procedures: %s", mysql_error(my));
+        return DB_ERROR;
+    }
+    while ((row = mysql_fetch_row(res)) != NULL)
+        for (size_t i = 0; i < DB_PROC_COUNT; i++)
+            if (row[0] != NULL && strcmp(row[0], stmt_procedures[i]) == 0)
+                found[i] = true;
+    mysql_free_result(res);
+    for (size_t i = 0; i < DB_PROC_COUNT; i++) {
+        if (!found[i]) {
+            snprintf(err, errsz, "procedure %s is missing (schema too old for this build): "
+                     "apply sql/schema.sql", stmt_procedures[i]);
+            return DB_ERROR;
+        }
+    }
+    return DB_OK;
+}
+
 /* Checks that every table of the schema exists in the current database.
  * DB_OK, or DB_ERROR with the first missing table (or the error) in err. */
 static enum db_status probe_schema(MYSQL *my, char *err, size_t errsz)
@@ -396,7 +432,7 @@ static enum db_status probe_schema(MYSQL *my, char *err, size_t errsz)
             return DB_ERROR;
         }
     }
-    return DB_OK;
+    return probe_procedures(my, err, errsz);
 }
 
 enum db_status db_probe(const struct config *cfg, char *err, size_t errsz)

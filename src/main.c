@@ -44,8 +44,9 @@ static void usage(FILE *f)
             "exits 0. A second signal stops the wait.\n"
             "\n"
             "Exit status: 0 clean stop or passed check; 1 runtime failure (MySQL not\n"
-            "reachable for --check-config, cannot listen, requests cut by the grace\n"
-            "period); 2 bad flags or configuration.\n"
+            "reachable for --check-config, MySQL without the schema version this build\n"
+            "needs, cannot listen, requests cut by the grace period); 2 bad flags or\n"
+            "configuration.\n"
             "\n"
             "Logs are logfmt lines on stderr. Every key can be overridden by an\n"
             "environment variable:\n",
@@ -172,6 +173,29 @@ out:
     return rc;
 }
 
+/* At start: a MySQL that answers must hold the schema version this build
+ * calls (tables and versioned procedures), or the service refuses to
+ * start rather than fail every callback. A MySQL that does not answer yet
+ * is only a warning: the pool connects lazily and /readyz reports it.
+ * Returns 0 to go on, -1 to stop. */
+static int check_schema_at_start(const struct config *cfg)
+{
+    char err[512];
+    enum db_status st = db_probe(cfg, err, sizeof(err));
+
+    if (st == DB_UNAVAILABLE) {
+        log_warn("mysql unreachable at start, schema not checked", "host=%s port=%d error=\"%s\"",
+                 cfg->mysql_host, cfg->mysql_port, err);
+        return 0;
+    }
+    if (st != DB_OK) {
+        fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", cfg->mysql_host, cfg->mysql_port,
+                cfg->mysql_database, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* --check-config, once the configuration has loaded: MySQL must answer
  * and hold the schema; Redis down is a warning, since the service would
  * run degraded. Returns the exit status, 0 or 1. */
@@ -184,7 +208,7 @@ static int check_config(const struct config *cfg, const char *path)
                 cfg->mysql_database, err);
         return 1;
     }
-    printf("mysql %s:%d/%s: ok, schema present\n", cfg->mysql_host, cfg->mysql_port,
+    printf("mysql %s:%d/%s: ok, schema present (procedures " DB_PROC_PAY_CALLBACK ")\n", cfg->mysql_host, cfg->mysql_port,
            cfg->mysql_database);
     if (probe_redis(cfg, err, sizeof(err)) != 0)
         fprintf(stderr, "paycallback: warning: redis %s:%d: %s; the service would run degraded "
@@ -235,6 +259,8 @@ int main(int argc, char **argv)
         rc = check_config(&cfg, o.config);
         goto out;
     }
+    if (check_schema_at_start(&cfg) != 0)
+        goto out;
     const struct http_route_info *ri = http_routes(&nroutes);
     if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
         (srv.db = db_pool_create(&cfg, srv.m)) == NULL ||

@@ -46,3 +46,5 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_TOKEN_CONSUME] = "DELETE FROM idem_token WHERE token = ? AND expires_at > NOW(3)",
     [ST_TOKEN_PURGE] = "DELETE FROM idem_token WHERE expires_at <= NOW(3) LIMIT 1000",
 };
+
+const char *const stmt_procedures[DB_PROC_COUNT] = { DB_PROC_PAY_CALLBACK };
