@@ -24,6 +24,7 @@ LIB_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out src/main.c,$(SRCS)))
 UNIT      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/check_*.c))
 INTEG     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/check_*.c))
 HARNESS   := $(BUILD)/tests/integration/harness.o
+CEILING   := $(BUILD)/bench/ceiling
 ifndef V
   QUIET_CC = @printf '  CC %s\n' $<;
   QUIET_LD = @printf '  LD %s\n' $@;
@@ -43,6 +44,9 @@ $(BUILD)/tests/check_%: $(BUILD)/tests/unit/check_%.o $(LIB_OBJS)
 
 $(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(HARNESS) $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
+
+$(CEILING): $(BUILD)/bench/ceiling.o
+	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:
@@ -74,8 +78,8 @@ valgrind: services
 	@VALGRIND=1 scripts/run-tests.sh $(UNIT)
 
 bench: services
-	@$(MAKE) --no-print-directory all
-	@bench/run.sh $(BIN)
+	@$(MAKE) --no-print-directory all $(CEILING)
+	@bench/run.sh $(BIN) $(CEILING)
 
 lint:
 	@scripts/lint.sh
