@@ -1,8 +1,8 @@
 # paycallback - idempotent payment callback service.
-# make run | test | unit | integration | asan | valgrind | bench | lint | clean
+# make run | test | unit | integration | asan | valgrind | bench | lint | test-faults | clean
 PKGS   := libmicrohttpd libmariadb hiredis libcjson libcrypto
 # Goals that compile need the libraries: name a missing one in one line.
-ifneq ($(filter-out deps services stop clean lint test run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out deps services stop clean lint test test-faults run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
   MISSING := $(shell for p in $(PKGS) $(if $(filter-out all,$(or $(MAKECMDGOALS),all)),check); \
                      do pkg-config --exists $$p || echo $$p; done)
   $(if $(MISSING),$(error missing pkg-config package $(MISSING) (make deps installs it)))
@@ -51,7 +51,7 @@ $(CEILING): $(BUILD)/bench/ceiling.o
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:
 
-.PHONY: all deps services run test unit integration asan valgrind bench lint clean stop
+.PHONY: all deps services run test unit integration asan valgrind bench lint test-faults clean stop
 deps:
 	@scripts/deps.sh
 services: deps
@@ -80,6 +80,10 @@ valgrind: services
 bench: services
 	@$(MAKE) --no-print-directory all $(CEILING)
 	@bench/run.sh $(BIN) $(CEILING)
+
+test-faults: services
+	@$(MAKE) --no-print-directory all
+	@PAYCALLBACK_BIN=$(BIN) timeout -k 10 900 tests/faults/faults.py
 
 lint:
 	@scripts/lint.sh
