@@ -1,53 +1,186 @@
 #!/usr/bin/env bash
-# Benchmarks the real binary over HTTP on loopback with wrk, against the
-# private MariaDB (database paycallback_test, emptied before and after) and
-# Redis. usage: bench/run.sh BIN. Prints one line per scenario; the figures
-# in bench/README.md come from this script.
+# The side-by-side benchmark: in one sitting, the callback transaction run by
+# bench/ceiling with no HTTP (a plain 6-statement client, and one CALL of the
+# stored procedure), then the real binary under wrk, at each concurrency,
+# interleaved and repeated; then token apply and order creation. After every
+# run it checks the payment invariants; at the end bench/table.py prints the
+# medians and ratios. usage: bench/run.sh BIN CEILING
+# Knobs: BENCH_SECONDS (per run, 3), BENCH_ROUNDS (3), BENCH_CONCURRENCY
+# ("1 16 64"), BENCH_ORDERS (seeded per unique run, 40000), BENCH_DUPS
+# (recorded payments the duplicate storms repeat, 2000), BENCH_THREADS (wrk
+# threads, 2), BENCH_LOG_LEVEL (warn). It uses the test database
+# (paycallback_test, emptied before and after) under var/test.lock.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
 
 bin=$(realpath "$1")
-export BENCH_THREADS=${BENCH_THREADS:-2}; threads=$BENCH_THREADS conns=${BENCH_CONNS:-32} secs=${BENCH_SECONDS:-10}
-orders=${BENCH_ORDERS:-100000}
+ceiling=$(realpath "$2")
+secs=${BENCH_SECONDS:-3}
+rounds=${BENCH_ROUNDS:-3}
+concs=${BENCH_CONCURRENCY:-1 16 64}
+orders=${BENCH_ORDERS:-40000}
+dups=${BENCH_DUPS:-2000}
+threads=${BENCH_THREADS:-2}
+secret=dev-secret
 work=$VAR/bench
+results=$work/results.tsv
+hz=$(getconf CLK_TCK)
 mkdir -p "$work"
 exec 9>"$VAR/test.lock"       # the test database is shared with the integration suites
 flock 9
+
 sql() { mariadb --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -u"$DB_USER" -p"$DB_PASSWORD" "$DB_TEST_NAME" -N -e "$1"; }
 reset() { sql "TRUNCATE orders; TRUNCATE payment_record; TRUNCATE outbox; TRUNCATE idem_token"; }
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }      # utime + stime
+questions() { sql "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
+rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 
-reset
-sql "INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status)
-     SELECT CONCAT('BENCH-', seq), 'bench', CONCAT('req-', seq), 'SHOE-42', 1, 899.00, 1
-     FROM seq_1_to_$orders"
-python3 "$ROOT/bench/sign.py" "$orders" BENCH- BPAY- dev-secret > "$work/callbacks.tsv"
+# WAIT_PAY orders BENCH-1 .. BENCH-n, nothing paid.
+seed_unique() {
+	reset
+	sql "INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status)
+	     SELECT CONCAT('BENCH-', seq), 'bench', CONCAT('req-', seq), 'SHOE-42', 1, 899.00, 1
+	     FROM seq_1_to_$1"
+}
 
-rm -f "$work/port"
+# Orders BENCH-1 .. BENCH-n already paid by BPAY-i, as the first callbacks leave them.
+seed_paid() {
+	reset
+	sql "INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status)
+	     SELECT CONCAT('BENCH-', seq), 'bench', CONCAT('req-', seq), 'SHOE-42', 1, 899.00, 2
+	     FROM seq_1_to_$1;
+	     INSERT INTO payment_record (pay_no, order_no, amount, status, outcome)
+	     SELECT CONCAT('BPAY-', seq), CONCAT('BENCH-', seq), 899.00, 1, 1 FROM seq_1_to_$1;
+	     INSERT INTO outbox (event_type, order_no, payload)
+	     SELECT 'order.paid', CONCAT('BENCH-', seq), '{}' FROM seq_1_to_$1"
+}
+
+# The invariants after a callback run: every PAID order has exactly one
+# PAID payment and one order.paid event, no event without a PAID order, no
+# refund (every callback paid its own order), and a duplicate storm wrote
+# nothing (expect_records = the recorded payments before it, or 0).
+invariants() {
+	local expect=$1 v
+	v=$(sql "SELECT (SELECT COUNT(*) FROM orders WHERE status = 2),
+	                (SELECT COUNT(*) FROM outbox WHERE event_type = 'order.paid'),
+	                (SELECT COUNT(*) FROM payment_record WHERE status = 1),
+	                (SELECT COUNT(*) FROM payment_record),
+	                (SELECT COUNT(*) FROM outbox x LEFT JOIN orders o ON o.order_no = x.order_no
+	                  WHERE o.status IS NULL OR o.status <> 2)")
+	awk -v e="$expect" '{ ok = $1 == $2 && $2 == $3 && $3 == $4 && $5 == 0 && (e == 0 || $4 == e)
+	       printf "%s:paid=%d,events=%d,records=%d\n", ok ? "ok" : "FAIL", $1, $2, $4 }' <<<"$v"
+}
+
+# measure NAME C EXPECT_RECORDS SETUP_QUESTIONS CMD...: runs CMD, which
+# prints a RESULT line, and appends one row of figures to $results.
+measure() {
+	local name=$1 c=$2 expect=$3 setup_q=$4; shift 4
+	local m0 s0 q0 m1 s1 q1 line inv
+	m0=$(ticks "$mdb_pid") s0=$(ticks "$pid") q0=$(questions)
+	line=$("$@" 2>>"$work/errors.log" | grep '^RESULT' || true)
+	m1=$(ticks "$mdb_pid") s1=$(ticks "$pid") q1=$(questions)
+	inv=$(invariants "$expect")
+	[[ -n $line ]] || line="RESULT rps=0 p50_ms=0 p99_ms=0 errors=1 non2xx=0 requests=0 exhausted=0"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$name" "$c" "${line#RESULT }" \
+		"$(((m1 - m0) * 1000 / hz))" "$(((s1 - s0) * 1000 / hz))" \
+		"$((q1 - q0 - 1 - setup_q))" "$inv" >>"$results"
+	printf '  %-16s c=%-3s %s %s\n' "$name" "$c" "${line#RESULT }" "$inv"
+	[[ $inv == ok* ]] || echo "  INVARIANT BROKEN after $name c=$c" >&2
+}
+
+ceil() {    # FORM KIND C FIRST COUNT
+	measure "$2 $1" "$3" "$([[ $2 == dup ]] && echo "$dups" || echo 0)" "$(($3 * 7))" \
+		"$ceiling" -m "$1" -k "$2" -c "$3" -d "$secs" -f "$4" -n "$5" -P "$MYSQL_PORT" \
+		-u "$DB_USER" -p "$DB_PASSWORD" -D "$DB_TEST_NAME"
+}
+
+web() {     # NAME C EXPECT REQUESTS_FILE PATH_OR_URL...
+	local name=$1 c=$2 expect=$3 file=$4 t=$((threads < $2 ? threads : $2)); shift 4
+	BENCH_THREADS=$t BENCH_REQUESTS=$file measure "$name" "$c" "$expect" 0 \
+		wrk -t"$t" -c"$c" -d"${secs}s" --latency "$@"
+}
+
+service_unique() {
+	seed_unique "$orders"
+	python3 "$ROOT/bench/requests.py" callbacks 1 "$orders" "$secret" >"$work/callbacks.tsv"
+	web "unique service" "$1" 0 "$work/callbacks.tsv" -s "$ROOT/bench/requests.lua" "$url"
+}
+
+service_dup() {
+	python3 "$ROOT/bench/requests.py" callbacks 1 "$dups" "$secret" >"$work/dups.tsv"
+	web "dup service" "$1" "$dups" "$work/dups.tsv" -s "$ROOT/bench/requests.lua" "$url"
+}
+
+# Order creation: each request with its own token (put into Redis first)
+# and request_id, all for one well-stocked sku, so every one creates.
+order_create() {
+	local first=$((round * 1000000)) n=$((orders / 2))
+	reset
+	sql "INSERT INTO stock (sku, price, num) VALUES ('BENCH-SKU', 899.00, 100000000)
+	     ON DUPLICATE KEY UPDATE price = 899.00, num = 100000000"
+	python3 "$ROOT/bench/requests.py" redis-tokens "$first" "$n" 600 |
+		redis-cli -h 127.0.0.1 -p "$REDIS_PORT" -n 9 --pipe >/dev/null
+	python3 "$ROOT/bench/requests.py" orders "$first" "$n" >"$work/orders.tsv"
+	BENCH_THREADS=$threads BENCH_REQUESTS=$work/orders.tsv measure "order create" 16 0 0 \
+		wrk -t"$threads" -c16 -d"${secs}s" --latency -s "$ROOT/bench/requests.lua" "$url"
+	sql "SELECT COUNT(*), 100000000 - (SELECT num FROM stock WHERE sku = 'BENCH-SKU')
+	     FROM orders" | awk '{ if ($1 != $2) print "  INVARIANT BROKEN: orders", $1, "stock taken", $2 }' >&2
+}
+
+mdb_pid=$(<"$MYSQL_PIDFILE")
+rm -f "$work/port" "$results" "$work/errors.log"
 PAYCALLBACK_LISTEN_PORT=0 PAYCALLBACK_MYSQL_DATABASE=$DB_TEST_NAME PAYCALLBACK_REDIS_DB=9 \
 PAYCALLBACK_MYSQL_PORT=$MYSQL_PORT PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
 PAYCALLBACK_LOG_LEVEL=${BENCH_LOG_LEVEL:-warn} \
 	"$bin" -c "$ROOT/config/paycallback.json" --port-file "$work/port" 2>"$work/server.log" &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; reset' EXIT
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; reset; sql "DELETE FROM stock WHERE sku = '"'BENCH-SKU'"'"' EXIT
 for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
-port=$(cat "$work/port")
-url=http://127.0.0.1:$port
+url=http://127.0.0.1:$(<"$work/port")
 
-run() {
-	local name=$1; shift
-	local line
-	line=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "$@" | grep '^RESULT')
-	printf '%-36s %s\n' "$name" "${line#RESULT }"
-}
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD), $(nproc) cores" \
+	"($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)," \
+	"$(mariadbd --version | awk '{ print $3 }')"
+echo "runs of ${secs}s, $rounds rounds, concurrency $concs, service workers=16 mysql.pool_size=16," \
+	"log_level=${BENCH_LOG_LEVEL:-warn}"
+forms=(plain call service)
+for round in $(seq "$rounds"); do
+	echo "round $round"
+	# Rotate the order each round, so drift in the machine's speed does not
+	# always favour the same form.
+	order=("${forms[@]:$((round % 3))}" "${forms[@]:0:$((round % 3))}")
+	for c in $concs; do
+		for f in "${order[@]}"; do
+			if [[ $f == service ]]; then
+				service_unique "$c"
+			else
+				seed_unique "$orders"
+				ceil "$f" unique "$c" 1 "$orders"
+			fi
+		done
+	done
+	seed_paid "$dups"
+	for c in $concs; do
+		for f in "${order[@]}"; do
+			if [[ $f == service ]]; then service_dup "$c"; else ceil "$f" dup "$c" 1 "$dups"; fi
+		done
+	done
+	reset
+	BENCH_THREADS=$threads measure "token apply" 16 0 0 \
+		wrk -t"$threads" -c16 -d"${secs}s" --latency -s "$ROOT/bench/plain.lua" "$url/token/apply"
+	order_create
+done
 
-echo "wrk -t$threads -c$conns -d${secs}s, $(nproc) cores, workers=16, log_level=${BENCH_LOG_LEVEL:-warn}"
-run "GET /healthz" -s "$ROOT/bench/plain.lua" "$url/healthz"
-BENCH_REQUESTS=$work/callbacks.tsv run "POST /pay/callback first payment" -s "$ROOT/bench/signed.lua" "$url"
-paid=$(sql "SELECT COUNT(*) FROM payment_record")
-events=$(sql "SELECT COUNT(*) FROM outbox")
-echo "  payments recorded: $paid, order.paid events: $events"
-sql "SELECT pay_no FROM payment_record" > "$work/paid.txt"      # retry only what was recorded
-awk -F'"pay_no":"' 'NR == FNR { paid[$1]; next } { split($2, a, "\""); if (a[1] in paid) print }' \
-	"$work/paid.txt" "$work/callbacks.tsv" > "$work/retries.tsv"
-BENCH_REQUESTS=$work/retries.tsv run "POST /pay/callback bank retry" -s "$ROOT/bench/signed.lua" "$url"
-echo "  payments recorded after retries: $(sql "SELECT COUNT(*) FROM payment_record")"
+# Memory: the peak so far, then a duplicate storm on 256 connections.
+peak=$(rss_kib "$pid" VmHWM)
+seed_paid "$dups"
+python3 "$ROOT/bench/requests.py" callbacks 1 "$dups" "$secret" >"$work/dups.tsv"
+BENCH_THREADS=$threads BENCH_REQUESTS=$work/dups.tsv \
+	wrk -t"$threads" -c256 -d"${secs}s" -s "$ROOT/bench/requests.lua" "$url" >"$work/c256.txt" &
+wpid=$!
+sleep "$(awk -v s="$secs" 'BEGIN { print s / 2 }')"
+rss256=$(rss_kib "$pid" VmRSS)
+wait "$wpid"
+echo "service RSS: peak $((peak / 1024)) MiB over the runs, $((rss256 / 1024)) MiB during 256 connections" \
+	"(peak $(($(rss_kib "$pid" VmHWM) / 1024)) MiB); $(grep '^RESULT' "$work/c256.txt" | cut -d' ' -f2-5)"
+python3 "$ROOT/bench/table.py" "$results"
