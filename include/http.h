@@ -23,13 +23,24 @@ struct http_req {
     void *conn;                   /* opaque: for http_req_header only */
 };
 
-/* The reply a handler fills. http.c owns and frees it. */
+/* What a handler's reply means to whoever ran it (the token restore, an
+ * idempotency store): not read back from the HTTP status. */
+enum http_outcome {
+    HTTP_OUT_NONE,                /* nothing answered yet */
+    HTTP_OUT_DEFINITE,            /* the answer stands: repeating the request changes nothing */
+    HTTP_OUT_RETRYABLE            /* a 503 with Retry-After: nothing was done, try again */
+};
+
+/* The reply a handler fills. http.c owns and frees it. Only the reply
+ * helpers below (http_reply_*) and the *_or_reply helpers built on them
+ * write its fields; everyone else reads them through http_resp_*. */
 struct http_resp {
     int status;
     char *body;                   /* malloc'd JSON text, or NULL */
     const char *content_type;     /* NULL = application/json */
     int retry_after_s;            /* > 0 adds Retry-After */
     const char *code;             /* error code of the reply, for logs */
+    enum http_outcome outcome;
 };
 
 typedef void (*http_handler)(struct server *srv, const struct http_req *req,
@@ -39,19 +50,32 @@ typedef void (*http_handler)(struct server *srv, const struct http_req *req,
 const char *http_req_header(const struct http_req *req, const char *name);
 
 /* Sets status and body from obj (serialised, not freed: the caller still
- * owns obj). On serialisation failure sends 500. */
+ * owns obj); a definite answer. On serialisation failure sends 500. */
 void http_reply_json(struct http_resp *resp, int status, const struct cJSON *obj);
 
-/* Sets a {"code","message"} error reply. */
+/* Sets a {"code","message"} error reply; a definite answer. */
 void http_reply_error(struct http_resp *resp, int status, const char *code,
                       const char *message);
 
-/* Sets a plain-text reply (copied), e.g. for /metrics. */
+/* Sets a plain-text reply (copied), e.g. for /metrics; a definite answer. */
 void http_reply_text(struct http_resp *resp, int status, const char *ctype,
                      const char *text, size_t len);
 
-/* 503 UNAVAILABLE with Retry-After. */
+/* 503 {"code":code,"message"} with Retry-After: retry_after_s (>= 1); a
+ * retryable answer. code must be a string literal (it is kept for logs). */
+void http_reply_retry(struct http_resp *resp, const char *code, const char *message,
+                      int retry_after_s);
+
+/* 503 UNAVAILABLE with Retry-After: 1; a retryable answer. */
 void http_reply_unavailable(struct http_resp *resp, const char *message);
+
+/* 503 with obj as the body (an error body plus whatever the caller adds,
+ * as /readyz does), code UNAVAILABLE and Retry-After: 1; retryable. */
+void http_reply_json_unavailable(struct http_resp *resp, const struct cJSON *obj);
+
+/* True when the reply is a retryable 503: nothing was done, and the same
+ * request may be sent again. */
+int http_resp_retryable(const struct http_resp *resp);
 
 /* Starts the daemon on cfg's address and port with cfg->workers threads.
  * Returns 0 and stores the bound port in *port, or -1 (logged). */

@@ -118,12 +118,17 @@ const char *http_req_header(const struct http_req *req, const char *name)
     return MHD_lookup_connection_value((struct MHD_Connection *)req->conn, MHD_HEADER_KIND, name);
 }
 
+/* Every reply helper ends here: a reply replaces whatever was set before,
+ * and is a definite answer unless the helper says otherwise after. */
 static void set_body(struct http_resp *resp, int status, char *body)
 {
     free(resp->body);
     resp->status = status;
     resp->body = body;
     resp->content_type = NULL;
+    resp->code = NULL;
+    resp->retry_after_s = 0;
+    resp->outcome = HTTP_OUT_DEFINITE;
 }
 
 void http_reply_json(struct http_resp *resp, int status, const struct cJSON *obj)
@@ -165,10 +170,37 @@ void http_reply_text(struct http_resp *resp, int status, const char *ctype, cons
     resp->content_type = ctype;
 }
 
+/* Marks a 503 just set as retryable, with its Retry-After. */
+static void set_retryable(struct http_resp *resp, const char *code, int retry_after_s)
+{
+    if (resp->status != 503)
+        return;                               /* out of memory turned it into a 500 */
+    resp->code = code;
+    resp->retry_after_s = retry_after_s > 0 ? retry_after_s : 1;
+    resp->outcome = HTTP_OUT_RETRYABLE;
+}
+
+void http_reply_retry(struct http_resp *resp, const char *code, const char *message,
+                      int retry_after_s)
+{
+    http_reply_error(resp, 503, code, message);
+    set_retryable(resp, code, retry_after_s);
+}
+
 void http_reply_unavailable(struct http_resp *resp, const char *message)
 {
-    http_reply_error(resp, 503, "UNAVAILABLE", message);
-    resp->retry_after_s = 1;
+    http_reply_retry(resp, "UNAVAILABLE", message, 1);
+}
+
+void http_reply_json_unavailable(struct http_resp *resp, const struct cJSON *obj)
+{
+    http_reply_json(resp, 503, obj);
+    set_retryable(resp, "UNAVAILABLE", 1);
+}
+
+int http_resp_retryable(const struct http_resp *resp)
+{
+    return resp->outcome == HTTP_OUT_RETRYABLE;
 }
 
 /* The X-Request-Id to use: the client's when it is a valid identifier,

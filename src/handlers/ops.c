@@ -40,11 +40,10 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
     cJSON_AddStringToObject(o, "mysql", st == DB_OK ? "up" : "down");
     rds_ping(srv->rds);                       /* refreshes the state; once a second while down */
     cJSON_AddStringToObject(o, "redis", rds_degraded(srv->rds) ? "degraded" : "up");
-    http_reply_json(resp, st == DB_OK ? 200 : 503, o);
-    if (st != DB_OK) {
-        resp->retry_after_s = 1;
-        resp->code = "UNAVAILABLE";
-    }
+    if (st == DB_OK)
+        http_reply_json(resp, 200, o);
+    else
+        http_reply_json_unavailable(resp, o);
     cJSON_Delete(o);
 }
 

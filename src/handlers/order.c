@@ -145,8 +145,7 @@ static int lock_or_reply(struct server *srv, struct stock_lock *lk, const char *
     case RDS_DOWN:
         return 0;                             /* the conditional UPDATE guards alone */
     case RDS_BUSY:
-        http_reply_error(resp, 503, "BUSY", "this sku is busy, retry shortly");
-        resp->retry_after_s = ORDER_BUSY_RETRY_S;
+        http_reply_retry(resp, "BUSY", "this sku is busy, retry shortly", ORDER_BUSY_RETRY_S);
         return -1;
     default:
         http_reply_unavailable(resp, "redis error, retry later");
@@ -347,8 +346,9 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
     create_and_reply(srv, req, &ctx, &job, &rcpt, resp);
     unlock(srv, &lk);
 out:
-    /* A 503 was not the client's doing: its retry may use the token again. */
-    if (resp->status == 503)
+    /* A retryable answer was not the client's doing: its retry may use the
+     * token again. */
+    if (http_resp_retryable(resp))
         token_store_restore(&ctx, &rcpt);
     db_release(srv->db, ctx.conn);
 }
