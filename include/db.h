@@ -1,9 +1,13 @@
-/* db.h - MariaDB/MySQL connection pool, prepared statements, and the one
- * bounded transaction-retry loop. Knows nothing of HTTP or JSON.
+/* db.h - MariaDB/MySQL connection pool, prepared statements, typed row
+ * accessors, the one bounded retry loop and the one table of MySQL error
+ * codes. Knows nothing of HTTP or JSON, and logs nothing about a failed
+ * statement: the detail stays on the connection (db_errno, db_errstr,
+ * hiredis style) for the caller to log once, with its request id.
  *
  * Every statement is named by an id from stmts.h and prepared once per
  * connection, on first use. Parameters are bound as strings (MySQL converts
- * them to the column type) and result columns are read back as strings:
+ * them to the column type; db_param_int formats integers and statuses) and
+ * result columns are read back as strings through the db_row_* accessors:
  * DECIMAL arrives as "899.00" and goes through money_parse, never a float.
  *
  * Threads: the pool is shared; a connection is used by one thread at a time
@@ -11,6 +15,7 @@
 #ifndef PAYCALLBACK_DB_H
 #define PAYCALLBACK_DB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "stmts.h"
@@ -23,20 +28,24 @@ struct db_conn;
 enum db_status {
     DB_OK,
     DB_DUPLICATE,                 /* 1062 duplicate key, and only that */
-    DB_RETRY,                     /* 1213 deadlock, 1205 lock wait, 2006/2013 lost */
-    DB_UNAVAILABLE,               /* cannot connect, or retries exhausted -> 503 */
-    DB_ERROR,                     /* anything else: a bug or a schema problem -> 500 */
+    DB_RETRY,                     /* deadlock, lock wait, lost link: run it again */
+    DB_UNAVAILABLE,               /* cannot connect, node not ready, retries exhausted -> 503 */
+    DB_ERROR,                     /* anything else: a bug, a schema problem, a bad row -> 500 */
     DB_ROLLBACK                   /* a txn body asked to roll back (not an error) */
 };
 
-#define DB_RETRY_MAX 4            /* attempts of one transaction */
-#define DB_COLS_MAX  12
-#define DB_COL_MAX   200          /* bytes per result column, NUL included */
+#define DB_RETRY_MAX   4          /* attempts of one transaction or read */
+#define DB_COLS_MAX    12
+#define DB_COL_MAX     200        /* bytes per result column, NUL included */
+#define DB_ERRSTR_MAX  256        /* db_errstr text, NUL included */
+#define DB_INT_BUF     24         /* db_param_int text: any int64 and the NUL */
 
-/* One result row: every column as a NUL-terminated string. */
+/* One result row: every column as a NUL-terminated string. Read it with
+ * the db_row_* accessors, by the column enum of its statement (stmts.h). */
 struct db_row {
     char col[DB_COLS_MAX][DB_COL_MAX];
     unsigned char is_null[DB_COLS_MAX];
+    unsigned int ncols;           /* columns the statement returned */
 };
 
 /* Creates a pool of cfg->mysql_pool_size connections. Connections are made
@@ -48,11 +57,28 @@ struct db_pool *db_pool_create(const struct config *cfg, struct metrics *m);
 void db_pool_destroy(struct db_pool *pool);
 
 /* Borrows a connection, waiting at most wait_ms. NULL on timeout. The
- * connection may not be connected yet: db_exec/db_query/db_txn connect it. */
+ * connection may not be connected yet: db_exec/db_query/db_txn connect it.
+ * Its error detail is cleared. */
 struct db_conn *db_acquire(struct db_pool *pool, int wait_ms);
 
 /* Returns a connection to the pool. NULL-safe. */
 void db_release(struct db_pool *pool, struct db_conn *conn);
+
+/* The MySQL error number of the last failure on c (0 for none, or for a
+ * failure that had no MySQL number, such as a malformed row), and its
+ * one-line description ("" for none). Set by every failing call; a
+ * succeeding call leaves it alone, so after a failed db_txn it names the
+ * failure that ended it. The string lives until the next call on c.
+ * NULL-safe (0 and ""). */
+unsigned int db_errno(const struct db_conn *c);
+const char *db_errstr(const struct db_conn *c);
+
+/* Records a failure found above the statement level (a malformed row, a
+ * broken invariant) on c, so that it travels up like a MySQL error: the
+ * printf-style text goes to db_errstr, db_errno becomes 0. Returns
+ * DB_ERROR, for `return db_fail(c, "...")`. */
+enum db_status db_fail(struct db_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Runs a statement that returns no rows. *affected (may be NULL) gets the
  * affected-row count. */
@@ -65,6 +91,11 @@ enum db_status db_exec(struct db_conn *c, enum db_stmt id,
 enum db_status db_query(struct db_conn *c, enum db_stmt id,
                         const char *const *params, size_t nparams,
                         struct db_row *rows, size_t max_rows, size_t *nrows);
+
+/* db_query for at most one row: *found says whether there was one. */
+enum db_status db_query_one(struct db_conn *c, enum db_stmt id,
+                            const char *const *params, size_t nparams,
+                            struct db_row *row, bool *found);
 
 /* The body of a transaction. It must be safe to run again: it resets its
  * own outputs first. Return DB_OK to commit, DB_ROLLBACK to roll back and
@@ -80,14 +111,42 @@ typedef enum db_status (*db_txn_fn)(struct db_conn *c, void *arg);
  * unreachable), or the body's own failure status. */
 enum db_status db_txn(struct db_conn *c, db_txn_fn fn, void *arg);
 
-/* Runs one statement outside an explicit transaction with the same retry
- * rules (for reads: GET /order). */
+/* Runs fn outside an explicit transaction (autocommit), with the same retry
+ * rules as db_txn: for reads that need no snapshot and for single
+ * statements. Same returns as db_txn. */
+enum db_status db_retry(struct db_conn *c, db_txn_fn fn, void *arg);
+
+/* db_query under db_retry, for one read. */
 enum db_status db_query_retry(struct db_conn *c, enum db_stmt id,
                               const char *const *params, size_t nparams,
                               struct db_row *rows, size_t max_rows, size_t *nrows);
 
 /* Connects if needed and pings. DB_OK or DB_UNAVAILABLE. */
 enum db_status db_ping(struct db_conn *c);
+
+/* Formats v as a statement parameter into buf and returns buf. For counts
+ * and for the statuses of order_state.h: SQL text carries no status
+ * literal, the caller binds the enum's value. */
+const char *db_param_int(char buf[DB_INT_BUF], int64_t v);
+
+/* Typed column accessors. Each returns 0 with the value in *out, or -1 when
+ * the column is missing, NULL, or not what the accessor expects (then *out
+ * is zeroed and the caller answers DB_ERROR through db_fail): a malformed
+ * value is an error, never a silent 0. */
+
+/* A base-10 integer in [min, max]. */
+int db_row_int(const struct db_row *r, unsigned int col, int64_t min, int64_t max,
+               int64_t *out);
+
+/* A DECIMAL(12,2) amount, as integer cents (money_parse rules). */
+int db_row_cents(const struct db_row *r, unsigned int col, int64_t *out);
+
+/* The text of the column, copied into out (outsz bytes); -1 also when it
+ * does not fit. */
+int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz);
+
+/* True when the column is SQL NULL (or missing). */
+bool db_row_is_null(const struct db_row *r, unsigned int col);
 
 /* Connects once with cfg's settings, outside any pool, and checks that the
  * tables and the stored procedures (of the version this build calls) of

@@ -1,5 +1,7 @@
-/* order_state.h - the order state machine: the one transition table every
- * status change consults before any SQL. Pure; safe from any thread. */
+/* order_state.h - every status the service stores, in C and in the SQL
+ * parameters alike: the order state machine (the one transition table every
+ * status change consults before any SQL) and the statuses of a payment
+ * record. Pure; safe from any thread. */
 #ifndef PAYCALLBACK_ORDER_STATE_H
 #define PAYCALLBACK_ORDER_STATE_H
 
@@ -11,6 +13,13 @@ enum order_status {
     ORDER_SHIPPED = 3,
     ORDER_FINISHED = 4,
     ORDER_CANCELED = 9
+};
+
+/* payment_record.status (what the payment is now) and .outcome (what its
+ * first callback answered; never changes). */
+enum payment_status {
+    PAYMENT_PAID = 1,
+    PAYMENT_REFUND_REQUIRED = 2
 };
 
 /* True when code is one of the five statuses above. */
@@ -29,5 +38,11 @@ const char *order_state_name(int code);
 
 /* The code for a name, or -1. */
 int order_state_from_name(const char *name);
+
+/* True when code is a payment_status. */
+bool payment_status_valid(int code);
+
+/* "PAID", "REFUND_REQUIRED", or "UNKNOWN". Never NULL. */
+const char *payment_status_name(int code);
 
 #endif

@@ -1,6 +1,6 @@
-/* order_view.h - an order as the API shows it: read from an ORDER_COLS row
- * (stmts.h) and rendered as the JSON object that order create, the status
- * changes and GET /order/{order_no} all answer with. No I/O. */
+/* order_view.h - an order as plain data (orders.c fills it from the
+ * database) and the JSON object that order create, the status changes and
+ * GET /order/{order_no} all answer with. No I/O. */
 #ifndef PAYCALLBACK_ORDER_VIEW_H
 #define PAYCALLBACK_ORDER_VIEW_H
 
@@ -10,7 +10,6 @@
 #include "validate.h"
 
 struct cJSON;
-struct db_row;
 
 #define ORDER_TIME_BUF 40         /* "2024-05-01T12:30:45.123000Z" */
 
@@ -25,10 +24,6 @@ struct order_view {
     char create_time[ORDER_TIME_BUF];
     char update_time[ORDER_TIME_BUF];
 };
-
-/* Fills o from an ORDER_COLS row. 0, or -1 when a column is not what the
- * schema promises (o is then zeroed). */
-int order_view_from_row(const struct db_row *row, struct order_view *o);
 
 /* {"order_no","user_id","request_id","sku","quantity","amount","status"},
  * then "create_time" and "update_time" when with_times, then "duplicate"

@@ -1,29 +1,33 @@
-/* stmts.h - every SQL statement the service runs, by id. The text lives in
- * stmts.c; db.c prepares each one once per connection on first use.
- * Parameters are '?' placeholders bound as strings. */
+/* stmts.h - every SQL statement the service runs, by id, with the order of
+ * its parameters and, for a SELECT, an enum naming its result columns (read
+ * them with the db_row_* accessors of db.h, never by bare position). The
+ * text lives in stmts.c; db.c prepares each one once per connection on
+ * first use. Parameters are '?' placeholders bound as strings; statuses
+ * are bound from the enums of order_state.h, never written into the SQL. */
 #ifndef PAYCALLBACK_STMTS_H
 #define PAYCALLBACK_STMTS_H
 
 enum db_stmt {
     ST_PING,
-    /* payment callback */
-    ST_PAY_INSERT,                /* pay_no, order_no, amount */
-    ST_PAY_SELECT,                /* pay_no -> order_no, amount, outcome, order status */
-    ST_PAY_MARK_REFUND,           /* pay_no: status = outcome = REFUND_REQUIRED */
-    ST_ORDER_LOCK,                /* order_no -> amount, status, sku, quantity (FOR UPDATE) */
+    /* payments (pay.c) */
+    ST_PAY_INSERT,                /* pay_no, order_no, amount, status, outcome */
+    ST_PAY_SELECT,                /* pay_no -> enum pay_seen_col */
+    ST_PAY_MARK_REFUND,           /* status, outcome, pay_no */
+    ST_ORDER_LOCK,                /* order_no -> enum order_lock_col (FOR UPDATE) */
     ST_ORDER_CAS,                 /* to, order_no, from */
+    /* outbox (outbox.c) */
     ST_OUTBOX_INSERT,             /* event_type, order_no, payload */
-    /* orders */
-    ST_STOCK_PRICE,               /* sku -> price */
+    /* orders (orders.c) */
+    ST_STOCK_PRICE,               /* sku -> enum stock_price_col */
     ST_STOCK_TAKE,                /* q, sku, q */
     ST_STOCK_RETURN,              /* q, sku */
-    ST_ORDER_INSERT,              /* order_no, user_id, request_id, sku, quantity, amount */
-    ST_ORDER_BY_REQUEST,          /* user_id, request_id -> ORDER_COLS */
-    ST_ORDER_GET,                 /* order_no -> ORDER_COLS */
-    ST_PAY_BY_ORDER,              /* order_no -> pay_no, amount, status, create_time */
-    ST_PAY_REFUND_BY_ORDER,       /* order_no: PAID payments -> REFUND_REQUIRED */
-    ST_ORDER_LOCK_ROW,            /* order_no -> ORDER_COLS (FOR UPDATE) */
-    ST_PAY_PAID_BY_ORDER_LOCK,    /* order_no -> pay_no, amount of PAID payments (FOR UPDATE) */
+    ST_ORDER_INSERT,              /* order_no, user_id, request_id, sku, quantity, amount, status */
+    ST_ORDER_BY_REQUEST,          /* user_id, request_id -> enum order_col */
+    ST_ORDER_GET,                 /* order_no -> enum order_col */
+    ST_PAY_BY_ORDER,              /* order_no -> enum pay_list_col */
+    ST_PAY_REFUND_BY_ORDER,       /* to_status, order_no, from_status */
+    ST_ORDER_LOCK_ROW,            /* order_no -> enum order_col (FOR UPDATE) */
+    ST_PAY_BY_ORDER_STATUS_LOCK,  /* order_no, status -> enum pay_lock_col (FOR UPDATE) */
     /* MySQL token store (Redis degraded) */
     ST_TOKEN_INSERT,              /* token, ttl_s */
     ST_TOKEN_CONSUME,             /* token */
@@ -31,21 +35,33 @@ enum db_stmt {
     ST_COUNT
 };
 
-/* ORDER_COLS: order_no, user_id, request_id, sku, quantity, amount, status,
- * create_time, update_time. */
+/* ST_ORDER_BY_REQUEST, ST_ORDER_GET, ST_ORDER_LOCK_ROW: the whole order. */
 enum order_col {
     OC_ORDER_NO, OC_USER_ID, OC_REQUEST_ID, OC_SKU, OC_QUANTITY, OC_AMOUNT,
     OC_STATUS, OC_CREATE_TIME, OC_UPDATE_TIME
 };
+
+/* ST_PAY_SELECT: a payment_record joined with its order's status (NULL
+ * when the order is gone). */
+enum pay_seen_col { PSC_ORDER_NO, PSC_AMOUNT, PSC_OUTCOME, PSC_ORDER_STATUS };
+
+/* ST_ORDER_LOCK: what the payment transaction needs of the order. */
+enum order_lock_col { OLC_AMOUNT, OLC_STATUS, OLC_SKU, OLC_QUANTITY };
+
+/* ST_STOCK_PRICE */
+enum stock_price_col { SPC_PRICE };
+
+/* ST_PAY_BY_ORDER: the payments of an order, oldest first. */
+enum pay_list_col { PLC_PAY_NO, PLC_AMOUNT, PLC_STATUS, PLC_CREATE_TIME };
+
+/* ST_PAY_BY_ORDER_STATUS_LOCK */
+enum pay_lock_col { PKC_PAY_NO, PKC_AMOUNT };
 
 /* The stored procedures this build calls. Their names carry the version of
  * sql/schema.sql they belong to; db_probe checks that each exists. */
 #define DB_PROC_PAY_CALLBACK "pay_callback_v1"
 #define DB_PROC_COUNT        1
 extern const char *const stmt_procedures[DB_PROC_COUNT];
-
-/* payment_record.status and .outcome */
-enum pay_status { PAY_PAID = 1, PAY_REFUND_REQUIRED = 2 };
 
 extern const char *const stmt_sql[ST_COUNT];
 

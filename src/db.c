@@ -9,9 +9,11 @@
 #include "db.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <errmsg.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,8 @@
 #include <time.h>
 
 #include "config.h"
-#include "log.h"
 #include "metrics.h"
+#include "money.h"
 #include "slots.h"
 
 #define DB_PARAMS_MAX        12
@@ -33,6 +35,8 @@ struct db_conn {
     MYSQL_STMT *st[ST_COUNT];
     struct db_pool *pool;
     bool was_connected;           /* a connect now is a reconnect */
+    unsigned int err;             /* last failure: MySQL errno, 0 for none */
+    char errstr[DB_ERRSTR_MAX];   /* last failure, one line */
 };
 
 struct db_pool {
@@ -43,40 +47,46 @@ struct db_pool {
     int size;
 };
 
-/* Maps a MySQL error number to our status. Lost and refused connections,
- * deadlocks and lock waits are worth another attempt; 1062 is a duplicate
- * and nothing else is. */
-static enum db_status classify(unsigned int err)
-{
-    switch (err) {
-    case 0:
-        return DB_OK;
-    case ER_DUP_ENTRY:                          /* 1062 */
-        return DB_DUPLICATE;
-    case ER_LOCK_DEADLOCK:                      /* 1213 */
-    case ER_LOCK_WAIT_TIMEOUT:                  /* 1205 */
-    case CR_SERVER_GONE_ERROR:                  /* 2006 */
-    case CR_SERVER_LOST:                        /* 2013 */
-    case CR_SERVER_LOST_EXTENDED:               /* 2055 */
-    case CR_CONNECTION_ERROR:                   /* 2002 */
-    case CR_CONN_HOST_ERROR:                    /* 2003 */
-    case ER_SERVER_SHUTDOWN:                    /* 1053 */
-    case ER_CON_COUNT_ERROR:                    /* 1040 */
-    case 1927:                                  /* MariaDB: connection killed */
-    case 4031:                                  /* MySQL 8: idle client disconnected */
-        return DB_RETRY;
-    default:
-        return DB_ERROR;
-    }
-}
+/* The one table of MySQL error codes: what each means to us, and whether
+ * the connection is gone (or in an unknown state) and must be remade.
+ * Codes not listed are DB_ERROR and drop the link: a bug or a schema
+ * problem, after which nothing about the session is trusted. */
+struct db_errmap {
+    unsigned int err;
+    enum db_status st;
+    bool drop;                    /* close the link; the next call reconnects */
+};
 
-/* True when err means the connection itself is gone and must be remade. */
-static bool is_link_error(unsigned int err)
+static const struct db_errmap errmap[] = {
+    { ER_DUP_ENTRY,            DB_DUPLICATE,   false },   /* 1062 */
+    { ER_LOCK_DEADLOCK,        DB_RETRY,       false },   /* 1213 */
+    { ER_LOCK_WAIT_TIMEOUT,    DB_RETRY,       false },   /* 1205 */
+    { ER_CON_COUNT_ERROR,      DB_RETRY,       true },    /* 1040 too many connections */
+    { ER_SERVER_SHUTDOWN,      DB_RETRY,       true },    /* 1053 */
+    { 1927,                    DB_RETRY,       true },    /* MariaDB: connection killed */
+    { 4031,                    DB_RETRY,       true },    /* MySQL 8: idle client disconnected */
+    { CR_CONNECTION_ERROR,     DB_RETRY,       true },    /* 2002 */
+    { CR_CONN_HOST_ERROR,      DB_RETRY,       true },    /* 2003 */
+    { CR_SERVER_GONE_ERROR,    DB_RETRY,       true },    /* 2006 */
+    { CR_SERVER_LOST,          DB_RETRY,       true },    /* 2013 */
+    { CR_SERVER_LOST_EXTENDED, DB_RETRY,       true },    /* 2055 */
+    { CR_COMMANDS_OUT_OF_SYNC, DB_ERROR,       true },    /* 2014 */
+};
+
+/* Looks err up in errmap. */
+static struct db_errmap classify(unsigned int err)
 {
-    return err == CR_SERVER_GONE_ERROR || err == CR_SERVER_LOST ||
-           err == CR_SERVER_LOST_EXTENDED || err == CR_CONNECTION_ERROR ||
-           err == CR_CONN_HOST_ERROR || err == ER_SERVER_SHUTDOWN || err == 1927 ||
-           err == 4031 || err == CR_COMMANDS_OUT_OF_SYNC;
+    struct db_errmap e = { err, DB_ERROR, true };
+
+    if (err == 0) {
+        e.st = DB_OK;
+        e.drop = false;
+        return e;
+    }
+    for (size_t i = 0; i < sizeof(errmap) / sizeof(errmap[0]); i++)
+        if (errmap[i].err == err)
+            return errmap[i];
+    return e;
 }
 
 static void stmt_close(MYSQL_STMT *st)
@@ -96,18 +106,49 @@ static void disconnect(struct db_conn *c)
     c->my = NULL;
 }
 
-/* Records err against the connection: logs it, drops the link when it is
- * gone, and returns the classified status. */
+/* Keeps errstr one logfmt-safe line: no quotes, no control characters. */
+static void tidy_errstr(struct db_conn *c)
+{
+    for (char *p = c->errstr; *p != '\0'; p++)
+        if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+            *p = *p == '"' ? '\'' : ' ';
+}
+
+/* Records err against the connection (db_errno, db_errstr), drops the link
+ * when the table says so, and returns the classified status. Logs nothing:
+ * the caller logs once, with its request id. */
 static enum db_status fail(struct db_conn *c, unsigned int err, const char *what, const char *msg)
 {
-    enum db_status st = classify(err);
+    struct db_errmap e = classify(err);
 
-    if (st != DB_DUPLICATE)
-        log_write(st == DB_ERROR ? LOG_ERROR : LOG_WARN, "mysql error",
-                  "op=%s errno=%u error=\"%s\"", what, err, msg);
-    if (is_link_error(err) || st == DB_ERROR)
+    c->err = err;
+    snprintf(c->errstr, sizeof(c->errstr), "%.60s: %s (errno %u)", what, msg, err);
+    tidy_errstr(c);
+    if (e.drop)
         disconnect(c);                          /* unknown state: start clean */
-    return st;
+    return e.st;
+}
+
+unsigned int db_errno(const struct db_conn *c)
+{
+    return c != NULL ? c->err : 0;
+}
+
+const char *db_errstr(const struct db_conn *c)
+{
+    return c != NULL ? c->errstr : "";
+}
+
+enum db_status db_fail(struct db_conn *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    c->err = 0;
+    va_start(ap, fmt);
+    vsnprintf(c->errstr, sizeof(c->errstr), fmt, ap);
+    va_end(ap);
+    tidy_errstr(c);
+    return DB_ERROR;
 }
 
 /* Sets the options every session of ours uses on a fresh handle. */
@@ -130,18 +171,18 @@ static void session_options(MYSQL *my, const struct config *cfg)
 static enum db_status connect_conn(struct db_conn *c)
 {
     const struct config *cfg = c->pool->cfg;
-    unsigned int err;
 
     if (c->my != NULL)
         return DB_OK;
     if ((c->my = mysql_init(NULL)) == NULL)
-        return DB_ERROR;
+        return db_fail(c, "cannot allocate a mysql handle");
     session_options(c->my, cfg);
     if (mysql_real_connect(c->my, cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
                            cfg->mysql_database, (unsigned int)cfg->mysql_port, NULL, 0) == NULL) {
-        err = mysql_errno(c->my);
-        log_warn("cannot connect to mysql", "host=%s port=%d errno=%u error=\"%s\"",
-                 cfg->mysql_host, cfg->mysql_port, err, mysql_error(c->my));
+        c->err = mysql_errno(c->my);
+        snprintf(c->errstr, sizeof(c->errstr), "cannot connect to mysql %.64s:%d: %.140s (errno %u)",
+                 cfg->mysql_host, cfg->mysql_port, mysql_error(c->my), c->err);
+        tidy_errstr(c);
         disconnect(c);
         return DB_UNAVAILABLE;
     }
@@ -189,14 +230,12 @@ static enum db_status execute(struct db_conn *c, enum db_stmt id, const char *co
 
     *out = NULL;
     if (nparams > DB_PARAMS_MAX)
-        return DB_ERROR;
+        return db_fail(c, "%.60s: too many parameters (%zu)", stmt_sql[id], nparams);
     if ((st = prepared(c, id, &s)) != DB_OK)
         return st;
-    if (mysql_stmt_param_count(s) != nparams) {
-        log_error("statement parameter count mismatch", "stmt=%d want=%lu got=%zu", (int)id,
-                  mysql_stmt_param_count(s), nparams);
-        return DB_ERROR;
-    }
+    if (mysql_stmt_param_count(s) != nparams)
+        return db_fail(c, "%.60s: wants %lu parameters, got %zu", stmt_sql[id],
+                       mysql_stmt_param_count(s), nparams);
     memset(bind, 0, sizeof(bind));
     for (size_t i = 0; i < nparams; i++) {
         null_flag[i] = params[i] == NULL;
@@ -250,7 +289,7 @@ enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *p
     mysql_free_result(meta);
     if (ncols > DB_COLS_MAX) {
         mysql_stmt_free_result(s);
-        return DB_ERROR;
+        return db_fail(c, "%.60s: %u columns, at most %d", stmt_sql[id], ncols, DB_COLS_MAX);
     }
     memset(bind, 0, sizeof(bind));
     for (unsigned int i = 0; i < ncols; i++) {
@@ -266,6 +305,7 @@ enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *p
         if (*nrows >= max_rows)
             continue;
         struct db_row *r = &rows[*nrows];
+        r->ncols = ncols;
         for (unsigned int i = 0; i < ncols; i++) {
             r->is_null[i] = null_flag[i] != 0;
             memcpy(r->col[i], scratch.col[i], null_flag[i] ? 0 : len[i]);
@@ -275,8 +315,8 @@ enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *p
     }
     if (rc == MYSQL_DATA_TRUNCATED) {
         mysql_stmt_free_result(s);
-        log_error("result column too long", "stmt=%d", (int)id);
-        return DB_ERROR;
+        return db_fail(c, "%.60s: a result column is longer than %d bytes", stmt_sql[id],
+                       DB_COL_MAX - 1);
     }
     if (rc != MYSQL_NO_DATA)
         return fail(c, mysql_stmt_errno(s), "fetch", mysql_stmt_error(s));
@@ -288,6 +328,16 @@ enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *p
     if (rc > 0)
         return fail(c, mysql_stmt_errno(s), "next_result", mysql_stmt_error(s));
     return DB_OK;
+}
+
+enum db_status db_query_one(struct db_conn *c, enum db_stmt id, const char *const *params,
+                            size_t nparams, struct db_row *row, bool *found)
+{
+    size_t n = 0;
+    enum db_status st = db_query(c, id, params, nparams, row, 1, &n);
+
+    *found = st == DB_OK && n == 1;
+    return st;
 }
 
 static enum db_status simple(struct db_conn *c, const char *sql)
@@ -314,7 +364,12 @@ static void backoff(int attempt)
         ;
 }
 
-enum db_status db_txn(struct db_conn *c, db_txn_fn fn, void *arg)
+/* The one bounded retry loop. Each attempt runs fn, inside START
+ * TRANSACTION ... COMMIT when txn, and a DB_RETRY from any step (a deadlock,
+ * a lost link, a lost COMMIT whose outcome the re-run finds out through the
+ * unique keys) runs it again after a backoff, on a fresh link if the old
+ * one was dropped. Any other status ends the loop. */
+static enum db_status run(struct db_conn *c, db_txn_fn fn, void *arg, bool txn)
 {
     enum db_status st = DB_UNAVAILABLE;
 
@@ -323,21 +378,17 @@ enum db_status db_txn(struct db_conn *c, db_txn_fn fn, void *arg)
             metrics_inc(c->pool->m, M_MYSQL_RETRIES);
             backoff(attempt - 1);
         }
-        if ((st = simple(c, "START TRANSACTION")) != DB_OK) {
-            if (st == DB_UNAVAILABLE || st == DB_ERROR)
+        if (txn && (st = simple(c, "START TRANSACTION")) != DB_OK) {
+            if (st != DB_RETRY)
                 return st;
             continue;                           /* lost link: reconnect and retry */
         }
         st = fn(c, arg);
-        if (st == DB_OK) {
+        if (txn && st == DB_OK) {
             if ((st = simple(c, "COMMIT")) == DB_OK)
                 return DB_OK;
-            /* A lost COMMIT has an unknown outcome: the retry finds out
-             * through the unique keys. */
-        } else if (c->my != NULL) {
-            enum db_status rb = simple(c, "ROLLBACK");
-            if (rb != DB_OK)
-                disconnect(c);
+        } else if (txn && c->my != NULL && simple(c, "ROLLBACK") != DB_OK) {
+            disconnect(c);
         }
         if (st != DB_RETRY)
             return st;
@@ -345,22 +396,40 @@ enum db_status db_txn(struct db_conn *c, db_txn_fn fn, void *arg)
     return DB_UNAVAILABLE;
 }
 
+enum db_status db_txn(struct db_conn *c, db_txn_fn fn, void *arg)
+{
+    return run(c, fn, arg, true);
+}
+
+enum db_status db_retry(struct db_conn *c, db_txn_fn fn, void *arg)
+{
+    return run(c, fn, arg, false);
+}
+
+struct query_job {
+    enum db_stmt id;
+    const char *const *params;
+    size_t nparams;
+    struct db_row *rows;
+    size_t max_rows;
+    size_t *nrows;
+};
+
+static enum db_status query_body(struct db_conn *c, void *arg)
+{
+    struct query_job *q = arg;
+
+    return db_query(c, q->id, q->params, q->nparams, q->rows, q->max_rows, q->nrows);
+}
+
 enum db_status db_query_retry(struct db_conn *c, enum db_stmt id, const char *const *params,
                               size_t nparams, struct db_row *rows, size_t max_rows,
                               size_t *nrows)
 {
-    enum db_status st = DB_UNAVAILABLE;
+    struct query_job q = { id, params, nparams, rows, max_rows, nrows };
 
-    for (int attempt = 0; attempt < DB_RETRY_MAX; attempt++) {
-        if (attempt > 0) {
-            metrics_inc(c->pool->m, M_MYSQL_RETRIES);
-            backoff(attempt - 1);
-        }
-        st = db_query(c, id, params, nparams, rows, max_rows, nrows);
-        if (st != DB_RETRY)
-            return st;
-    }
-    return DB_UNAVAILABLE;
+    *nrows = 0;
+    return run(c, query_body, &q, false);
 }
 
 enum db_status db_ping(struct db_conn *c)
@@ -370,6 +439,57 @@ enum db_status db_ping(struct db_conn *c)
     enum db_status st = db_query_retry(c, ST_PING, NULL, 0, &row, 1, &n);
 
     return st == DB_OK && n == 1 ? DB_OK : DB_UNAVAILABLE;
+}
+
+const char *db_param_int(char buf[DB_INT_BUF], int64_t v)
+{
+    snprintf(buf, DB_INT_BUF, "%" PRId64, v);
+    return buf;
+}
+
+bool db_row_is_null(const struct db_row *r, unsigned int col)
+{
+    return col >= r->ncols || col >= DB_COLS_MAX || r->is_null[col];
+}
+
+int db_row_int(const struct db_row *r, unsigned int col, int64_t min, int64_t max, int64_t *out)
+{
+    const char *s;
+    char *end = NULL;
+    long long v;
+
+    *out = 0;
+    if (db_row_is_null(r, col))
+        return -1;
+    s = r->col[col];
+    if (s[0] == '\0' || s[0] == ' ')
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+int db_row_cents(const struct db_row *r, unsigned int col, int64_t *out)
+{
+    *out = 0;
+    if (db_row_is_null(r, col))
+        return -1;
+    return money_parse(r->col[col], out) == MONEY_OK ? 0 : -1;
+}
+
+int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz)
+{
+    size_t len;
+
+    if (outsz > 0)
+        out[0] = '\0';
+    if (db_row_is_null(r, col) || (len = strlen(r->col[col])) >= outsz)
+        return -1;
+    memcpy(out, r->col[col], len + 1);
+    return 0;
 }
 
 /* The tables of sql/schema.sql the service reads and writes. */
@@ -449,7 +569,7 @@ enum db_status db_probe(const struct config *cfg, char *err, size_t errsz)
     if (mysql_real_connect(my, cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
                            cfg->mysql_database, (unsigned int)cfg->mysql_port, NULL, 0) == NULL) {
         snprintf(err, errsz, "cannot connect: %s (errno %u)", mysql_error(my), mysql_errno(my));
-        st = classify(mysql_errno(my)) == DB_RETRY ? DB_UNAVAILABLE : DB_ERROR;
+        st = classify(mysql_errno(my)).st == DB_RETRY ? DB_UNAVAILABLE : DB_ERROR;
         goto out;
     }
     st = probe_schema(my, err, errsz);
@@ -503,7 +623,11 @@ struct db_conn *db_acquire(struct db_pool *p, int wait_ms)
 
     if (waited)
         metrics_inc(p->m, i >= 0 ? M_MYSQL_POOL_WAITS : M_MYSQL_POOL_TIMEOUTS);
-    return i >= 0 ? &p->conns[i] : NULL;
+    if (i < 0)
+        return NULL;
+    p->conns[i].err = 0;
+    p->conns[i].errstr[0] = '\0';
+    return &p->conns[i];
 }
 
 void db_release(struct db_pool *p, struct db_conn *c)

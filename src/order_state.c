@@ -1,5 +1,6 @@
-/* order_state.c - the order state machine as one table of allowed moves.
- * It decides only; callers do the SQL. Pure and thread-safe. */
+/* order_state.c - the order state machine as one table of allowed moves,
+ * and the names of order and payment statuses. It decides only; callers do
+ * the SQL. Pure and thread-safe. */
 #include "order_state.h"
 
 #include <stddef.h>
@@ -84,4 +85,21 @@ int order_state_from_name(const char *name)
             return names[i].code;
     }
     return -1;
+}
+
+bool payment_status_valid(int code)
+{
+    return code == PAYMENT_PAID || code == PAYMENT_REFUND_REQUIRED;
+}
+
+const char *payment_status_name(int code)
+{
+    switch (code) {
+    case PAYMENT_PAID:
+        return "PAID";
+    case PAYMENT_REFUND_REQUIRED:
+        return "REFUND_REQUIRED";
+    default:
+        return "UNKNOWN";
+    }
 }

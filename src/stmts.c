@@ -1,5 +1,5 @@
 /* stmts.c - the SQL text of every statement, indexed by enum db_stmt.
- * Keep the column order in step with the comments in stmts.h. */
+ * Keep the parameter and column order in step with stmts.h. */
 #include "stmts.h"
 
 #define ORDER_COLS "order_no, user_id, request_id, sku, quantity, amount, status, " \
@@ -10,12 +10,12 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_PING] = "SELECT 1",
     [ST_PAY_INSERT] =
         "INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
-        "VALUES (?, ?, ?, 1, 1)",
+        "VALUES (?, ?, ?, ?, ?)",
     [ST_PAY_SELECT] =
         "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
         "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
     [ST_PAY_MARK_REFUND] =
-        "UPDATE payment_record SET status = 2, outcome = 2 WHERE pay_no = ?",
+        "UPDATE payment_record SET status = ?, outcome = ? WHERE pay_no = ?",
     [ST_ORDER_LOCK] =
         "SELECT amount, status, sku, quantity FROM orders WHERE order_no = ? FOR UPDATE",
     [ST_ORDER_CAS] =
@@ -27,7 +27,7 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_STOCK_RETURN] = "UPDATE stock SET num = num + ? WHERE sku = ?",
     [ST_ORDER_INSERT] =
         "INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
-        "VALUES (?, ?, ?, ?, ?, ?, 1)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
     [ST_ORDER_BY_REQUEST] =
         "SELECT " ORDER_COLS " FROM orders WHERE user_id = ? AND request_id = ?",
     [ST_ORDER_GET] = "SELECT " ORDER_COLS " FROM orders WHERE order_no = ?",
@@ -36,10 +36,10 @@ const char *const stmt_sql[ST_COUNT] = {
         "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ') "
         "FROM payment_record WHERE order_no = ? ORDER BY id",
     [ST_PAY_REFUND_BY_ORDER] =
-        "UPDATE payment_record SET status = 2 WHERE order_no = ? AND status = 1",
+        "UPDATE payment_record SET status = ? WHERE order_no = ? AND status = ?",
     [ST_ORDER_LOCK_ROW] = "SELECT " ORDER_COLS " FROM orders WHERE order_no = ? FOR UPDATE",
-    [ST_PAY_PAID_BY_ORDER_LOCK] =
-        "SELECT pay_no, amount FROM payment_record WHERE order_no = ? AND status = 1 "
+    [ST_PAY_BY_ORDER_STATUS_LOCK] =
+        "SELECT pay_no, amount FROM payment_record WHERE order_no = ? AND status = ? "
         "ORDER BY id FOR UPDATE",
     [ST_TOKEN_INSERT] =
         "INSERT INTO idem_token (token, expires_at) VALUES (?, NOW(3) + INTERVAL ? SECOND)",

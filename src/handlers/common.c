@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "http.h"
+#include "log.h"
 #include "server.h"
 
 struct db_conn *db_acquire_or_reply(struct server *srv, struct http_resp *resp)
@@ -14,9 +15,19 @@ struct db_conn *db_acquire_or_reply(struct server *srv, struct http_resp *resp)
     return c;
 }
 
-void reply_db_failure(struct http_resp *resp, enum db_status st)
+void log_db_failure(const struct http_req *req, const struct db_conn *c, const char *what,
+                    bool retryable)
 {
-    if (st == DB_UNAVAILABLE || st == DB_RETRY)
+    log_write(retryable ? LOG_WARN : LOG_ERROR, "mysql failure",
+              "op=%s errno=%u error=\"%s\" request_id=%s", what, db_errno(c), db_errstr(c),
+              req->request_id);
+}
+
+void reply_db_failure(const struct http_req *req, struct http_resp *resp, const struct db_conn *c,
+                      const char *what, bool retryable)
+{
+    log_db_failure(req, c, what, retryable);
+    if (retryable)
         http_reply_unavailable(resp, "database unavailable, retry later");
     else
         http_reply_error(resp, 500, "INTERNAL", "database error");

@@ -442,6 +442,28 @@ START_TEST(a_path_cannot_forge_log_fields)
 }
 END_TEST
 
+/* A malformed row is refused (500), not read as a silent 0, and the one
+ * log line of the failure carries the request id and the detail. */
+START_TEST(malformed_row_is_a_500_logged_once_with_the_request_id)
+{
+    char id[ID_MAX], hdr[96], needle[96];
+    const char *headers[] = { hdr, NULL };
+    const char *parts[] = { "level=error", "msg=\"mysql failure\"", "op=orders_view", "malformed",
+                            needle, NULL };
+    struct h_resp r;
+
+    h_db_insert_order("OM1", "u1", PRICE, 1);
+    h_db_exec("UPDATE orders SET status = 7 WHERE order_no = 'OM1'");
+    unique_id(id, "malformed");
+    snprintf(hdr, sizeof hdr, "X-Request-Id: %s", id);
+    snprintf(needle, sizeof needle, "request_id=%s", id);
+    h_http(h_port(), "GET", "/order/OM1", headers, NULL, 0, &r);
+    h_assert_error(&r, 500, "INTERNAL");
+    h_resp_free(&r);
+    free(assert_logged(parts));
+}
+END_TEST
+
 /* ---- alerts -------------------------------------------------------------- */
 
 START_TEST(amount_mismatch_is_an_alert_with_order_and_pay_no)
@@ -563,6 +585,7 @@ static Suite *ops_suite(void)
     tcase_add_test(tc, generated_ids_differ_between_requests);
     tcase_add_test(tc, error_replies_echo_the_id_and_log_their_code);
     tcase_add_test(tc, a_path_cannot_forge_log_fields);
+    tcase_add_test(tc, malformed_row_is_a_500_logged_once_with_the_request_id);
     suite_add_tcase(s, tc);
 
     tc = tcase("alerts carry the ids", h_fixture_server_up, TC_TIMEOUT_S);

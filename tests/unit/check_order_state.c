@@ -151,6 +151,17 @@ START_TEST(order_state_from_name_rejects_unknown_names)
 }
 END_TEST
 
+START_TEST(payment_status_names_the_two_payment_statuses)
+{
+    ck_assert_str_eq("PAID", payment_status_name(PAYMENT_PAID));
+    ck_assert_str_eq("REFUND_REQUIRED", payment_status_name(PAYMENT_REFUND_REQUIRED));
+    ck_assert_str_eq("UNKNOWN", payment_status_name(0));
+    ck_assert(payment_status_valid(PAYMENT_PAID));
+    ck_assert(payment_status_valid(PAYMENT_REFUND_REQUIRED));
+    ck_assert(!payment_status_valid(3));
+}
+END_TEST
+
 static Suite *order_state_suite(void)
 {
     Suite *s = suite_create("order_state");
@@ -178,6 +189,7 @@ static Suite *order_state_suite(void)
     tcase_add_test(tc, order_state_name_of_unknown_code_is_unknown);
     tcase_add_test(tc, order_state_from_name_inverts_name);
     tcase_add_test(tc, order_state_from_name_rejects_unknown_names);
+    tcase_add_test(tc, payment_status_names_the_two_payment_statuses);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,115 @@
+/* orders.h - the order operations: create (price, stock and the order row
+ * in one transaction), the status changes ship/finish/cancel (one function,
+ * through the state machine of order_state.h, with their outbox events),
+ * and the view of an order with its payments. Knows nothing of HTTP, JSON,
+ * tokens or Redis: callers put their own guards in front (the
+ * anti-resubmit token, the per-sku lock) and render the results.
+ *
+ * Every function takes a borrowed connection (not inside a transaction),
+ * retries deadlocks and lost links itself (db_txn), resets its out-param
+ * first, and on ORDERS_UNAVAILABLE / ORDERS_ERROR leaves the detail in
+ * db_errno(c)/db_errstr(c) for the caller to log with its request id.
+ * Any thread, one connection per thread. */
+#ifndef PAYCALLBACK_ORDERS_H
+#define PAYCALLBACK_ORDERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "order_view.h"
+#include "validate.h"
+
+#define ORDERS_QTY_MIN       1
+#define ORDERS_QTY_MAX       1000
+#define ORDERS_PAYMENTS_MAX  32   /* payments shown by orders_view; more are not expected */
+#define ORDERS_REFUNDS_MAX   8    /* payments named by one cancel */
+
+enum orders_result {
+    ORDERS_OK,                    /* created / moved / found */
+    ORDERS_DUPLICATE,             /* create: the request already made an order (out is it);
+                                     transition: the order is already in the target status */
+    ORDERS_NOT_FOUND,             /* no order with this order_no */
+    ORDERS_NO_SKU,                /* create: the sku is not in stock */
+    ORDERS_NO_STOCK,              /* create: not enough stock for the quantity */
+    ORDERS_TOO_LARGE,             /* create: price x quantity past DECIMAL(12,2) */
+    ORDERS_ILLEGAL,               /* transition: the state table forbids it */
+    ORDERS_UNAVAILABLE,           /* MySQL unreachable or busy: retry later; nothing written */
+    ORDERS_ERROR                  /* a bug, a schema problem or a malformed row */
+};
+
+/* An order to make: validated identifiers, quantity in
+ * [ORDERS_QTY_MIN, ORDERS_QTY_MAX]. (user_id, request_id) is unique: the
+ * same pair again answers with the order it made. */
+struct order_create_req {
+    char user_id[ID_BUF];
+    char request_id[ID_BUF];
+    char sku[ID_BUF];
+    int64_t quantity;
+};
+
+/* A status change: order_no (validated) to status to (ORDER_SHIPPED,
+ * ORDER_FINISHED or ORDER_CANCELED). */
+struct order_transition_req {
+    const char *order_no;
+    int to;
+};
+
+/* A payment a cancel turned REFUND_REQUIRED. */
+struct order_refund {
+    char pay_no[ID_BUF];
+    int64_t amount_cents;
+};
+
+/* What a transition found and did. */
+struct order_change {
+    struct order_view order;      /* as it is after the call (OK, DUPLICATE) */
+    int from;                     /* the status it had (OK, DUPLICATE, ILLEGAL) */
+    struct order_refund refunds[ORDERS_REFUNDS_MAX];
+    size_t nrefunds;              /* OK of a cancel of a PAID order: now REFUND_REQUIRED */
+};
+
+/* One payment of an order. */
+struct order_payment {
+    char pay_no[ID_BUF];
+    int64_t amount_cents;
+    int status;                   /* enum payment_status */
+    char create_time[ORDER_TIME_BUF];
+};
+
+/* An order with its payments, oldest first. */
+struct order_detail {
+    struct order_view order;
+    struct order_payment payments[ORDERS_PAYMENTS_MAX];
+    size_t npayments;
+};
+
+/* Makes the order of req in one transaction: reads the sku's price, inserts
+ * the order (WAIT_PAY) under UNIQUE(user_id, request_id) and takes the
+ * stock with a conditional UPDATE (never below zero). A duplicate key means
+ * the request was seen before: ORDERS_DUPLICATE with that order in *out;
+ * or, when no order has this request, that two random order numbers
+ * collided: another is drawn (a few times, then ORDERS_ERROR). Returns
+ * ORDERS_OK (*out is the new order), ORDERS_DUPLICATE, ORDERS_NO_SKU,
+ * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_UNAVAILABLE or ORDERS_ERROR. */
+enum orders_result orders_create(struct db_conn *c, const struct order_create_req *req,
+                                 struct order_view *out);
+
+/* Moves an order to req->to in one transaction: locks the row, asks
+ * order_state_allowed before any write, then compare-and-sets the status
+ * with its outbox event. A cancel gives the stock back, and a cancel of a
+ * PAID order turns its PAID payments REFUND_REQUIRED (listed in out).
+ * Returns ORDERS_OK, ORDERS_DUPLICATE (already there; nothing written),
+ * ORDERS_NOT_FOUND, ORDERS_ILLEGAL (nothing written; out->from says from
+ * where), ORDERS_UNAVAILABLE or ORDERS_ERROR. */
+enum orders_result orders_transition(struct db_conn *c, const struct order_transition_req *req,
+                                     struct order_change *out);
+
+/* Reads an order and its payments in one snapshot. ORDERS_OK,
+ * ORDERS_NOT_FOUND, ORDERS_UNAVAILABLE or ORDERS_ERROR. */
+enum orders_result orders_view(struct db_conn *c, const char *order_no, struct order_detail *out);
+
+/* "OK", "DUPLICATE", ... for logs. Never NULL. */
+const char *orders_result_str(enum orders_result r);
+
+#endif

@@ -1,0 +1,84 @@
+/* pay.h - applying a payment: the domain operation behind every payment
+ * notification, whatever its wire format. A gateway handler parses and
+ * authenticates its own format into a struct pay_request, calls pay_apply,
+ * hands the result to pay_report (alerts, metrics) and renders its own
+ * acknowledgement from the result. Knows nothing of HTTP or JSON.
+ *
+ * The guarantees: one payment (pay_no) is recorded once, ever; an order
+ * is paid by at most one payment, through the state machine; a payment
+ * that arrives for an order no longer waiting is kept as REFUND_REQUIRED;
+ * a payment that cannot be matched (unknown order, wrong amount) writes
+ * nothing. Any call may be repeated: a repeat answers from the record. */
+#ifndef PAYCALLBACK_PAY_H
+#define PAYCALLBACK_PAY_H
+
+#include <stdint.h>
+
+#include "db.h"
+#include "validate.h"
+
+struct metrics;
+
+#define PAY_CURRENCY_BUF 4        /* ISO 4217 alpha code and the NUL */
+
+/* One payment notification, already authenticated and validated. */
+struct pay_request {
+    char pay_no[ID_BUF];          /* the gateway's payment id: unique forever */
+    char order_no[ID_BUF];
+    int64_t amount_cents;         /* > 0 */
+    /* ISO 4217 code the gateway stated ("CNY"), or "" when its format has
+     * none. Orders carry no currency yet, so it is not compared today: when
+     * orders gain one, pay_apply checks it next to the amount and answers
+     * PAY_MISMATCH (out->currency_mismatch) on a difference. */
+    char currency[PAY_CURRENCY_BUF];
+};
+
+enum pay_result {
+    PAY_PAID,                     /* this payment paid the order: WAIT_PAY -> PAID, event written */
+    PAY_REFUND_REQUIRED,          /* recorded, but the order was not waiting: someone must refund */
+    PAY_REPLAY,                   /* pay_no already recorded with this order and amount */
+    PAY_CONFLICT,                 /* pay_no already recorded with another order or amount */
+    PAY_NOT_FOUND,                /* no such order; nothing written */
+    PAY_MISMATCH,                 /* amount differs from the order's; nothing written */
+    PAY_UNAVAILABLE,              /* MySQL unreachable or busy: answer "retry later"; safe */
+    PAY_ERROR                     /* a bug, a schema problem or a malformed row: db_errstr */
+};
+
+/* What pay_apply found, for rendering and alerting. Which fields mean
+ * something depends on the result, as noted. */
+struct pay_outcome {
+    /* PAID, REFUND_REQUIRED, REPLAY: the answer to give. */
+    int order_status;             /* enum order_status after the call; 0 if the order is gone */
+    int outcome;                  /* enum payment_status: the first answer for this pay_no */
+    /* REPLAY, CONFLICT: the record of the first call. */
+    char stored_order_no[ID_BUF];
+    int64_t stored_amount_cents;
+    /* MISMATCH: what the order expects. */
+    int64_t order_amount_cents;
+    int currency_mismatch;        /* 1 when the currency, not the amount, differs */
+};
+
+/* Applies req on c (a borrowed connection, not inside a transaction): a
+ * recorded pay_no is answered from its record without a write; otherwise
+ * one transaction inserts the payment record (UNIQUE pay_no: a duplicate
+ * key, and only that, means "seen before"), locks the order, checks the
+ * amount, moves the order WAIT_PAY -> PAID (order_state_allowed, then a
+ * compare-and-set) with its order.paid outbox event, or marks the record
+ * REFUND_REQUIRED when the order was no longer waiting. Retries deadlocks
+ * and lost links (db_txn). out is always reset first. On PAY_UNAVAILABLE
+ * and PAY_ERROR the detail is in db_errno(c)/db_errstr(c). Any thread,
+ * one connection per thread. */
+enum pay_result pay_apply(struct db_conn *c, const struct pay_request *req,
+                          struct pay_outcome *out);
+
+/* Logs and counts what operators must see of a result, each line with
+ * request_id: PAID (info), REFUND_REQUIRED, CONFLICT, NOT_FOUND and
+ * MISMATCH (alert lines), REPLAY (a counter). Failures are not reported
+ * here: the caller logs them with db_errstr. m may be NULL. */
+void pay_report(struct metrics *m, const struct pay_request *req, enum pay_result r,
+                const struct pay_outcome *out, const char *request_id);
+
+/* "PAID", "REPLAY", ... for logs. Never NULL. */
+const char *pay_result_str(enum pay_result r);
+
+#endif
