@@ -65,7 +65,7 @@ unit: $(UNIT)
 	@scripts/run-tests.sh $(UNIT)
 
 integration: $(BIN) $(INTEG)
-	@PAYCALLBACK_BIN=$(BIN) scripts/run-tests.sh $(INTEG)
+	@PCB_BIN=$(BIN) scripts/run-tests.sh $(INTEG)
 
 test: services
 	@$(MAKE) --no-print-directory unit integration
@@ -83,7 +83,7 @@ bench: services
 
 test-faults: services
 	@$(MAKE) --no-print-directory all
-	@PAYCALLBACK_BIN=$(BIN) timeout -k 10 900 tests/faults/faults.py
+	@PCB_BIN=$(BIN) timeout -k 10 900 tests/faults/faults.py
 
 lint:
 	@scripts/lint.sh

@@ -40,10 +40,15 @@ struct config {
     int signature_tolerance_s;
 };
 
-/* Fills cfg with defaults, reads path (a JSON object of sections), then
- * applies environment overrides, then validates ranges. On failure returns
- * -1 with a one-line reason in err (errsz bytes); cfg is then unusable. */
-int cfg_load(struct config *cfg, const char *path, char *err, size_t errsz);
+/* Fills cfg with defaults, reads path (a JSON object of sections; NULL for
+ * none), then applies the overrides found in envp ("NAME=value" strings,
+ * NULL-terminated, normally environ), then validates. The file is read
+ * strictly: one JSON object, each key known and present once, nothing
+ * after it; numbers are range-checked before conversion and strings
+ * against their field's size. Every PAYCALLBACK_* name in envp must be a
+ * key. On failure returns -1 with a one-line reason in err (errsz bytes);
+ * cfg is then unusable. Reads no global state: safe from any thread. */
+int cfg_load(struct config *cfg, const char *path, const char *const *envp, char *err, size_t errsz);
 
 /* Writes the configuration table (json key, env name, default) to stdout,
  * for --help. */

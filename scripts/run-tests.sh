@@ -4,20 +4,23 @@
 # Ends with "N passed, M failed" (checks, summed over all binaries); a binary
 # that crashes, exits non-zero or prints no Check summary counts as a failure.
 # VALGRIND=1 runs each binary under valgrind (with CK_FORK=no).
-# PAYCALLBACK_TEST_TIMEOUT=SECONDS kills a binary that runs longer.
+# PCB_TEST_TIMEOUT=SECONDS kills a binary that runs longer.
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-export PAYCALLBACK_ROOT=${PAYCALLBACK_ROOT:-$ROOT}
-export PAYCALLBACK_TEST_MYSQL_PORT=${PAYCALLBACK_TEST_MYSQL_PORT:-$MYSQL_PORT}
-export PAYCALLBACK_TEST_REDIS_PORT=${PAYCALLBACK_TEST_REDIS_PORT:-$REDIS_PORT}
-export PAYCALLBACK_TEST_MYSQL_USER=${PAYCALLBACK_TEST_MYSQL_USER:-$DB_USER}
-export PAYCALLBACK_TEST_MYSQL_PASSWORD=${PAYCALLBACK_TEST_MYSQL_PASSWORD:-$DB_PASSWORD}
-export PAYCALLBACK_TEST_MYSQL_DB=${PAYCALLBACK_TEST_MYSQL_DB:-$DB_TEST_NAME}
-if [[ -n ${PAYCALLBACK_BIN:-} ]]; then
-	[[ $PAYCALLBACK_BIN == /* ]] || PAYCALLBACK_BIN=$PWD/$PAYCALLBACK_BIN
-	export PAYCALLBACK_BIN
+# The service owns the PAYCALLBACK_ prefix and refuses to start on a name
+# under it that is not one of its keys, and the server inherits this
+# environment: settings of the test tools are therefore PCB_*.
+export PCB_ROOT=${PCB_ROOT:-$ROOT}
+export PCB_TEST_MYSQL_PORT=${PCB_TEST_MYSQL_PORT:-$MYSQL_PORT}
+export PCB_TEST_REDIS_PORT=${PCB_TEST_REDIS_PORT:-$REDIS_PORT}
+export PCB_TEST_MYSQL_USER=${PCB_TEST_MYSQL_USER:-$DB_USER}
+export PCB_TEST_MYSQL_PASSWORD=${PCB_TEST_MYSQL_PASSWORD:-$DB_PASSWORD}
+export PCB_TEST_MYSQL_DB=${PCB_TEST_MYSQL_DB:-$DB_TEST_NAME}
+if [[ -n ${PCB_BIN:-} ]]; then
+	[[ $PCB_BIN == /* ]] || PCB_BIN=$PWD/$PCB_BIN
+	export PCB_BIN
 fi
 # The summary line is what gets counted, so never let Check be silent.
 [[ ${CK_VERBOSITY:-} == verbose ]] || export CK_VERBOSITY=normal
@@ -27,8 +30,8 @@ if [[ ${VALGRIND:-0} == 1 ]]; then
 	export CK_FORK=no
 	wrap=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99)
 fi
-if [[ -n ${PAYCALLBACK_TEST_TIMEOUT:-} ]]; then
-	wrap=(timeout -k 10 "$PAYCALLBACK_TEST_TIMEOUT" "${wrap[@]}")
+if [[ -n ${PCB_TEST_TIMEOUT:-} ]]; then
+	wrap=(timeout -k 10 "$PCB_TEST_TIMEOUT" "${wrap[@]}")
 fi
 
 out=$(mktemp)

@@ -1,7 +1,11 @@
 /* config.c - defaults, then the JSON file, then PAYCALLBACK_* environment
  * variables, then range checks. One table drives all three, so a key, its
- * environment name and its limits are written once. */
+ * environment name, its limits and its size are written once. The file is
+ * read as strictly as a request body (jsonutil.c): one object, no
+ * duplicate key, nothing after it, no unknown key. */
 #include "config.h"
+
+#include <stdint.h>
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -11,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonutil.h"
+
 #define CFG_FILE_MAX_BYTES (1 << 20)
+#define CFG_ENV_PREFIX     "PAYCALLBACK_"
 
 enum key_type { KEY_INT, KEY_STR };
 
@@ -20,14 +27,14 @@ struct cfg_key {
     const char *name;
     enum key_type type;
     size_t offset;
+    size_t size;                  /* bytes of the field, NUL included for KEY_STR */
     long min, max;                /* KEY_INT range; KEY_STR: min 1 = required */
     const char *def;
 };
 
-#define I(sec, name, field, lo, hi, def) \
-    { sec, name, KEY_INT, offsetof(struct config, field), lo, hi, def }
-#define S(sec, name, field, req, def) \
-    { sec, name, KEY_STR, offsetof(struct config, field), req, 0, def }
+#define FIELD(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
+#define I(sec, name, field, lo, hi, def) { sec, name, KEY_INT, FIELD(field), lo, hi, def }
+#define S(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def }
 
 static const struct cfg_key keys[] = {
     S("listen", "address", listen_address, 1, "127.0.0.1"),
@@ -57,6 +64,7 @@ static const struct cfg_key keys[] = {
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
+#undef FIELD
 #undef I
 #undef S
 
@@ -77,44 +85,79 @@ static void key_path(const struct cfg_key *k, char *buf, size_t n)
     snprintf(buf, n, "%s%s%s", k->section ? k->section : "", k->section ? "." : "", k->name);
 }
 
-/* Stores text as the value of k. Returns 0, or -1 with a reason in err. */
-static int set_value(struct config *cfg, const struct cfg_key *k, const char *text,
-                     const char *origin, char *err, size_t errsz)
+/* Parses a decimal integer: an optional '-' and digits, nothing else (no
+ * blanks, no '+', no hex), as an environment value must be written. */
+static int parse_long(const char *text, long *out)
 {
-    char *p = (char *)cfg + k->offset;
-    char path[64];
+    const char *p = text[0] == '-' ? text + 1 : text;
     char *end;
-    long v;
 
-    key_path(k, path, sizeof(path));
-    if (k->type == KEY_STR) {
-        if (strlen(text) >= CFG_STR_MAX) {
-            snprintf(err, errsz, "%s: %s is longer than %d bytes", origin, path, CFG_STR_MAX - 1);
-            return -1;
-        }
-        snprintf(p, CFG_STR_MAX, "%s", text);
-        return 0;
-    }
+    if (*p < '0' || *p > '9')
+        return -1;
     errno = 0;
-    v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0') {
-        snprintf(err, errsz, "%s: %s must be an integer, got \"%s\"", origin, path, text);
+    *out = strtol(text, &end, 10);
+    return errno != 0 || *end != '\0' ? -1 : 0;
+}
+
+/* Stores a string value, refused when it does not fit the key's own
+ * field with its NUL. 0, or -1 with a reason in err. */
+static int set_str(struct config *cfg, const struct cfg_key *k, const char *text,
+                   const char *origin, char *err, size_t errsz)
+{
+    char path[64];
+    size_t n = strlen(text);
+
+    if (n >= k->size) {
+        key_path(k, path, sizeof(path));
+        snprintf(err, errsz, "%s: %s is longer than %zu bytes", origin, path, k->size - 1);
         return -1;
     }
-    if (v < k->min || v > k->max) {
-        snprintf(err, errsz, "%s: %s must be in %ld..%ld, got %ld", origin, path,
-                 k->min, k->max, v);
-        return -1;
-    }
-    *(int *)p = (int)v;
+    memcpy((char *)cfg + k->offset, text, n + 1);
     return 0;
 }
 
-/* Applies one JSON value, which must have the key's type. */
+/* Stores an integer after checking the key's range. 0, or -1. */
+static int set_int(struct config *cfg, const struct cfg_key *k, long v, const char *origin,
+                   char *err, size_t errsz)
+{
+    char path[64];
+
+    if (v < k->min || v > k->max) {
+        key_path(k, path, sizeof(path));
+        snprintf(err, errsz, "%s: %s must be in %ld..%ld, got %ld", origin, path, k->min,
+                 k->max, v);
+        return -1;
+    }
+    *(int *)((char *)cfg + k->offset) = (int)v;
+    return 0;
+}
+
+/* Stores text (a default or an environment value) as the value of k.
+ * Returns 0, or -1 with a reason in err. */
+static int set_value(struct config *cfg, const struct cfg_key *k, const char *text,
+                     const char *origin, char *err, size_t errsz)
+{
+    char path[64];
+    long v;
+
+    if (k->type == KEY_STR)
+        return set_str(cfg, k, text, origin, err, errsz);
+    if (parse_long(text, &v) != 0) {
+        key_path(k, path, sizeof(path));
+        snprintf(err, errsz, "%s: %s must be an integer, got \"%.32s\"", origin, path, text);
+        return -1;
+    }
+    return set_int(cfg, k, v, origin, err, errsz);
+}
+
+/* Applies one JSON value, which must have the key's type. A number is
+ * range-checked as a double before it is converted: 1e34 is out of range,
+ * not undefined behaviour. */
 static int set_json(struct config *cfg, const struct cfg_key *k, const cJSON *item,
                     const char *file, char *err, size_t errsz)
 {
-    char num[32], path[64];
+    char path[64];
+    int64_t v;
 
     key_path(k, path, sizeof(path));
     if (k->type == KEY_STR) {
@@ -122,17 +165,27 @@ static int set_json(struct config *cfg, const struct cfg_key *k, const cJSON *it
             snprintf(err, errsz, "%s: %s must be a string", file, path);
             return -1;
         }
-        return set_value(cfg, k, item->valuestring, file, err, errsz);
+        return set_str(cfg, k, item->valuestring, file, err, errsz);
     }
-    if (!cJSON_IsNumber(item) || item->valuedouble != (double)(long)item->valuedouble) {
-        snprintf(err, errsz, "%s: %s must be an integer", file, path);
-        return -1;
+    switch (json_int_value(item, k->min, k->max, &v)) {
+    case JSON_OK:
+        return set_int(cfg, k, (long)v, file, err, errsz);
+    case JSON_RANGE:
+        if (cJSON_IsNumber(item)) {
+            snprintf(err, errsz, "%s: %s must be in %ld..%ld, got %g", file, path, k->min,
+                     k->max, item->valuedouble);
+            return -1;
+        }
+        break;
+    default:
+        break;
     }
-    snprintf(num, sizeof(num), "%ld", (long)item->valuedouble);
-    return set_value(cfg, k, num, file, err, errsz);
+    snprintf(err, errsz, "%s: %s must be an integer", file, path);
+    return -1;
 }
 
-static char *read_file(const char *path, char *err, size_t errsz)
+/* The whole file, NUL-terminated, its length in *len. NULL on failure. */
+static char *read_file(const char *path, size_t *len, char *err, size_t errsz)
 {
     FILE *f = NULL;
     char *buf = NULL;
@@ -154,6 +207,7 @@ static char *read_file(const char *path, char *err, size_t errsz)
         goto out;
     }
     buf[n] = '\0';
+    *len = n;
 out:
     fclose(f);
     return buf;
@@ -164,9 +218,14 @@ out:
 static int check_unknown(const cJSON *root, const char *file, char *err, size_t errsz)
 {
     const cJSON *it, *sub;
+    const char *dup;
     size_t i;
     int known;
 
+    if ((dup = json_duplicate_key(root)) != NULL) {
+        snprintf(err, errsz, "%s: key \"%s\" appears twice", file, dup);
+        return -1;
+    }
     cJSON_ArrayForEach(it, root) {
         known = 0;
         for (i = 0; i < NKEYS && !known; i++) {
@@ -186,6 +245,10 @@ static int check_unknown(const cJSON *root, const char *file, char *err, size_t 
         }
         if (!cJSON_IsObject(it))
             continue;
+        if ((dup = json_duplicate_key(it)) != NULL) {
+            snprintf(err, errsz, "%s: key \"%s.%s\" appears twice", file, it->string, dup);
+            return -1;
+        }
         cJSON_ArrayForEach(sub, it) {
             for (known = 0, i = 0; i < NKEYS && !known; i++)
                 known = keys[i].section && strcmp(keys[i].section, it->string) == 0 &&
@@ -204,13 +267,19 @@ static int apply_file(struct config *cfg, const char *path, char *err, size_t er
     char *text = NULL;
     cJSON *root = NULL;
     const cJSON *item;
-    size_t i;
+    size_t i, len = 0;
     int rc = -1;
 
-    if ((text = read_file(path, err, errsz)) == NULL)
+    if ((text = read_file(path, &len, err, errsz)) == NULL)
         return -1;
-    if ((root = cJSON_Parse(text)) == NULL || !cJSON_IsObject(root)) {
-        snprintf(err, errsz, "%s: not a JSON object", path);
+    switch (json_parse_object(text, len, &root)) {
+    case JSON_OK:
+        break;
+    case JSON_NUL:
+        snprintf(err, errsz, "%s: holds a NUL character", path);
+        goto out;
+    default:
+        snprintf(err, errsz, "%s: not a JSON object (or data after it)", path);
         goto out;
     }
     if (check_unknown(root, path, err, errsz) != 0)
@@ -238,7 +307,56 @@ static int is_ip_address(const char *s)
     return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
 }
 
-int cfg_load(struct config *cfg, const char *path, char *err, size_t errsz)
+/* The value of the variable name in envp ("NAME=value" strings, NULL-
+ * terminated), or NULL. The first entry wins, as with getenv. */
+static const char *env_get(const char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (; envp != NULL && *envp != NULL; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return *envp + n + 1;
+    return NULL;
+}
+
+/* True when the variable named by the first n bytes of s is one this
+ * module reads. */
+static int env_known(const char *s, size_t n)
+{
+    char name[96];
+    size_t i;
+
+    for (i = 0; i < NKEYS; i++) {
+        env_name(&keys[i], name, sizeof(name));
+        if (strlen(name) == n && strncmp(name, s, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The service owns the PAYCALLBACK_ prefix: every variable under it must
+ * be one it reads, so that a misspelt PAYCALLBACK_CALLBACK_SECRT stops the
+ * start instead of leaving the file's value in force. */
+static int check_env_names(const char *const *envp, char *err, size_t errsz)
+{
+    size_t plen = strlen(CFG_ENV_PREFIX), n;
+    const char *eq;
+
+    for (; envp != NULL && *envp != NULL; envp++) {
+        if (strncmp(*envp, CFG_ENV_PREFIX, plen) != 0)
+            continue;
+        eq = strchr(*envp, '=');
+        n = eq != NULL ? (size_t)(eq - *envp) : strlen(*envp);
+        if (!env_known(*envp, n)) {
+            snprintf(err, errsz, "unknown environment variable %.*s: not a configuration key "
+                     "(paycallback --help lists them)", (int)(n < 96 ? n : 96), *envp);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cfg_load(struct config *cfg, const char *path, const char *const *envp, char *err, size_t errsz)
 {
     char name[96];
     const char *v;
@@ -248,11 +366,14 @@ int cfg_load(struct config *cfg, const char *path, char *err, size_t errsz)
     for (i = 0; i < NKEYS; i++)
         if (set_value(cfg, &keys[i], keys[i].def, "default", err, errsz) != 0)
             return -1;
+    if (check_env_names(envp, err, errsz) != 0)
+        return -1;
     if (path != NULL && apply_file(cfg, path, err, errsz) != 0)
         return -1;
     for (i = 0; i < NKEYS; i++) {
         env_name(&keys[i], name, sizeof(name));
-        if ((v = getenv(name)) != NULL && set_value(cfg, &keys[i], v, name, err, errsz) != 0)
+        if ((v = env_get(envp, name)) != NULL &&
+            set_value(cfg, &keys[i], v, name, err, errsz) != 0)
             return -1;
     }
     for (i = 0; i < NKEYS; i++) {

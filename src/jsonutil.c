@@ -61,33 +61,59 @@ static bool has_nul(const char *s, size_t len)
     return false;
 }
 
+enum json_status json_parse_object(const char *text, size_t len, struct cJSON **root)
+{
+    const char *end = NULL;
+    cJSON *obj = NULL;
+
+    *root = NULL;
+    if (text == NULL || len == 0)
+        return JSON_NOT_OBJECT;
+    if (has_nul(text, len))
+        return JSON_NUL;
+    obj = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (obj == NULL || !cJSON_IsObject(obj))
+        goto fail;
+    /* Only whitespace may follow the object: '{"a":1} x' is not JSON. */
+    while (end < text + len && is_json_space(*end))
+        end++;
+    if (end != text + len)
+        goto fail;
+    *root = obj;
+    return JSON_OK;
+fail:
+    cJSON_Delete(obj);
+    return JSON_NOT_OBJECT;
+}
+
 struct cJSON *json_parse_object_or_reply(const char *body, size_t len,
                                          struct http_resp *resp)
 {
     cJSON *root = NULL;
-    const char *end = NULL;
 
-    if (body == NULL || len == 0) {
-        http_reply_error(resp, 400, "BAD_REQUEST", "body must be a JSON object");
-        return NULL;
-    }
-    if (has_nul(body, len)) {
+    switch (json_parse_object(body, len, &root)) {
+    case JSON_OK:
+        return root;
+    case JSON_NUL:
         http_reply_error(resp, 400, "BAD_REQUEST",
                          "body must not contain NUL characters");
         return NULL;
+    default:
+        http_reply_error(resp, 400, "BAD_REQUEST", "body must be a JSON object");
+        return NULL;
     }
-    root = cJSON_ParseWithLengthOpts(body, len, &end, false);
-    if (root == NULL || !cJSON_IsObject(root))
-        goto fail;
-    /* Only whitespace may follow the object: '{"a":1} x' is not JSON. */
-    while (end < body + len && is_json_space(*end))
-        end++;
-    if (end != body + len)
-        goto fail;
-    return root;
-fail:
-    cJSON_Delete(root);
-    http_reply_error(resp, 400, "BAD_REQUEST", "body must be a JSON object");
+}
+
+const char *json_duplicate_key(const struct cJSON *obj)
+{
+    const cJSON *a, *b;
+
+    if (!cJSON_IsObject(obj))
+        return NULL;
+    for (a = obj->child; a != NULL; a = a->next)
+        for (b = a->next; b != NULL; b = b->next)
+            if (a->string != NULL && b->string != NULL && strcmp(a->string, b->string) == 0)
+                return a->string;
     return NULL;
 }
 
@@ -164,33 +190,46 @@ int json_get_money_or_reply(const struct cJSON *obj, const char *name,
     return 0;
 }
 
-/* The number must be integral and inside [min, max]. The range test comes
- * before the conversion because converting a double outside int64_t is
- * undefined; it also rejects NaN and the infinity cJSON makes of 1e400.
- * Strings such as "1" are refused: the contract says integer. */
+/* The range test comes before the conversion because converting a double
+ * outside int64_t is undefined; the comparison is false for NaN, and the
+ * infinity cJSON makes of 1e400 is outside every range. Only then is the
+ * value converted and compared back to find a fraction. */
+enum json_status json_int_value(const struct cJSON *item, int64_t min, int64_t max,
+                                int64_t *out)
+{
+    double d;
+    int64_t v;
+
+    *out = 0;
+    if (!cJSON_IsNumber(item))
+        return JSON_NOT_NUMBER;
+    d = item->valuedouble;
+    if (!(d >= (double)min && d <= (double)max))
+        return JSON_RANGE;
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+        return JSON_RANGE;        /* (double)INT64_MAX rounds up to 2^63 */
+    v = (int64_t)d;
+    if ((double)v != d)
+        return JSON_FRACTION;
+    if (v < min || v > max)
+        return JSON_RANGE;
+    *out = v;
+    return JSON_OK;
+}
+
+/* Strings such as "1" are refused: the contract says integer. */
 int json_get_int_or_reply(const struct cJSON *obj, const char *name,
                           int64_t min, int64_t max, int64_t *out,
                           struct http_resp *resp)
 {
     const cJSON *item;
     char problem[JSON_PROBLEM_MAX];
-    double d;
-    int64_t v;
 
     *out = 0;
     if ((item = member_or_reply(obj, name, resp)) == NULL)
         return -1;
-    if (!cJSON_IsNumber(item))
-        goto bad;
-    d = item->valuedouble;
-    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
-        goto bad;
-    v = (int64_t)d;
-    if ((double)v != d || v < min || v > max)
-        goto bad;
-    *out = v;
-    return 0;
-bad:
+    if (json_int_value(item, min, max, out) == JSON_OK)
+        return 0;
     snprintf(problem, sizeof(problem),
              "must be an integer from %" PRId64 " to %" PRId64, min, max);
     reply_field(resp, name, problem);

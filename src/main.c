@@ -21,6 +21,8 @@
 #include "rds.h"
 #include "server.h"
 
+extern char **environ;
+
 #define PAYCALLBACK_VERSION "0.1.0"
 #define STOP_POLL_MS        20
 
@@ -49,7 +51,7 @@ static void usage(FILE *f)
             "configuration.\n"
             "\n"
             "Logs are logfmt lines on stderr. Every key can be overridden by an\n"
-            "environment variable:\n",
+            "environment variable; any other PAYCALLBACK_* variable is an error:\n",
             CFG_DEFAULT_PATH);
 }
 
@@ -232,7 +234,7 @@ int main(int argc, char **argv)
 
     if ((rc = parse_args(argc, argv, &o)) != 0)
         return rc < 0 ? 0 : 2;
-    if (cfg_load(&cfg, o.config, err, sizeof(err)) != 0) {
+    if (cfg_load(&cfg, o.config, (const char *const *)environ, err, sizeof(err)) != 0) {
         fprintf(stderr, "paycallback: %s\n", err);
         return 2;
     }

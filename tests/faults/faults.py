@@ -8,11 +8,11 @@ order.paid event; no oversell; one order per (user_id, request_id)), every
 200 is in the database, and every answer came within the bound.
 
 usage: faults.py [SCENARIO...]        (default: all, in the order below)
-Environment: PAYCALLBACK_BIN (default build/paycallback), the private
+Environment: PCB_BIN (default build/paycallback), the private
 ports PAYCALLBACK_MYSQL_PORT / PAYCALLBACK_REDIS_PORT (as scripts/env.sh),
-PAYCALLBACK_FAULTS_BOUND_MS (answer bound, default 5000),
-PAYCALLBACK_FAULTS_LEGIT_MS (a legitimate client's /healthz bound under
-connection abuse, default 1000), PAYCALLBACK_FAULTS_SERVICE_ENV (extra
+PCB_FAULTS_BOUND_MS (answer bound, default 5000),
+PCB_FAULTS_LEGIT_MS (a legitimate client's /healthz bound under
+connection abuse, default 1000), PCB_FAULTS_SERVICE_ENV (extra
 "KEY=VAL KEY=VAL" for the service). Signals only processes it started: the
 service, and the MariaDB and Redis whose pidfiles are under var/.
 Ends with "N passed, M failed" like scripts/run-tests.sh; exit 1 on failure.
@@ -36,9 +36,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 VAR = os.path.join(ROOT, "var")
 MYSQL_PORT = int(os.environ.get("PAYCALLBACK_MYSQL_PORT", "3307"))
 REDIS_PORT = int(os.environ.get("PAYCALLBACK_REDIS_PORT", "6380"))
-BIN = os.path.join(ROOT, os.environ.get("PAYCALLBACK_BIN", "build/paycallback"))
-BOUND_S = int(os.environ.get("PAYCALLBACK_FAULTS_BOUND_MS", "5000")) / 1000
-LEGIT_S = int(os.environ.get("PAYCALLBACK_FAULTS_LEGIT_MS", "1000")) / 1000
+BIN = os.path.join(ROOT, os.environ.get("PCB_BIN", "build/paycallback"))
+BOUND_S = int(os.environ.get("PCB_FAULTS_BOUND_MS", "5000")) / 1000
+LEGIT_S = int(os.environ.get("PCB_FAULTS_LEGIT_MS", "1000")) / 1000
 TEST_DB = "paycallback_test"
 SECRET = "faults-" + os.urandom(16).hex()       # not the shipped development value
 PRICE = "129.50"
@@ -135,7 +135,7 @@ class Service:
             "PAYCALLBACK_CALLBACK_SECRET": SECRET,
             "PAYCALLBACK_GRACE_S": "1",
         })
-        for kv in os.environ.get("PAYCALLBACK_FAULTS_SERVICE_ENV", "").split():
+        for kv in os.environ.get("PCB_FAULTS_SERVICE_ENV", "").split():
             k, _, v = kv.partition("=")
             env[k] = v
         return env

@@ -143,6 +143,12 @@ static const struct bad_config {
     { "{\"listen\": {\"address\": \"localhost\"}}", NULL, "listen.address must be an IPv4 or IPv6" },
     { "{}", "PAYCALLBACK_MYSQL_PORT=abc", "PAYCALLBACK_MYSQL_PORT" },
     { "{}", "PAYCALLBACK_WORKERS=0", "PAYCALLBACK_WORKERS" },
+    { "{\"workers\": 1e34}", NULL, "workers must be in 1..1024" },
+    { "{\"workers\": 4} {\"workers\": 8}", NULL, "not a JSON object" },
+    { "{\"workers\": 4, \"workers\": 8}", NULL, "\"workers\" appears twice" },
+    { "{\"log_level\": \"debugdebugdebugdebugdebugdebugdebugdebugde\"}", NULL,
+      "log_level is longer than 15 bytes" },
+    { "{}", "PAYCALLBACK_CALLBACK_SECRT=x", "unknown environment variable PAYCALLBACK_CALLBACK_SECRT" },
 };
 
 START_TEST(bad_configuration_exits_2_with_the_reason)

@@ -39,7 +39,7 @@ static void clean_state(void)
 
 static void log_path(char *buf, size_t sz)
 {
-    const char *root = getenv("PAYCALLBACK_ROOT");
+    const char *root = getenv("PCB_ROOT");
 
     snprintf(buf, sz, "%s/var/test-logs/check_redis_degraded.log", root && *root ? root : ".");
 }

@@ -41,14 +41,14 @@ static struct rds_pool *pool;
 /* The shipped config pointed at the test Redis, db 9. */
 static void load_config(struct config *c)
 {
-    char path[4096], err[256];
-    const char *root = getenv("PAYCALLBACK_ROOT");
-    const char *port = getenv("PAYCALLBACK_TEST_REDIS_PORT");
+    char path[4096], err[256], port_kv[64];
+    const char *root = getenv("PCB_ROOT");
+    const char *port = getenv("PCB_TEST_REDIS_PORT");
+    const char *env[] = { port_kv, "PAYCALLBACK_REDIS_DB=9", NULL };
 
     snprintf(path, sizeof path, "%s/config/paycallback.json", root && *root ? root : ".");
-    setenv("PAYCALLBACK_REDIS_PORT", port && *port ? port : "6380", 1);
-    setenv("PAYCALLBACK_REDIS_DB", "9", 1);
-    ck_assert_msg(cfg_load(c, path, err, sizeof err) == 0, "config: %s", err);
+    snprintf(port_kv, sizeof port_kv, "PAYCALLBACK_REDIS_PORT=%s", port && *port ? port : "6380");
+    ck_assert_msg(cfg_load(c, path, env, err, sizeof err) == 0, "config: %s", err);
 }
 
 /* Checked fixture: a pool of our own in each forked test. */

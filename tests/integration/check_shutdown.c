@@ -180,7 +180,7 @@ END_TEST
 START_TEST(idle_server_exits_0_promptly)
 {
     struct h_server *s = start(NULL);
-    const char *bin = getenv("PAYCALLBACK_BIN");
+    const char *bin = getenv("PCB_BIN");
     long long limit = bin != NULL && strstr(bin, "/asan/") != NULL ? IDLE_EXIT_ASAN_MS : IDLE_EXIT_MS;
     struct h_resp r;
     long long t0, took;

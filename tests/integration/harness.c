@@ -132,10 +132,10 @@ static void copy_str(char *buf, size_t sz, const char *src)
     buf[n] = '\0';
 }
 
-/* The project root: $PAYCALLBACK_ROOT, else the current directory. */
+/* The project root: $PCB_ROOT, else the current directory. */
 static void root_dir(char *buf, size_t sz)
 {
-    const char *r = getenv("PAYCALLBACK_ROOT");
+    const char *r = getenv("PCB_ROOT");
 
     if (r != NULL && r[0] != '\0')
         copy_str(buf, sz, r);
@@ -204,7 +204,7 @@ static void child_stdio(int logfd)
         close(fd);
 }
 
-/* The value of a test setting ($PAYCALLBACK_TEST_*), or dflt. */
+/* The value of a test setting ($PCB_TEST_*), or dflt. */
 static const char *test_env(const char *name, const char *dflt)
 {
     const char *s = getenv(name);
@@ -288,9 +288,9 @@ static int base_env(struct envv *e)
 
     for (char **p = environ; *p != NULL; p++)
         rc |= env_put(e, *p);
-    snprintf(port, sizeof port, "%u", test_port("PAYCALLBACK_TEST_MYSQL_PORT", H_MYSQL_PORT));
+    snprintf(port, sizeof port, "%u", test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT));
     rc |= env_set(e, "PAYCALLBACK_MYSQL_PORT", port);
-    snprintf(port, sizeof port, "%u", test_port("PAYCALLBACK_TEST_REDIS_PORT", H_REDIS_PORT));
+    snprintf(port, sizeof port, "%u", test_port("PCB_TEST_REDIS_PORT", H_REDIS_PORT));
     rc |= env_set(e, "PAYCALLBACK_REDIS_PORT", port);
     return rc == 0 ? 0 : -1;
 }
@@ -302,21 +302,21 @@ static int server_env(struct envv *e, const char *const *extra_env)
     int rc = base_env(e);
 
     rc |= env_set(e, "PAYCALLBACK_LISTEN_PORT", "0");
-    rc |= env_set(e, "PAYCALLBACK_MYSQL_DATABASE", test_env("PAYCALLBACK_TEST_MYSQL_DB", H_TEST_DB));
-    rc |= env_set(e, "PAYCALLBACK_MYSQL_USER", test_env("PAYCALLBACK_TEST_MYSQL_USER", H_DB_USER));
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_DATABASE", test_env("PCB_TEST_MYSQL_DB", H_TEST_DB));
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_USER", test_env("PCB_TEST_MYSQL_USER", H_DB_USER));
     rc |= env_set(e, "PAYCALLBACK_MYSQL_PASSWORD",
-                  test_env("PAYCALLBACK_TEST_MYSQL_PASSWORD", H_DB_PASSWORD));
+                  test_env("PCB_TEST_MYSQL_PASSWORD", H_DB_PASSWORD));
     rc |= env_set(e, "PAYCALLBACK_REDIS_DB", "9");
     for (size_t i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
         rc |= env_put(e, extra_env[i]);
     return rc == 0 ? 0 : -1;
 }
 
-/* Resolves the binary: $PAYCALLBACK_BIN or build/paycallback, relative
+/* Resolves the binary: $PCB_BIN or build/paycallback, relative
  * paths taken from root. */
 static void server_bin(const char *root, char *buf, size_t sz)
 {
-    const char *bin = getenv("PAYCALLBACK_BIN");
+    const char *bin = getenv("PCB_BIN");
 
     if (bin == NULL || bin[0] == '\0')
         bin = "build/paycallback";
@@ -999,17 +999,17 @@ static MYSQL *db_open(void)
     mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
     mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &io_s);
     mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
-    if (mysql_real_connect(m, H_HOST, test_env("PAYCALLBACK_TEST_MYSQL_USER", H_DB_USER),
-                           test_env("PAYCALLBACK_TEST_MYSQL_PASSWORD", H_DB_PASSWORD),
-                           test_env("PAYCALLBACK_TEST_MYSQL_DB", H_TEST_DB),
-                           test_port("PAYCALLBACK_TEST_MYSQL_PORT", H_MYSQL_PORT), NULL, 0) == NULL ||
+    if (mysql_real_connect(m, H_HOST, test_env("PCB_TEST_MYSQL_USER", H_DB_USER),
+                           test_env("PCB_TEST_MYSQL_PASSWORD", H_DB_PASSWORD),
+                           test_env("PCB_TEST_MYSQL_DB", H_TEST_DB),
+                           test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT), NULL, 0) == NULL ||
         mysql_query(m, "SET SESSION lock_wait_timeout = " H_DB_LOCK_WAIT_S ", "
                        "innodb_lock_wait_timeout = " H_DB_LOCK_WAIT_S) != 0) {
         snprintf(err, sizeof err, "%s", mysql_error(m));
         mysql_close(m);
         ck_abort_msg("cannot connect to mysql %s:%u/%s: %s", H_HOST,
-                     test_port("PAYCALLBACK_TEST_MYSQL_PORT", H_MYSQL_PORT),
-                     test_env("PAYCALLBACK_TEST_MYSQL_DB", H_TEST_DB), err);
+                     test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT),
+                     test_env("PCB_TEST_MYSQL_DB", H_TEST_DB), err);
     }
     return m;
 }
@@ -1161,7 +1161,7 @@ void h_db_close(struct h_db *db)
 static redisContext *rds_open(char *err, size_t errsz)
 {
     struct timeval tv = { H_REDIS_TIMEOUT_S, 0 };
-    unsigned int port = test_port("PAYCALLBACK_TEST_REDIS_PORT", H_REDIS_PORT);
+    unsigned int port = test_port("PCB_TEST_REDIS_PORT", H_REDIS_PORT);
     redisContext *c = redisConnectWithTimeout(H_HOST, (int)port, tv);
     redisReply *r = NULL;
 
@@ -1505,7 +1505,7 @@ __attribute__((constructor))
 static void h_exclusive(void)
 {
     char dir[PATH_MAX], path[PATH_MAX + 16];
-    const char *root = getenv("PAYCALLBACK_ROOT");
+    const char *root = getenv("PCB_ROOT");
     int fd;
 
     snprintf(dir, sizeof(dir), "%.4000s/var", root && *root ? root : ".");

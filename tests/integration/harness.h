@@ -23,10 +23,10 @@
 
 struct h_server;
 
-/* Forks and execs $PAYCALLBACK_BIN (default build/paycallback, relative to
- * $PAYCALLBACK_ROOT or the current directory) with the shipped config, an
+/* Forks and execs $PCB_BIN (default build/paycallback, relative to
+ * $PCB_ROOT or the current directory) with the shipped config, an
  * ephemeral port, database paycallback_test, Redis db 9 and the private
- * MySQL/Redis ports ($PAYCALLBACK_TEST_MYSQL_PORT, _REDIS_PORT; defaults
+ * MySQL/Redis ports ($PCB_TEST_MYSQL_PORT, _REDIS_PORT; defaults
  * 3307 and 6380). extra_env ("KEY=VAL" strings, NULL-terminated, may be
  * NULL) is applied last and wins. stdout and stderr are appended to
  * var/test-logs/<test binary>.log. Waits until the server has written its
@@ -61,7 +61,7 @@ struct h_run {
     char *err;                    /* stderr, likewise */
 };
 
-/* Runs $PAYCALLBACK_BIN once with args (NULL-terminated, after argv[0]),
+/* Runs $PCB_BIN once with args (NULL-terminated, after argv[0]),
  * in the project root and the environment h_server_start gives the server
  * (test database, private ports) plus extra_env; stdin is /dev/null. Waits
  * up to timeout_ms, then kills it. Fills out; free it with h_run_free.

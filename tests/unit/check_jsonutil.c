@@ -430,6 +430,55 @@ START_TEST(json_get_int_handles_full_int64_range)
 }
 END_TEST
 
+/* --- the pure readers shared with the configuration --- */
+
+START_TEST(json_duplicate_key_names_the_repeated_member)
+{
+    cJSON *root = NULL;
+
+    ck_assert_int_eq(JSON_OK, json_parse_object("{\"a\":1,\"b\":2,\"a\":3}", 19, &root));
+    ck_assert_str_eq("a", json_duplicate_key(root));
+    cJSON_Delete(root);
+    ck_assert_int_eq(JSON_OK, json_parse_object("{\"a\":{\"x\":1},\"b\":{\"x\":1}}", 25,
+                                                &root));
+    ck_assert_ptr_null(json_duplicate_key(root));
+    cJSON_Delete(root);
+}
+END_TEST
+
+START_TEST(json_parse_object_classifies_failures)
+{
+    cJSON *root = NULL;
+
+    ck_assert_int_eq(JSON_NUL, json_parse_object("{\"a\":\"\\u0000\"}", 14, &root));
+    ck_assert_ptr_null(root);
+    ck_assert_int_eq(JSON_NOT_OBJECT, json_parse_object("{} {}", 5, &root));
+    ck_assert_ptr_null(root);
+    ck_assert_int_eq(JSON_NOT_OBJECT, json_parse_object("[]", 2, &root));
+    ck_assert_ptr_null(root);
+}
+END_TEST
+
+START_TEST(json_int_value_checks_range_before_converting)
+{
+    cJSON *n = cJSON_CreateNumber(1e34);
+    int64_t v = SENTINEL;
+
+    ck_assert_int_eq(JSON_RANGE, json_int_value(n, 1, 1024, &v));
+    ck_assert_int_eq(0, v);
+    cJSON_SetNumberValue(n, 9223372036854775807.0);   /* rounds to 2^63 */
+    ck_assert_int_eq(JSON_RANGE, json_int_value(n, INT64_MIN, INT64_MAX, &v));
+    cJSON_SetNumberValue(n, NAN);
+    ck_assert_int_eq(JSON_RANGE, json_int_value(n, INT64_MIN, INT64_MAX, &v));
+    cJSON_SetNumberValue(n, 2.5);
+    ck_assert_int_eq(JSON_FRACTION, json_int_value(n, 0, 10, &v));
+    cJSON_SetNumberValue(n, 10);
+    ck_assert_int_eq(JSON_OK, json_int_value(n, 0, 10, &v));
+    ck_assert_int_eq(10, v);
+    cJSON_Delete(n);
+}
+END_TEST
+
 static Suite *jsonutil_suite(void)
 {
     Suite *s = suite_create("jsonutil");
@@ -446,6 +495,12 @@ static Suite *jsonutil_suite(void)
     tcase_add_test(tc, json_parse_rejects_nul_byte);
     tcase_add_test(tc, json_parse_rejects_escaped_nul_in_string);
     tcase_add_test(tc, json_parse_accepts_escaped_backslash_before_u0000);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("pure readers");
+    tcase_add_test(tc, json_duplicate_key_names_the_repeated_member);
+    tcase_add_test(tc, json_parse_object_classifies_failures);
+    tcase_add_test(tc, json_int_value_checks_range_before_converting);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("get_id");

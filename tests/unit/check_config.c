@@ -1,0 +1,311 @@
+/* check_config.c - unit tests for config.c: the file is read as strictly
+ * as a request body (one object, no duplicate key, nothing after it),
+ * numbers are range-checked before conversion, strings against their own
+ * field's size, and every PAYCALLBACK_* environment name must be a key.
+ * Each case writes a temporary file and passes its own environment, so
+ * nothing here depends on the environment of the test run. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define ERR_MAX 512
+
+static char cfg_path[64];
+static char err[ERR_MAX];
+
+/* Writes text to a new temporary file named in cfg_path. */
+static void write_config(const char *text)
+{
+    int fd;
+
+    snprintf(cfg_path, sizeof cfg_path, "/tmp/paycallback-unit-XXXXXX");
+    fd = mkstemp(cfg_path);
+    ck_assert_msg(fd >= 0, "mkstemp: %s", strerror(errno));
+    ck_assert_int_eq((ssize_t)strlen(text), write(fd, text, strlen(text)));
+    close(fd);
+}
+
+/* Loads text with the environment envp (NULL-terminated, may be NULL).
+ * Returns what cfg_load returns; the reason is in err. */
+static int load(struct config *cfg, const char *text, const char *const *envp)
+{
+    int rc;
+
+    err[0] = '\0';
+    write_config(text);
+    rc = cfg_load(cfg, cfg_path, envp, err, sizeof err);
+    unlink(cfg_path);
+    return rc;
+}
+
+/* Expects text (with envp) to be refused with a reason containing why. */
+static void refused(const char *text, const char *const *envp, const char *why)
+{
+    struct config cfg;
+
+    ck_assert_msg(load(&cfg, text, envp) == -1, "accepted: %s", text);
+    ck_assert_msg(strstr(err, why) != NULL, "expected \"%s\" in the reason, got \"%s\"", why,
+                  err);
+    ck_assert_msg(strchr(err, '\n') == NULL, "the reason is not one line: %s", err);
+}
+
+/* ---- accepted ------------------------------------------------------------ */
+
+START_TEST(cfg_load_accepts_an_empty_object_with_defaults)
+{
+    struct config cfg;
+
+    ck_assert_int_eq(0, load(&cfg, "{}", NULL));
+    ck_assert_int_eq(16, cfg.workers);
+    ck_assert_str_eq("info", cfg.log_level);
+    ck_assert_int_eq(3306, cfg.mysql_port);
+}
+END_TEST
+
+START_TEST(cfg_load_reads_every_kind_of_value)
+{
+    struct config cfg;
+
+    ck_assert_int_eq(0, load(&cfg, "{\"workers\": 4, \"log_level\": \"warn\",\n"
+                                   " \"mysql\": {\"port\": 3399, \"host\": \"10.0.0.7\"}}\n",
+                             NULL));
+    ck_assert_int_eq(4, cfg.workers);
+    ck_assert_str_eq("warn", cfg.log_level);
+    ck_assert_int_eq(3399, cfg.mysql_port);
+    ck_assert_str_eq("10.0.0.7", cfg.mysql_host);
+}
+END_TEST
+
+START_TEST(cfg_load_lets_the_environment_win)
+{
+    const char *env[] = { "PAYCALLBACK_WORKERS=7", "PAYCALLBACK_MYSQL_HOST=10.1.1.1", "HOME=/root",
+                    NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(0, load(&cfg, "{\"workers\": 4}", env));
+    ck_assert_int_eq(7, cfg.workers);
+    ck_assert_str_eq("10.1.1.1", cfg.mysql_host);
+}
+END_TEST
+
+START_TEST(cfg_load_accepts_a_string_that_fills_its_field)
+{
+    char text[CFG_STR_MAX + 64];
+    char pw[CFG_STR_MAX];
+    struct config cfg;
+
+    memset(pw, 'p', CFG_STR_MAX - 1);
+    pw[CFG_STR_MAX - 1] = '\0';
+    snprintf(text, sizeof text, "{\"mysql\": {\"password\": \"%s\"}}", pw);
+    ck_assert_int_eq(0, load(&cfg, text, NULL));
+    ck_assert_str_eq(pw, cfg.mysql_password);
+}
+END_TEST
+
+START_TEST(cfg_load_accepts_integral_numbers_written_as_floats)
+{
+    struct config cfg;
+
+    ck_assert_int_eq(0, load(&cfg, "{\"workers\": 8.0, \"grace_s\": 1e1}", NULL));
+    ck_assert_int_eq(8, cfg.workers);
+    ck_assert_int_eq(10, cfg.grace_s);
+}
+END_TEST
+
+/* ---- the document ---------------------------------------------------------- */
+
+START_TEST(cfg_load_refuses_trailing_data)
+{
+    refused("{\"workers\": 4} {\"workers\": 8}", NULL, "not a JSON object");
+    refused("{\"workers\": 4} x", NULL, "not a JSON object");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_a_duplicate_top_level_key)
+{
+    refused("{\"workers\": 4, \"workers\": 8}", NULL, "\"workers\" appears twice");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_a_duplicate_key_in_a_section)
+{
+    refused("{\"mysql\": {\"port\": 1, \"port\": 2}}", NULL, "\"mysql.port\" appears twice");
+    refused("{\"mysql\": {}, \"mysql\": {\"port\": 2}}", NULL, "\"mysql\" appears twice");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_a_nul_character)
+{
+    refused("{\"log_level\": \"info\\u0000junk\"}", NULL, "NUL");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_non_objects)
+{
+    refused("[1, 2]", NULL, "not a JSON object");
+    refused("", NULL, "not a JSON object");
+    refused("{\"workers\": 4,}", NULL, "not a JSON object");
+}
+END_TEST
+
+/* ---- numbers --------------------------------------------------------------- */
+
+START_TEST(cfg_load_refuses_huge_numbers_before_converting_them)
+{
+    refused("{\"workers\": 1e34}", NULL, "workers must be in 1..1024");
+    refused("{\"workers\": -1e34}", NULL, "workers must be in 1..1024");
+    refused("{\"workers\": 1e400}", NULL, "workers must be in 1..1024");
+    refused("{\"listen\": {\"port\": 9223372036854775808}}", NULL,
+            "listen.port must be in 0..65535");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_fractions_and_non_numbers)
+{
+    refused("{\"workers\": 4.5}", NULL, "workers must be an integer");
+    refused("{\"workers\": \"4\"}", NULL, "workers must be an integer");
+    refused("{\"workers\": true}", NULL, "workers must be an integer");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_environment_integers_that_are_not_plain)
+{
+    const char *hex[] = { "PAYCALLBACK_WORKERS=0x10", NULL };
+    const char *blank[] = { "PAYCALLBACK_WORKERS= 4", NULL };
+    const char *huge[] = { "PAYCALLBACK_WORKERS=99999999999999999999999", NULL };
+    const char *range[] = { "PAYCALLBACK_WORKERS=2000", NULL };
+
+    refused("{}", hex, "PAYCALLBACK_WORKERS: workers must be an integer");
+    refused("{}", blank, "PAYCALLBACK_WORKERS: workers must be an integer");
+    refused("{}", huge, "PAYCALLBACK_WORKERS: workers must be an integer");
+    refused("{}", range, "PAYCALLBACK_WORKERS: workers must be in 1..1024");
+}
+END_TEST
+
+/* ---- strings --------------------------------------------------------------- */
+
+START_TEST(cfg_load_checks_a_string_against_its_own_field)
+{
+    struct config cfg;
+
+    /* 42 characters fit the generic 256-byte limit but not log_level[16]. */
+    refused("{\"log_level\": \"debugdebugdebugdebugdebugdebugdebugdebugde\"}", NULL,
+            "log_level is longer than 15 bytes");
+    ck_assert_int_eq(sizeof cfg.log_level - 1, strlen("debugdebugdebug"));
+}
+END_TEST
+
+START_TEST(cfg_load_checks_an_environment_string_against_its_field)
+{
+    const char *env[] = { "PAYCALLBACK_LOG_LEVEL=0123456789abcdef", NULL };
+
+    refused("{}", env, "PAYCALLBACK_LOG_LEVEL: log_level is longer than 15 bytes");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_a_string_one_byte_too_long)
+{
+    char text[CFG_STR_MAX + 64];
+    char host[CFG_STR_MAX + 1];
+
+    memset(host, 'h', CFG_STR_MAX);
+    host[CFG_STR_MAX] = '\0';
+    snprintf(text, sizeof text, "{\"mysql\": {\"host\": \"%s\"}}", host);
+    refused(text, NULL, "mysql.host is longer than 255 bytes");
+}
+END_TEST
+
+/* ---- environment names ------------------------------------------------------ */
+
+START_TEST(cfg_load_refuses_an_unknown_paycallback_variable)
+{
+    const char *env[] = { "PATH=/bin", "PAYCALLBACK_CALLBACK_SECRT=s3cret", NULL };
+
+    refused("{}", env, "unknown environment variable PAYCALLBACK_CALLBACK_SECRT");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_a_paycallback_variable_without_a_value)
+{
+    const char *env[] = { "PAYCALLBACK_WORKERZ", NULL };
+
+    refused("{}", env, "unknown environment variable PAYCALLBACK_WORKERZ");
+}
+END_TEST
+
+START_TEST(cfg_load_ignores_other_prefixes)
+{
+    const char *env[] = { "PCB_BIN=/x", "PCB_TEST_MYSQL_PORT=1", "PAYCALLBACKX=1", NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(0, load(&cfg, "{}", env));
+}
+END_TEST
+
+START_TEST(cfg_load_checks_names_even_without_a_file)
+{
+    const char *env[] = { "PAYCALLBACK_LISTEN_PROT=1", NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(-1, cfg_load(&cfg, NULL, env, err, sizeof err));
+    ck_assert_msg(strstr(err, "PAYCALLBACK_LISTEN_PROT") != NULL, "reason: %s", err);
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc;
+
+    tc = tcase_create("accepted");
+    tcase_add_test(tc, cfg_load_accepts_an_empty_object_with_defaults);
+    tcase_add_test(tc, cfg_load_reads_every_kind_of_value);
+    tcase_add_test(tc, cfg_load_lets_the_environment_win);
+    tcase_add_test(tc, cfg_load_accepts_a_string_that_fills_its_field);
+    tcase_add_test(tc, cfg_load_accepts_integral_numbers_written_as_floats);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("the document");
+    tcase_add_test(tc, cfg_load_refuses_trailing_data);
+    tcase_add_test(tc, cfg_load_refuses_a_duplicate_top_level_key);
+    tcase_add_test(tc, cfg_load_refuses_a_duplicate_key_in_a_section);
+    tcase_add_test(tc, cfg_load_refuses_a_nul_character);
+    tcase_add_test(tc, cfg_load_refuses_non_objects);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("numbers");
+    tcase_add_test(tc, cfg_load_refuses_huge_numbers_before_converting_them);
+    tcase_add_test(tc, cfg_load_refuses_fractions_and_non_numbers);
+    tcase_add_test(tc, cfg_load_refuses_environment_integers_that_are_not_plain);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("strings");
+    tcase_add_test(tc, cfg_load_checks_a_string_against_its_own_field);
+    tcase_add_test(tc, cfg_load_checks_an_environment_string_against_its_field);
+    tcase_add_test(tc, cfg_load_refuses_a_string_one_byte_too_long);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("environment names");
+    tcase_add_test(tc, cfg_load_refuses_an_unknown_paycallback_variable);
+    tcase_add_test(tc, cfg_load_refuses_a_paycallback_variable_without_a_value);
+    tcase_add_test(tc, cfg_load_ignores_other_prefixes);
+    tcase_add_test(tc, cfg_load_checks_names_even_without_a_file);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(config_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
