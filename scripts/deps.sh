@@ -7,6 +7,7 @@ pkgs=(
 	build-essential pkg-config
 	libmicrohttpd-dev libmariadb-dev libhiredis-dev libcjson-dev libssl-dev check
 	mariadb-server mariadb-client redis-server
+	galera-4 rsync mariadb-backup haproxy socat  # deploy/: Galera nodes, state transfer, the proxy
 	curl openssl python3 python3-yaml procps valgrind wrk
 	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
 )
