@@ -121,8 +121,22 @@ enum db_status db_query_retry(struct db_conn *c, enum db_stmt id,
                               const char *const *params, size_t nparams,
                               struct db_row *rows, size_t max_rows, size_t *nrows);
 
-/* Connects if needed and pings. DB_OK or DB_UNAVAILABLE. */
-enum db_status db_ping(struct db_conn *c);
+/* What a readiness probe learnt about the server behind a connection. */
+struct db_node {
+    int galera;                   /* 1 when a wsrep provider is loaded (wsrep_local_state exists) */
+    int wsrep_ready;              /* wsrep_ready = ON */
+    int wsrep_local_state;        /* 4 = Synced; 0 when not Galera */
+};
+
+#define DB_WSREP_SYNCED 4         /* wsrep_local_state of a node that takes writes */
+
+/* Connects if needed and checks that the server can take writes: it
+ * answers a bounded query (one second of statement time), and where
+ * Galera's status variables exist, wsrep_ready is ON and wsrep_local_state
+ * is 4 (Synced), since a joining, donor or non-primary node still answers
+ * SELECT 1. Fills *node (may be NULL) with what it saw. DB_OK or
+ * DB_UNAVAILABLE. */
+enum db_status db_ping(struct db_conn *c, struct db_node *node);
 
 /* Formats v as a statement parameter into buf and returns buf. For counts
  * and for the statuses of order_state.h: SQL text carries no status

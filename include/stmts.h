@@ -8,7 +8,7 @@
 #define PAYCALLBACK_STMTS_H
 
 enum db_stmt {
-    ST_PING,
+    ST_PING,                      /* -> WSREP_READY / WSREP_LOCAL_STATE rows; none off Galera */
     /* payments (pay.c) */
     ST_PAY_INSERT,                /* pay_no, order_no, amount, status, outcome */
     ST_PAY_SELECT,                /* pay_no -> enum pay_seen_col */

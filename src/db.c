@@ -71,6 +71,13 @@ static const struct db_errmap errmap[] = {
     { CR_SERVER_LOST,          DB_RETRY,       true },    /* 2013 */
     { CR_SERVER_LOST_EXTENDED, DB_RETRY,       true },    /* 2055 */
     { CR_COMMANDS_OUT_OF_SYNC, DB_ERROR,       true },    /* 2014 */
+    /* Galera. 1047: the node is joining, donating or outside the primary
+     * component ("WSREP has not yet prepared node for application use");
+     * it answers nothing useful until it rejoins, so fail at once (503)
+     * rather than retry against it. 1180: the primary was lost at COMMIT,
+     * an unknown outcome, re-run like a lost COMMIT. */
+    { 1047,                    DB_UNAVAILABLE, true },
+    { ER_ERROR_DURING_COMMIT,  DB_RETRY,       true },    /* 1180 */
 };
 
 /* Looks err up in errmap. */
@@ -432,13 +439,46 @@ enum db_status db_query_retry(struct db_conn *c, enum db_stmt id, const char *co
     return run(c, query_body, &q, false);
 }
 
-enum db_status db_ping(struct db_conn *c)
+/* Reads the wsrep rows of ST_PING into *node. A server built with wsrep
+ * but running without a provider shows wsrep_ready (OFF) and no
+ * wsrep_local_state: only the latter says Galera is in use. A state that
+ * does not read as a number counts as not Synced. */
+static void read_node(const struct db_row *rows, size_t n, struct db_node *node)
 {
-    struct db_row row;
-    size_t n;
-    enum db_status st = db_query_retry(c, ST_PING, NULL, 0, &row, 1, &n);
+    char name[32], value[32];
+    int64_t state;
+    int ready = 0;
 
-    return st == DB_OK && n == 1 ? DB_OK : DB_UNAVAILABLE;
+    for (size_t i = 0; i < n; i++) {
+        if (db_row_str(&rows[i], 0, name, sizeof(name)) != 0 ||
+            db_row_str(&rows[i], 1, value, sizeof(value)) != 0)
+            continue;
+        if (strcmp(name, "WSREP_READY") == 0) {
+            ready = strcmp(value, "ON") == 0;
+        } else if (strcmp(name, "WSREP_LOCAL_STATE") == 0) {
+            node->galera = 1;
+            node->wsrep_local_state = db_row_int(&rows[i], 1, 0, 255, &state) == 0 ? (int)state : 0;
+        }
+    }
+    node->wsrep_ready = node->galera && ready;
+}
+
+enum db_status db_ping(struct db_conn *c, struct db_node *node)
+{
+    struct db_node seen = { 0, 0, 0 };
+    struct db_row rows[2];
+    size_t n;
+    enum db_status st = db_query_retry(c, ST_PING, NULL, 0, rows, 2, &n);
+
+    if (st == DB_OK)
+        read_node(rows, n, &seen);
+    if (node != NULL)
+        *node = seen;
+    if (st != DB_OK)
+        return DB_UNAVAILABLE;
+    if (seen.galera && (!seen.wsrep_ready || seen.wsrep_local_state != DB_WSREP_SYNCED))
+        return DB_UNAVAILABLE;
+    return DB_OK;
 }
 
 const char *db_param_int(char buf[DB_INT_BUF], int64_t v)

@@ -7,7 +7,13 @@
                    "DATE_FORMAT(update_time, '%Y-%m-%dT%H:%i:%S.%fZ')"
 
 const char *const stmt_sql[ST_COUNT] = {
-    [ST_PING] = "SELECT 1",
+    /* No rows on a plain server; on Galera, whether the node takes writes.
+     * Bounded, and never waiting on the cluster (an operator's
+     * wsrep_sync_wait would hang it on a node outside the primary). */
+    [ST_PING] =
+        "SET STATEMENT max_statement_time = 1, wsrep_sync_wait = 0 FOR "
+        "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+        "WHERE VARIABLE_NAME IN ('WSREP_READY', 'WSREP_LOCAL_STATE')",
     [ST_PAY_INSERT] =
         "INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
         "VALUES (?, ?, ?, ?, ?)",

@@ -20,24 +20,38 @@ void handle_healthz(struct server *srv, const struct http_req *req, struct http_
     cJSON_Delete(o);
 }
 
-/* Ready while MySQL answers a ping; Redis being down only degrades, shown
- * as "redis":"degraded" (tokens in MySQL, stock lock skipped). */
+/* The "mysql" field of /readyz: up, down, or not_synced for a Galera node
+ * that answers but is joining, donating, or outside the primary component. */
+static const char *mysql_state(enum db_status st, const struct db_node *node)
+{
+    if (st == DB_OK)
+        return "up";
+    return node->galera ? "not_synced" : "down";
+}
+
+/* Ready while MySQL takes writes: it answers and, on Galera, the node is
+ * Synced and primary. Redis being down only degrades, shown as
+ * "redis":"degraded" (tokens in MySQL, stock lock skipped). */
 void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     struct db_conn *conn = NULL;
+    struct db_node node = { 0, 0, 0 };
     enum db_status st = DB_UNAVAILABLE;
     cJSON *o = cJSON_CreateObject();
 
     (void)req;
     if ((conn = db_acquire(srv->db, srv->cfg->mysql_wait_ms)) != NULL)
-        st = db_ping(conn);
+        st = db_ping(conn, &node);
     db_release(srv->db, conn);
     if (st != DB_OK) {                        /* an error body like any other, plus the probe */
         cJSON_AddStringToObject(o, "code", "UNAVAILABLE");
-        cJSON_AddStringToObject(o, "message", "mysql does not answer");
+        cJSON_AddStringToObject(o, "message", node.galera ? "galera node is not synced"
+                                                          : "mysql does not answer");
     }
     cJSON_AddStringToObject(o, "status", st == DB_OK ? "ready" : "unavailable");
-    cJSON_AddStringToObject(o, "mysql", st == DB_OK ? "up" : "down");
+    cJSON_AddStringToObject(o, "mysql", mysql_state(st, &node));
+    if (node.galera)
+        cJSON_AddNumberToObject(o, "wsrep_local_state", node.wsrep_local_state);
     rds_ping(srv->rds);                       /* refreshes the state; once a second while down */
     cJSON_AddStringToObject(o, "redis", rds_degraded(srv->rds) ? "degraded" : "up");
     if (st == DB_OK)
