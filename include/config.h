@@ -26,6 +26,7 @@ struct config {
     int mysql_pool_size;
     int mysql_connect_timeout_ms;
     int mysql_wait_ms;            /* bound on waiting for a pooled connection */
+    char mysql_init_command[CFG_STR_MAX]; /* operator SQL run on every new session; may be empty */
 
     char redis_host[CFG_STR_MAX];
     int redis_port;

@@ -51,6 +51,7 @@ static const struct cfg_key keys[] = {
     I("mysql", "pool_size", mysql_pool_size, 1, 1024, "16"),
     I("mysql", "connect_timeout_ms", mysql_connect_timeout_ms, 100, 60000, "1000"),
     I("mysql", "wait_ms", mysql_wait_ms, 1, 60000, "1000"),
+    S("mysql", "init_command", mysql_init_command, 0, ""),
     S("redis", "host", redis_host, 1, "127.0.0.1"),
     I("redis", "port", redis_port, 1, 65535, "6379"),
     I("redis", "db", redis_db, 0, 255, "0"),

@@ -158,7 +158,11 @@ enum db_status db_fail(struct db_conn *c, const char *fmt, ...)
     return DB_ERROR;
 }
 
-/* Sets the options every session of ours uses on a fresh handle. */
+/* Sets the options every session of ours uses on a fresh handle. The
+ * operator's mysql.init_command (e.g. "SET SESSION wsrep_sync_wait = 1" so
+ * reads on a Galera node wait for the writes the cluster already ordered)
+ * runs after ours; the client library keeps each command and runs them in
+ * turn on every connect and reconnect. A failing one fails the connect. */
 static void session_options(MYSQL *my, const struct config *cfg)
 {
     unsigned int connect_s = (unsigned int)(cfg->mysql_connect_timeout_ms + 999) / 1000;
@@ -173,6 +177,8 @@ static void session_options(MYSQL *my, const struct config *cfg)
     mysql_options(my, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
     mysql_options(my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     mysql_options(my, MYSQL_INIT_COMMAND, init);
+    if (cfg->mysql_init_command[0] != '\0')
+        mysql_options(my, MYSQL_INIT_COMMAND, cfg->mysql_init_command);
 }
 
 static enum db_status connect_conn(struct db_conn *c)

@@ -31,6 +31,15 @@ static void warn_server_up(void)
     h_fixture_server_up_env(env);
 }
 
+/* An operator's session setting that a plain server accepts. */
+static void init_command_server_up(void)
+{
+    static const char *const env[] = { "PAYCALLBACK_MYSQL_INIT_COMMAND=SET SESSION "
+                                       "wsrep_sync_wait = 1", NULL };
+
+    h_fixture_server_up_env(env);
+}
+
 /* Unchecked teardown of the outage TCase: MySQL is up again whatever the
  * test did, or every later suite fails for the wrong reason. */
 /* An identifier no earlier run has logged: the suite log is appended to. */
@@ -315,6 +324,40 @@ START_TEST(readyz_is_503_while_mysql_is_down_and_200_once_it_is_back)
 }
 END_TEST
 
+/* ---- mysql.init_command -------------------------------------------------- */
+
+START_TEST(init_command_runs_on_each_session_and_the_service_is_ready)
+{
+    struct h_resp r;
+
+    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "mysql", "up");
+    h_resp_free(&r);
+    /* A whole transaction runs on such a session: an unknown order is a 404. */
+    h_callback(h_port(), "NOPE-INIT", "PAY-INIT", "1.00", &r);
+    h_assert_error(&r, 404, "ORDER_NOT_FOUND");
+    h_resp_free(&r);
+}
+END_TEST
+
+/* A session setting MySQL refuses fails every connection: the service
+ * refuses to start and names the error, rather than serve only 503s. */
+START_TEST(a_failing_init_command_stops_the_service_at_start)
+{
+    static const char *const args[] = { NULL };
+    static const char *const env[] = { "PAYCALLBACK_MYSQL_INIT_COMMAND=SET SESSION "
+                                       "sql_mode = 'NO_SUCH_MODE'", NULL };
+    struct h_run run;
+
+    h_run(args, env, 15000, &run);
+    ck_assert_int_eq(1, run.status);
+    ck_assert_msg(strstr(run.err, "NO_SUCH_MODE") != NULL, "stderr does not name the error: %s",
+                  run.err);
+    h_run_free(&run);
+}
+END_TEST
+
 /* ---- request ids and request lines --------------------------------------- */
 
 START_TEST(client_request_id_is_echoed_and_logged_with_the_request)
@@ -575,6 +618,15 @@ static Suite *ops_suite(void)
     tcase_add_unchecked_fixture(tc, NULL, h_fixture_mysql_back);
     tcase_add_test(tc, readyz_is_200_with_mysql_and_redis_up);
     tcase_add_test(tc, readyz_is_503_while_mysql_is_down_and_200_once_it_is_back);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("init_command", init_command_server_up, TC_TIMEOUT_S);
+    tcase_add_test(tc, init_command_runs_on_each_session_and_the_service_is_ready);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("failing init_command");
+    tcase_set_timeout(tc, TC_TIMEOUT_S);
+    tcase_add_test(tc, a_failing_init_command_stops_the_service_at_start);
     suite_add_tcase(s, tc);
 
     tc = tcase("request ids and request lines", h_fixture_server_up, TC_TIMEOUT_S);
