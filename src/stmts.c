@@ -40,13 +40,13 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_PAY_BY_ORDER] =
         "SELECT pay_no, amount, status, "
         "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ') "
-        "FROM payment_record WHERE order_no = ? ORDER BY id",
+        "FROM payment_record WHERE order_no = ? ORDER BY create_time, pay_no",
     [ST_PAY_REFUND_BY_ORDER] =
         "UPDATE payment_record SET status = ? WHERE order_no = ? AND status = ?",
     [ST_ORDER_LOCK_ROW] = "SELECT " ORDER_COLS " FROM orders WHERE order_no = ? FOR UPDATE",
     [ST_PAY_BY_ORDER_STATUS_LOCK] =
         "SELECT pay_no, amount FROM payment_record WHERE order_no = ? AND status = ? "
-        "ORDER BY id FOR UPDATE",
+        "ORDER BY pay_no FOR UPDATE",
     [ST_TOKEN_INSERT] =
         "INSERT INTO idem_token (token, expires_at) VALUES (?, NOW(3) + INTERVAL ? SECOND)",
     [ST_TOKEN_CONSUME] = "DELETE FROM idem_token WHERE token = ? AND expires_at > NOW(3)",
