@@ -61,6 +61,40 @@ install_datadir() {
 	mv "$tmp" "$dir"
 }
 
+# server_cnf DIR PORT: the [mysqld] options every deployed server shares:
+# its files under DIR, loopback only, UTC, binary utf8mb4, durable commits.
+server_cnf() {
+	cat <<-CNF
+		[mysqld]
+		user = $DB_OS_USER
+		datadir = $1/data
+		socket = $1/mysqld.sock
+		pid-file = $1/mysqld.pid
+		log-error = $1/error.log
+		tmpdir = $1
+		bind-address = 127.0.0.1
+		port = $2
+		skip-name-resolve
+		default-time-zone = +00:00
+		character-set-server = utf8mb4
+		collation-server = utf8mb4_bin
+		innodb-buffer-pool-size = 64M
+		innodb-flush-log-at-trx-commit = 1
+		max-connections = 300
+		performance-schema = 0
+	CNF
+}
+
+# provision DIR SOCKET: applies provision_sql through SOCKET when sql/ is
+# newer than DIR/provisioned (or it never ran), then stamps DIR.
+provision() {
+	local stamp=$1/provisioned
+	if [[ ! -e $stamp || $ROOT/sql/schema.sql -nt $stamp || $ROOT/sql/seed.sql -nt $stamp ]]; then
+		provision_sql | sql_root "$2" >/dev/null || die "cannot apply sql/ through $2"
+		touch "$stamp"
+	fi
+}
+
 # provision_sql: the statements that create the service's database, its
 # account and its tables (sql/schema.sql), for piping into a root session.
 provision_sql() {
@@ -75,6 +109,11 @@ provision_sql() {
 	echo
 	cat "$ROOT/sql/seed.sql"
 }
+
+# bind_lost LOG SINCE_BYTES: the server that wrote LOG after SINCE_BYTES
+# gave up because its port was taken. Our ports lie in Linux's ephemeral
+# range, so an outgoing connection can hold one for a moment: worth a retry.
+bind_lost() { tail -c +"$(($2 + 1))" "$1" 2>/dev/null | grep -q 'Address already in use'; }
 
 # launch LOG CMD...: starts CMD in its own session, detached from our
 # descriptors, stdout and stderr appended to LOG. Prints its pid.
