@@ -507,6 +507,56 @@ START_TEST(malformed_row_is_a_500_logged_once_with_the_request_id)
 }
 END_TEST
 
+/* ---- a Galera node that is not ready -------------------------------------- */
+
+/* Setup and unchecked teardown of the galera TCase: the trigger must not
+ * outlive its test, even one that failed half-way. */
+static void drop_not_ready_trigger(void)
+{
+    h_db_exec("DROP TRIGGER IF EXISTS t_node_not_ready");
+}
+
+/* A node outside the primary component answers 1047 to every statement;
+ * a trigger makes MariaDB answer the insert of the callback that way. The
+ * callback is a retryable 503, nothing is written, and the one log line
+ * names the errno with the request id. */
+START_TEST(galera_node_not_ready_is_a_503_that_writes_nothing)
+{
+    char id[ID_MAX], hdr[96], body[256], needle[96];
+    char ts[32], sig[H_SIG_HEX_LEN + 1], ts_hdr[64], sig_hdr[96];
+    const char *headers[] = { "Content-Type: application/json", ts_hdr, sig_hdr, hdr, NULL };
+    const char *parts[] = { "level=warn", "msg=\"mysql failure\"", "op=pay_apply", "errno=1047",
+                            needle, NULL };
+    struct h_resp r;
+    size_t len;
+
+    h_db_insert_order("OG1", "u1", PRICE, 1);
+    h_db_exec("CREATE TRIGGER t_node_not_ready BEFORE INSERT ON payment_record FOR EACH ROW "
+              "SIGNAL SQLSTATE '08S01' SET MYSQL_ERRNO = 1047, "
+              "MESSAGE_TEXT = 'WSREP has not yet prepared node for application use'");
+    unique_id(id, "galera");
+    snprintf(hdr, sizeof hdr, "X-Request-Id: %s", id);
+    snprintf(needle, sizeof needle, "request_id=%s", id);
+    len = h_callback_body(body, sizeof body, "OG1", "PG1", PRICE);
+    snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+    h_sign(H_SECRET, ts, body, len, sig);
+    snprintf(ts_hdr, sizeof ts_hdr, "X-Timestamp: %s", ts);
+    snprintf(sig_hdr, sizeof sig_hdr, "X-Signature: %s", sig);
+    h_http(h_port(), "POST", "/pay/callback", headers, body, len, &r);
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    ck_assert_msg(h_resp_header(&r, "Retry-After") != NULL, "a 503 without Retry-After");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = 'OG1'"));
+    free(assert_logged(parts));
+
+    drop_not_ready_trigger();                 /* the node is ready again: the retry pays */
+    h_callback(h_port(), "OG1", "PG1", PRICE, &r);
+    h_assert_str(&r, "result", "PAID");
+    h_resp_free(&r);
+}
+END_TEST
+
 /* ---- alerts -------------------------------------------------------------- */
 
 START_TEST(amount_mismatch_is_an_alert_with_order_and_pay_no)
@@ -638,6 +688,12 @@ static Suite *ops_suite(void)
     tcase_add_test(tc, error_replies_echo_the_id_and_log_their_code);
     tcase_add_test(tc, a_path_cannot_forge_log_fields);
     tcase_add_test(tc, malformed_row_is_a_500_logged_once_with_the_request_id);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("a galera node that is not ready", h_fixture_server_up, TC_TIMEOUT_S);
+    tcase_add_checked_fixture(tc, drop_not_ready_trigger, NULL);
+    tcase_add_unchecked_fixture(tc, NULL, drop_not_ready_trigger);
+    tcase_add_test(tc, galera_node_not_ready_is_a_503_that_writes_nothing);
     suite_add_tcase(s, tc);
 
     tc = tcase("alerts carry the ids", h_fixture_server_up, TC_TIMEOUT_S);
