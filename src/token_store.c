@@ -112,8 +112,11 @@ static enum token_status mysql_run(struct token_ctx *ctx, struct token_job *j, u
     st = db_txn(c, token_txn, j);
     if (st == DB_DUPLICATE)
         return TOKEN_USED;
-    if (st != DB_OK)
+    if (st != DB_OK) {
+        log_warn("mysql token store failed", "status=%s errno=%u error=\"%s\"",
+                 db_status_str(st), db_errno(c), db_errstr(c));
         return TOKEN_ERROR;
+    }
     *rows = j->rows;
     return TOKEN_OK;
 }
