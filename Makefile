@@ -25,6 +25,7 @@ UNIT      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/ch
 INTEG     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/check_*.c))
 HARNESS   := $(BUILD)/tests/integration/harness.o
 CEILING   := $(BUILD)/bench/ceiling
+TESTKEYS  := $(BUILD)/tests/testkeys.o
 ifndef V
   QUIET_CC = @printf '  CC %s\n' $<;
   QUIET_LD = @printf '  LD %s\n' $@;
@@ -39,10 +40,10 @@ $(BUILD)/%.o: %.c Makefile
 $(BIN): $(BUILD)/src/main.o $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/check_%: $(BUILD)/tests/unit/check_%.o $(LIB_OBJS)
+$(BUILD)/tests/check_%: $(BUILD)/tests/unit/check_%.o $(TESTKEYS) $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 
-$(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(HARNESS) $(LIB_OBJS)
+$(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(HARNESS) $(TESTKEYS) $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 
 $(CEILING): $(BUILD)/bench/ceiling.o

@@ -4,6 +4,7 @@
 #ifndef PAYCALLBACK_SIGNATURE_H
 #define PAYCALLBACK_SIGNATURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,10 @@ int sig_compute(const char *secret, const char *ts, const char *body,
 enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
                            const char *body, size_t body_len,
                            int64_t now_s, int64_t window_s);
+
+/* True when ts is 1..19 ASCII digits of unix seconds within window_s of
+ * now_s either way. The gateway formats share this freshness rule. */
+bool sig_ts_fresh(const char *ts, int64_t now_s, int64_t window_s);
 
 /* Human-readable reason for a status, for error messages. */
 const char *sig_status_str(enum sig_status st);

@@ -122,11 +122,10 @@ enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
                            int64_t now_s, int64_t window_s)
 {
     char expected[SIG_HEX_LEN + 1];
-    int64_t ts_s;
 
     if (ts == NULL || ts[0] == '\0' || sig == NULL || sig[0] == '\0')
         return SIG_MISSING;
-    if (!parse_ts(ts, &ts_s) || !within_window(ts_s, now_s, window_s))
+    if (!sig_ts_fresh(ts, now_s, window_s))
         return SIG_BAD_TIMESTAMP;
     if (strlen(sig) != SIG_HEX_LEN)
         return SIG_MISMATCH;
@@ -135,6 +134,13 @@ enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
     if (CRYPTO_memcmp(expected, sig, SIG_HEX_LEN) != 0)
         return SIG_MISMATCH;
     return SIG_OK;
+}
+
+bool sig_ts_fresh(const char *ts, int64_t now_s, int64_t window_s)
+{
+    int64_t ts_s;
+
+    return ts != NULL && parse_ts(ts, &ts_s) && within_window(ts_s, now_s, window_s);
 }
 
 const char *sig_status_str(enum sig_status st)

@@ -248,6 +248,18 @@ START_TEST(sig_status_str_names_the_headers)
 }
 END_TEST
 
+START_TEST(sig_ts_fresh_accepts_the_window_edges_only)
+{
+    ck_assert(sig_ts_fresh(TS, TS_S + WINDOW_S, WINDOW_S));
+    ck_assert(sig_ts_fresh(TS, TS_S - WINDOW_S, WINDOW_S));
+    ck_assert(!sig_ts_fresh(TS, TS_S + WINDOW_S + 1, WINDOW_S));
+    ck_assert(!sig_ts_fresh(TS, TS_S - WINDOW_S - 1, WINDOW_S));
+    ck_assert(!sig_ts_fresh("-1700000000", TS_S, WINDOW_S));
+    ck_assert(!sig_ts_fresh("", TS_S, WINDOW_S));
+    ck_assert(!sig_ts_fresh(NULL, TS_S, WINDOW_S));
+}
+END_TEST
+
 static Suite *signature_suite(void)
 {
     Suite *s = suite_create("signature");
@@ -287,6 +299,10 @@ static Suite *signature_suite(void)
     tcase_add_test(tc, sig_verify_rejects_uppercase_hex);
     tcase_add_test(tc, sig_verify_rejects_wrong_length);
     tcase_add_test(tc, sig_verify_fails_closed_without_secret);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("ts_fresh");
+    tcase_add_test(tc, sig_ts_fresh_accepts_the_window_edges_only);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("status_str");
