@@ -1,0 +1,122 @@
+/* gw_alipay.c - Alipay notify verification and reading. The signed string
+ * is rebuilt from the decoded parameters exactly as Alipay documents it;
+ * the amount is a yuan decimal string read by money.c, never a float. */
+#include "gw_alipay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "form.h"
+#include "money.h"
+#include "pubkey.h"
+
+static int cmp_field(const void *a, const void *b)
+{
+    const struct form_field *x = *(const struct form_field *const *)a;
+    const struct form_field *y = *(const struct form_field *const *)b;
+
+    return strcmp(x->key, y->key);
+}
+
+static int is_signature_field(const char *key)
+{
+    return strcmp(key, "sign") == 0 || strcmp(key, "sign_type") == 0;
+}
+
+char *gw_alipay_sign_content(const struct form *f)
+{
+    const struct form_field **sorted = NULL;
+    size_t i, n = 0, len = 1, pos = 0;
+    char *out = NULL;
+
+    if (f == NULL)
+        return NULL;
+    if ((sorted = malloc((f->n + 1) * sizeof(*sorted))) == NULL)
+        return NULL;
+    for (i = 0; i < f->n; i++) {
+        if (is_signature_field(f->field[i].key))
+            continue;
+        sorted[n++] = &f->field[i];
+        len += strlen(f->field[i].key) + strlen(f->field[i].value) + 2;
+    }
+    qsort(sorted, n, sizeof(*sorted), cmp_field);
+    if ((out = malloc(len)) == NULL)
+        goto out;
+    out[0] = '\0';
+    for (i = 0; i < n; i++) {
+        size_t kl = strlen(sorted[i]->key), vl = strlen(sorted[i]->value);
+
+        if (i > 0)
+            out[pos++] = '&';
+        memcpy(out + pos, sorted[i]->key, kl);
+        pos += kl;
+        out[pos++] = '=';
+        memcpy(out + pos, sorted[i]->value, vl);
+        pos += vl;
+    }
+    out[pos] = '\0';
+out:
+    free(sorted);
+    return out;
+}
+
+enum gw_status gw_alipay_verify(const struct form *f, const struct pubkey *alipay_key)
+{
+    const char *sign = form_get(f, "sign");
+    const char *sign_type = form_get(f, "sign_type");
+    struct pubkey_part part;
+    enum pubkey_status ps;
+    char *content = NULL;
+
+    if (sign == NULL || sign[0] == '\0')
+        return GW_SIG_MISSING;
+    if (sign_type != NULL && strcmp(sign_type, "RSA2") != 0)
+        return GW_SIG_MISMATCH;             /* RSA (SHA1) is not accepted */
+    if ((content = gw_alipay_sign_content(f)) == NULL)
+        return GW_ERROR;
+    part.data = content;
+    part.len = strlen(content);
+    ps = pubkey_verify(alipay_key, &part, 1, sign);
+    free(content);
+    if (ps == PUBKEY_ERROR)
+        return GW_ERROR;
+    return ps == PUBKEY_OK ? GW_OK : GW_SIG_MISMATCH;
+}
+
+static int pays(const char *trade_status)
+{
+    return strcmp(trade_status, "TRADE_SUCCESS") == 0 ||
+           strcmp(trade_status, "TRADE_FINISHED") == 0;
+}
+
+enum gw_status gw_alipay_notice(const struct form *f, const char *app_id, const char *currency,
+                                struct gw_notice *n)
+{
+    const char *got_app = form_get(f, "app_id");
+    const char *status = form_get(f, "trade_status");
+    const char *amount = form_get(f, "total_amount");
+    enum gw_status st = GW_MALFORMED;
+
+    memset(n, 0, sizeof(*n));
+    if (got_app == NULL || app_id == NULL || strcmp(got_app, app_id) != 0)
+        return GW_WRONG_APP;
+    if (status == NULL || status[0] == '\0' || strlen(status) >= sizeof(n->state))
+        return GW_MALFORMED;
+    memcpy(n->state, status, strlen(status) + 1);
+    if (!pays(status))
+        return GW_OK;                       /* acknowledged, nothing to apply */
+    if (gw_copy_id(n->pay_no, form_get(f, "trade_no")) != 0 ||
+        gw_copy_id(n->order_no, form_get(f, "out_trade_no")) != 0)
+        goto fail;
+    st = GW_BAD_AMOUNT;
+    if (amount == NULL || money_parse(amount, &n->amount_cents) != MONEY_OK)
+        goto fail;
+    st = GW_BAD_CURRENCY;
+    if (currency_normalize(currency, n->currency) != CURRENCY_OK)
+        goto fail;
+    n->pays = true;
+    return GW_OK;
+fail:
+    memset(n, 0, sizeof(*n));
+    return st;
+}

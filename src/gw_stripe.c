@@ -1,0 +1,165 @@
+/* gw_stripe.c - Stripe-style webhook verification and reading. The MAC is
+ * signature.c's (HMAC-SHA256 of t "." body, lowercase hex); this module
+ * adds the header grammar, several v1 values for secret rotation, and the
+ * payment_intent event. */
+#include "gw_stripe.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "signature.h"
+
+static int is_hex64(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len != SIG_HEX_LEN)
+        return 0;
+    for (i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+static int is_ts(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || len >= GW_STRIPE_TS_BUF)
+        return 0;
+    for (i = 0; i < len; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* Takes one "k=v" item of the header into h. A second t makes the header
+ * ambiguous, so it is refused (-1). */
+static int take_item(const char *p, size_t len, struct gw_stripe_header *h)
+{
+    const char *eq = memchr(p, '=', len);
+    size_t kl, vl;
+
+    if (eq == NULL)
+        return 0;                           /* not k=v: ignored like unknown schemes */
+    kl = (size_t)(eq - p);
+    vl = len - kl - 1;
+    if (kl == 1 && p[0] == 't') {
+        if (h->t[0] != '\0' || !is_ts(eq + 1, vl))
+            return -1;
+        memcpy(h->t, eq + 1, vl);
+        h->t[vl] = '\0';
+    } else if (kl == 2 && memcmp(p, "v1", 2) == 0 && is_hex64(eq + 1, vl) &&
+               h->nv1 < GW_STRIPE_V1_MAX) {
+        memcpy(h->v1_buf[h->nv1], eq + 1, vl);
+        h->v1_buf[h->nv1][vl] = '\0';
+        h->v1[h->nv1] = h->v1_buf[h->nv1];
+        h->nv1++;
+    }
+    return 0;
+}
+
+enum gw_status gw_stripe_header_parse(const char *header, struct gw_stripe_header *h)
+{
+    const char *p, *comma;
+
+    memset(h, 0, sizeof(*h));
+    if (header == NULL || header[0] == '\0')
+        return GW_SIG_MISSING;
+    for (p = header;; p = comma + 1) {
+        comma = strchr(p, ',');
+        if (take_item(p, comma != NULL ? (size_t)(comma - p) : strlen(p), h) != 0) {
+            memset(h, 0, sizeof(*h));
+            return GW_SIG_MISSING;
+        }
+        if (comma == NULL)
+            break;
+    }
+    if (h->t[0] == '\0' || h->nv1 == 0) {
+        memset(h, 0, sizeof(*h));
+        return GW_SIG_MISSING;
+    }
+    return GW_OK;
+}
+
+enum gw_status gw_stripe_verify(const char *secret, const char *header, const char *body,
+                                size_t body_len, int64_t now_s, int64_t tolerance_s)
+{
+    struct gw_stripe_header h;
+    char expected[SIG_HEX_LEN + 1];
+    enum gw_status st;
+    int match = 0;
+    size_t i;
+
+    if ((st = gw_stripe_header_parse(header, &h)) != GW_OK)
+        return st;
+    if (!sig_ts_fresh(h.t, now_s, tolerance_s))
+        return GW_SIG_STALE;
+    if (secret == NULL || secret[0] == '\0')
+        return GW_SIG_MISMATCH;             /* fail closed */
+    if (sig_compute(secret, h.t, body, body_len, expected) != 0)
+        return GW_ERROR;
+    /* Every candidate is compared, so the time taken does not reveal which
+     * one matched. */
+    for (i = 0; i < h.nv1; i++)
+        match |= CRYPTO_memcmp(expected, h.v1[i], SIG_HEX_LEN) == 0;
+    return match ? GW_OK : GW_SIG_MISMATCH;
+}
+
+static const char *str_member(const cJSON *obj, const char *name)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+    return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static enum gw_status read_intent(const cJSON *obj, struct gw_notice *n)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    int64_t minor = 0;
+
+    if (gw_copy_id(n->pay_no, str_member(obj, "id")) != 0 || !cJSON_IsObject(meta) ||
+        gw_copy_id(n->order_no, str_member(meta, "order_no")) != 0)
+        return GW_MALFORMED;
+    if (currency_normalize(str_member(obj, "currency"), n->currency) != CURRENCY_OK)
+        return GW_BAD_CURRENCY;
+    if (gw_json_amount(cJSON_GetObjectItemCaseSensitive(obj, "amount_received"), INT64_MAX,
+                       &minor) != 0 ||
+        currency_minor_to_cents(n->currency, minor, &n->amount_cents) != CURRENCY_OK)
+        return GW_BAD_AMOUNT;
+    n->pays = true;
+    return GW_OK;
+}
+
+enum gw_status gw_stripe_notice(const char *body, size_t body_len, struct gw_notice *n)
+{
+    enum gw_status st = GW_MALFORMED;
+    const cJSON *data, *obj;
+    const char *type;
+    cJSON *root = NULL;
+
+    memset(n, 0, sizeof(*n));
+    if (body == NULL || (root = cJSON_ParseWithLength(body, body_len)) == NULL ||
+        !cJSON_IsObject(root))
+        goto out;
+    type = str_member(root, "type");
+    if (type == NULL || type[0] == '\0' || strlen(type) >= sizeof(n->state))
+        goto out;
+    memcpy(n->state, type, strlen(type) + 1);
+    if (strcmp(type, "payment_intent.succeeded") != 0) {
+        st = GW_OK;                         /* acknowledged, nothing to apply */
+        goto out;
+    }
+    data = cJSON_GetObjectItemCaseSensitive(root, "data");
+    obj = cJSON_IsObject(data) ? cJSON_GetObjectItemCaseSensitive(data, "object") : NULL;
+    if (!cJSON_IsObject(obj))
+        goto out;
+    st = read_intent(obj, n);
+out:
+    if (st != GW_OK)
+        memset(n, 0, sizeof(*n));
+    cJSON_Delete(root);
+    return st;
+}
