@@ -9,10 +9,12 @@ ifneq ($(filter-out deps services stop clean lint test test-faults run asan valg
 endif
 WARN   := -Wall -Wextra -Werror -Wstrict-prototypes -Wwrite-strings -Wshadow
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) -Iinclude -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 TEST_LDLIBS := $(shell pkg-config --libs check 2>/dev/null)
 BUILD  := build
+VERSION := 0.1.0
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 ifeq ($(SANITIZE),1)
   BUILD   := build/asan
   CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -36,6 +38,15 @@ all: $(BIN)
 $(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(@D)
 	$(QUIET_CC)$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# Rewritten only when the version or commit changes, so main.o rebuilds then.
+.PHONY: FORCE
+$(BUILD)/gen/build_info.h: FORCE
+	@mkdir -p $(@D)
+	@printf '#define PAYCALLBACK_VERSION "%s"\n#define PAYCALLBACK_COMMIT "%s"\n' \
+		'$(VERSION)' '$(COMMIT)' >$@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+$(BUILD)/src/main.o: $(BUILD)/gen/build_info.h
 
 $(BIN): $(BUILD)/src/main.o $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -36,17 +36,26 @@ struct http_route_info;
  * Returns NULL on allocation failure. */
 struct metrics *metrics_create(const struct http_route_info *routes, size_t nroutes);
 
+/* Sets the labels of paycallback_build_info (both "unknown" until then).
+ * Call once before threads start; quotes and backslashes are dropped. */
+void metrics_set_build_info(struct metrics *m, const char *version, const char *commit);
+
 /* NULL-safe. */
 void metrics_destroy(struct metrics *m);
 
 void metrics_inc(struct metrics *m, enum metric_counter c);
 
-/* Records one finished request: route index (nroutes = unmatched), status,
- * and duration in microseconds. */
+/* Records one finished request: route index (nroutes = unmatched, whose
+ * series carry route="unmatched",method="other"), status, and duration in
+ * microseconds. */
 void metrics_observe(struct metrics *m, size_t route, int status, uint64_t usec);
 
 /* Sets the gauge of Redis state: 1 degraded, 0 up. */
 void metrics_set_redis_degraded(struct metrics *m, int degraded);
+
+/* Sets the readiness gauge: 1 when MySQL answered the last probe, else 0
+ * (0 until the first probe). */
+void metrics_set_ready(struct metrics *m, int ready);
 
 /* Renders all metrics as Prometheus text into a malloc'd NUL-terminated
  * string (caller frees with free), length in *len. NULL on failure. */

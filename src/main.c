@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build_info.h"                      /* generated: version and commit */
 #include "config.h"
 #include "db.h"
 #include "http.h"
@@ -23,7 +24,6 @@
 
 extern char **environ;
 
-#define PAYCALLBACK_VERSION "0.1.0"
 #define STOP_POLL_MS        20
 
 static void usage(FILE *f)
@@ -81,7 +81,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'p': o->port_file = optarg; break;
         case 'k': o->check_only = 1; break;
         case 'h': usage(stdout); cfg_print_keys(); return -1;
-        case 'V': printf("paycallback %s\n", PAYCALLBACK_VERSION); return -1;
+        case 'V': printf("paycallback %s (%s)\n", PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT); return -1;
         default: usage(stderr); return 1;
         }
     }
@@ -270,6 +270,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "paycallback: out of memory\n");
         goto out;
     }
+    metrics_set_build_info(srv.m, PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT);
     if (http_start(&srv, &port) != 0) {
         http_stop(&srv);                      /* frees what a failed start left */
         goto out;

@@ -1,14 +1,19 @@
 /* metrics.c - counters and per-route latency histograms as relaxed C11
- * atomics, rendered in the Prometheus text exposition format (0.0.4).
- * Updates never lock; a scrape reads each atomic once and may see a
- * request counted in one series a moment before another. */
+ * atomics, rendered in the Prometheus text exposition format (0.0.4),
+ * plus build info and the standard process_* metrics read from /proc at
+ * scrape time. Updates never lock; a scrape reads each atomic once and may
+ * see a request counted in one series a moment before another. */
 #include "metrics.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "http.h"
 
@@ -38,6 +43,9 @@ struct metrics {
     struct route_stats *rs;                   /* nroutes + 1: the last is unmatched */
     atomic_ullong counter[M_COUNT];
     atomic_int redis_degraded;
+    atomic_int ready;
+    char version[32], commit[48];             /* set once before threads start */
+    struct timespec start;                    /* wall clock at creation */
 };
 
 static const struct {
@@ -87,6 +95,8 @@ struct metrics *metrics_create(const struct http_route_info *routes, size_t nrou
     }
     m->routes = routes;
     m->nroutes = nroutes;
+    clock_gettime(CLOCK_REALTIME, &m->start);
+    metrics_set_build_info(m, "unknown", "unknown");
     return m;
 }
 
@@ -96,6 +106,26 @@ void metrics_destroy(struct metrics *m)
         return;
     free(m->rs);
     free(m);
+}
+
+/* Copies s into out for a label value, dropping the characters that the
+ * text format would need escaped (a version or commit never has them). */
+static void label_copy(char *out, size_t n, const char *s)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; s != NULL && s[i] != '\0' && j + 1 < n; i++)
+        if (s[i] != '"' && s[i] != '\\' && s[i] != '\n')
+            out[j++] = s[i];
+    out[j] = '\0';
+}
+
+void metrics_set_build_info(struct metrics *m, const char *version, const char *commit)
+{
+    if (m == NULL)
+        return;
+    label_copy(m->version, sizeof(m->version), version);
+    label_copy(m->commit, sizeof(m->commit), commit);
 }
 
 void metrics_inc(struct metrics *m, enum metric_counter c)
@@ -108,6 +138,12 @@ void metrics_set_redis_degraded(struct metrics *m, int degraded)
 {
     if (m != NULL)
         atomic_store_explicit(&m->redis_degraded, degraded != 0, memory_order_relaxed);
+}
+
+void metrics_set_ready(struct metrics *m, int ready)
+{
+    if (m != NULL)
+        atomic_store_explicit(&m->ready, ready != 0, memory_order_relaxed);
 }
 
 void metrics_observe(struct metrics *m, size_t route, int status, uint64_t usec)
@@ -177,9 +213,11 @@ static const char *route_label(const struct metrics *m, size_t r)
     return r < m->nroutes ? m->routes[r].pattern : "unmatched";
 }
 
+/* Unmatched requests share one series whatever their method, so a
+ * client inventing methods cannot grow the label set. */
 static const char *route_method(const struct metrics *m, size_t r)
 {
-    return r < m->nroutes ? m->routes[r].method : "";
+    return r < m->nroutes ? m->routes[r].method : "other";
 }
 
 static void render_requests(const struct metrics *m, struct buf *b)
@@ -262,6 +300,79 @@ static void render_counters(const struct metrics *m, struct buf *b)
                "# TYPE paycallback_redis_degraded gauge\n"
                "paycallback_redis_degraded %d\n",
             atomic_load_explicit(&m->redis_degraded, memory_order_relaxed));
+    bprintf(b, "# HELP paycallback_ready 1 while MySQL answered the last readiness probe "
+               "(each /readyz and /metrics request runs one).\n"
+               "# TYPE paycallback_ready gauge\n"
+               "paycallback_ready %d\n",
+            atomic_load_explicit(&m->ready, memory_order_relaxed));
+}
+
+static void render_build_info(const struct metrics *m, struct buf *b)
+{
+    bprintf(b, "# HELP paycallback_build_info The running build: version and commit, always 1.\n"
+               "# TYPE paycallback_build_info gauge\n"
+               "paycallback_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+            m->version, m->commit);
+}
+
+/* Open descriptors: the entries of /proc/self/fd less the one that
+ * reading the directory holds. -1 when /proc is not mounted. */
+static long open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    long n = 0;
+
+    if (d == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1;
+}
+
+/* The process_* family that Prometheus client libraries export, so
+ * standard dashboards and alerts work unchanged. Values /proc cannot give
+ * are left out rather than reported as zero. */
+static void render_process(const struct metrics *m, struct buf *b)
+{
+    struct rusage ru;
+    struct rlimit rl;
+    unsigned long long vm_pages, rss_pages;
+    long page = sysconf(_SC_PAGESIZE), fds = open_fds();
+    FILE *f;
+
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        bprintf(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+                   "# TYPE process_cpu_seconds_total counter\n"
+                   "process_cpu_seconds_total %ld.%06ld\n",
+                (long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000000),
+                (long)((ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) % 1000000));
+    if (fds >= 0)
+        bprintf(b, "# HELP process_open_fds Number of open file descriptors.\n"
+                   "# TYPE process_open_fds gauge\n"
+                   "process_open_fds %ld\n", fds);
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        bprintf(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+                   "# TYPE process_max_fds gauge\n"
+                   "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+    if (page > 0 && (f = fopen("/proc/self/statm", "r")) != NULL) {
+        if (fscanf(f, "%llu %llu", &vm_pages, &rss_pages) == 2)
+            bprintf(b, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+                       "# TYPE process_virtual_memory_bytes gauge\n"
+                       "process_virtual_memory_bytes %llu\n"
+                       "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                       "# TYPE process_resident_memory_bytes gauge\n"
+                       "process_resident_memory_bytes %llu\n",
+                    vm_pages * (unsigned long long)page, rss_pages * (unsigned long long)page);
+        fclose(f);
+    }
+    bprintf(b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+               "# TYPE process_start_time_seconds gauge\n"
+               "process_start_time_seconds %lld.%03ld\n",
+            (long long)m->start.tv_sec, m->start.tv_nsec / 1000000L);
 }
 
 char *metrics_render(const struct metrics *m, size_t *len)
@@ -276,6 +387,8 @@ char *metrics_render(const struct metrics *m, size_t *len)
     render_requests(m, &b);
     render_latency(m, &b);
     render_counters(m, &b);
+    render_build_info(m, &b);
+    render_process(m, &b);
     if (b.failed) {
         free(b.p);
         return NULL;

@@ -29,20 +29,33 @@ static const char *mysql_state(enum db_status st, const struct db_node *node)
     return node->galera ? "not_synced" : "down";
 }
 
+/* Pings MySQL through the pool (node gets its Galera state) and Redis
+ * (which refreshes the degraded state, once a second while down), and
+ * records the outcome in the paycallback_ready gauge. DB_OK when MySQL
+ * takes writes. */
+static enum db_status probe_ready(struct server *srv, struct db_node *node)
+{
+    struct db_conn *conn = NULL;
+    enum db_status st = DB_UNAVAILABLE;
+
+    if ((conn = db_acquire(srv->db, srv->cfg->mysql_wait_ms)) != NULL)
+        st = db_ping(conn, node);
+    db_release(srv->db, conn);
+    rds_ping(srv->rds);
+    metrics_set_ready(srv->m, st == DB_OK);
+    return st;
+}
+
 /* Ready while MySQL takes writes: it answers and, on Galera, the node is
  * Synced and primary. Redis being down only degrades, shown as
  * "redis":"degraded" (tokens in MySQL, stock lock skipped). */
 void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    struct db_conn *conn = NULL;
     struct db_node node = { 0, 0, 0 };
-    enum db_status st = DB_UNAVAILABLE;
+    enum db_status st = probe_ready(srv, &node);
     cJSON *o = cJSON_CreateObject();
 
     (void)req;
-    if ((conn = db_acquire(srv->db, srv->cfg->mysql_wait_ms)) != NULL)
-        st = db_ping(conn, &node);
-    db_release(srv->db, conn);
     if (st != DB_OK) {                        /* an error body like any other, plus the probe */
         cJSON_AddStringToObject(o, "code", "UNAVAILABLE");
         cJSON_AddStringToObject(o, "message", node.galera ? "galera node is not synced"
@@ -52,7 +65,6 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
     cJSON_AddStringToObject(o, "mysql", mysql_state(st, &node));
     if (node.galera)
         cJSON_AddNumberToObject(o, "wsrep_local_state", node.wsrep_local_state);
-    rds_ping(srv->rds);                       /* refreshes the state; once a second while down */
     cJSON_AddStringToObject(o, "redis", rds_degraded(srv->rds) ? "degraded" : "up");
     if (st == DB_OK)
         http_reply_json(resp, 200, o);
@@ -61,12 +73,17 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
     cJSON_Delete(o);
 }
 
+/* Probes readiness first, so every scrape carries a fresh paycallback_ready
+ * and alerting needs no probe of its own against /readyz. */
 void handle_metrics(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    struct db_node node = { 0, 0, 0 };
     size_t len;
-    char *text = metrics_render(srv->m, &len);
+    char *text;
 
     (void)req;
+    probe_ready(srv, &node);
+    text = metrics_render(srv->m, &len);
     if (text == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "cannot render metrics");
         return;

@@ -198,7 +198,7 @@ START_TEST(scrape_after_traffic_passes_promtool_and_counts_it)
     assert_sample(r.body, CB_REQ("409"), "1");
     assert_sample(r.body, CB_REQ("422"), "1");
     assert_sample(r.body, CB_REQ("413"), "1");       /* counted on its route */
-    assert_sample(r.body, "paycallback_http_requests_total{route=\"unmatched\",method=\"\",code=\"404\"}", "1");
+    assert_sample(r.body, "paycallback_http_requests_total{route=\"unmatched\",method=\"other\",code=\"404\"}", "1");
     assert_sample(r.body, "paycallback_http_request_duration_seconds_count{route=\"/pay/callback\",method=\"POST\"}", "6");
     assert_sample(r.body, "paycallback_http_request_duration_seconds_bucket{route=\"/pay/callback\",method=\"POST\",le=\"+Inf\"}", "6");
     assert_sample(r.body, "paycallback_redis_degraded", "0");

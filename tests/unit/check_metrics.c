@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "http.h"
 #include "metrics.h"
@@ -189,6 +190,8 @@ START_TEST(null_registry_is_accepted_everywhere)
     metrics_inc(NULL, M_DOUBLE_PAYMENT);
     metrics_observe(NULL, 0, 200, 10);
     metrics_set_redis_degraded(NULL, 1);
+    metrics_set_ready(NULL, 1);
+    metrics_set_build_info(NULL, "1", "2");
     ck_assert_ptr_null(metrics_render(NULL, &len));
     ck_assert_uint_eq(0, len);
     metrics_destroy(NULL);
@@ -207,7 +210,7 @@ START_TEST(requests_are_counted_by_route_method_and_code)
     assert_sample(REQ("/pay/callback", "POST", "200"), "2");
     assert_sample(REQ("/pay/callback", "POST", "409"), "1");
     assert_sample(REQ("/order/{order_no}", "GET", "404"), "1");
-    assert_sample(REQ("unmatched", "", "404"), "1");
+    assert_sample(REQ("unmatched", "other", "404"), "1");
 }
 END_TEST
 
@@ -222,7 +225,54 @@ END_TEST
 START_TEST(route_index_past_the_table_counts_as_unmatched)
 {
     metrics_observe(m, NROUTES + 7, 404, 100);
-    assert_sample(REQ("unmatched", "", "404"), "1");
+    assert_sample(REQ("unmatched", "other", "404"), "1");
+}
+END_TEST
+
+START_TEST(build_info_is_one_with_version_and_commit_labels)
+{
+    assert_sample("paycallback_build_info{version=\"unknown\",commit=\"unknown\"}", "1");
+    metrics_set_build_info(m, "1.2.3", "abc\"def");
+    assert_sample("paycallback_build_info{version=\"1.2.3\",commit=\"abcdef\"}", "1");
+}
+END_TEST
+
+START_TEST(ready_gauge_is_zero_until_a_probe_succeeds)
+{
+    assert_sample("paycallback_ready", "0");
+    metrics_set_ready(m, 1);
+    assert_sample("paycallback_ready", "1");
+    metrics_set_ready(m, 0);
+    assert_sample("paycallback_ready", "0");
+}
+END_TEST
+
+/* Parses the value of a sample without labels as a double; fails when the
+ * series is missing. */
+static double number_of(const char *series)
+{
+    char v[VALUE_MAX];
+
+    ck_assert_msg(value_of(render(), series, v) != NULL, "no sample %s", series);
+    return strtod(v, NULL);
+}
+
+START_TEST(process_metrics_describe_this_process)
+{
+    double start = number_of("process_start_time_seconds");
+    double fds_before = number_of("process_open_fds");
+    FILE *f = fopen("/dev/null", "r");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_msg(number_of("process_open_fds") == fds_before + 1,
+                  "an opened file must show in process_open_fds");
+    fclose(f);
+    ck_assert_msg(number_of("process_resident_memory_bytes") > 0, "resident memory is 0");
+    ck_assert_msg(number_of("process_virtual_memory_bytes") >=
+                  number_of("process_resident_memory_bytes"), "virtual below resident");
+    ck_assert_msg(number_of("process_max_fds") >= fds_before, "max_fds below open fds");
+    ck_assert_msg(number_of("process_cpu_seconds_total") >= 0, "negative cpu seconds");
+    ck_assert_msg(start > 1.6e9 && start <= (double)time(NULL) + 1, "start time %f", start);
 }
 END_TEST
 
@@ -389,6 +439,9 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, concurrent_increments_are_all_counted);
     tcase_add_test(tc, counters_are_lock_free_on_this_platform);
     tcase_add_test(tc, null_registry_is_accepted_everywhere);
+    tcase_add_test(tc, build_info_is_one_with_version_and_commit_labels);
+    tcase_add_test(tc, ready_gauge_is_zero_until_a_probe_succeeds);
+    tcase_add_test(tc, process_metrics_describe_this_process);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("requests");
