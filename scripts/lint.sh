@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Static checks of what surrounds the code, run by `make lint` and CI:
 # Dockerfile and docker-compose.yml (with every broken copy of MUTATIONS
-# caught), and docs/openapi.yaml against the route table. Needs only
-# python3 and python3-yaml. Exit status 0 when every check passes.
+# caught), docs/openapi.yaml against the route table, and the Prometheus
+# alert rules with their promtool unit tests. Needs python3, python3-yaml
+# and promtool. Exit status 0 when every check passes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 rc=0
 python3 scripts/check-compose.py --self-test || rc=1
 python3 scripts/check-openapi.py || rc=1
+scripts/check-alerts.sh || rc=1
+python3 scripts/check-metric-names.py --self-test || rc=1
 ((rc == 0)) && echo "lint: ok" || echo "lint: FAILED" >&2
 exit "$rc"

@@ -115,24 +115,49 @@ static int find_promtool(char out[PATH_MAX])
     return -1;
 }
 
-/* Runs "promtool check metrics" on text. Returns its exit status; its
+/* Writes text to a temporary file and runs the shell command fmt with
+ * that file's path as its one %s. Returns the command's exit status; its
  * findings go to the test's stderr. */
+static int run_on_file(const char *fmt, const char *text, size_t len)
+{
+    char file[] = "/tmp/paycallback-metrics-XXXXXX", cmd[PATH_MAX * 4];
+    int fd, st;
+
+    ck_assert_msg((fd = mkstemp(file)) >= 0, "mkstemp: %s", strerror(errno));
+    ck_assert_int_eq((ssize_t)len, write(fd, text, len));
+    close(fd);
+    snprintf(cmd, sizeof cmd, fmt, file);
+    st = system(cmd);
+    unlink(file);
+    ck_assert_msg(st != -1 && WIFEXITED(st), "cannot run %s", cmd);
+    return WEXITSTATUS(st);
+}
+
+/* Runs "promtool check metrics" on text. Returns its exit status. */
 static int promtool_check(const char *text, size_t len)
 {
-    char promtool[PATH_MAX], file[] = "/tmp/paycallback-metrics-XXXXXX", cmd[PATH_MAX * 2 + 64];
-    int fd, st;
+    char promtool[PATH_MAX], fmt[PATH_MAX + 64];
 
     ck_assert_msg(find_promtool(promtool) == 0,
                   "promtool not found on PATH: install the Debian package prometheus "
                   "(scripts/deps.sh does)");
-    ck_assert_msg((fd = mkstemp(file)) >= 0, "mkstemp: %s", strerror(errno));
-    ck_assert_int_eq((ssize_t)len, write(fd, text, len));
-    close(fd);
-    snprintf(cmd, sizeof cmd, "'%s' check metrics < '%s' >&2", promtool, file);
-    st = system(cmd);
-    unlink(file);
-    ck_assert_msg(st != -1 && WIFEXITED(st), "cannot run %s", promtool);
-    return WEXITSTATUS(st);
+    snprintf(fmt, sizeof fmt, "'%s' check metrics < '%%s' >&2", promtool);
+    return run_on_file(fmt, text, len);
+}
+
+/* Runs scripts/check-metric-names.py on the shipped dashboard and alert
+ * rules with text as the scrape. Returns its exit status. */
+static int metric_names_check(const char *text, size_t len)
+{
+    const char *root = getenv("PAYCALLBACK_ROOT");
+    char fmt[PATH_MAX * 3];
+
+    root = root != NULL && root[0] != '\0' ? root : ".";
+    snprintf(fmt, sizeof fmt,
+             "python3 '%s/scripts/check-metric-names.py' --metrics '%%s' "
+             "'%s/deploy/grafana/paycallback.json' '%s/deploy/prometheus/alerts.yml' >&2",
+             root, root, root);
+    return run_on_file(fmt, text, len);
 }
 
 /* Scrapes /metrics into r and asserts the reply is Prometheus text. */
@@ -202,6 +227,39 @@ START_TEST(scrape_after_traffic_passes_promtool_and_counts_it)
     assert_sample(r.body, "paycallback_http_request_duration_seconds_count{route=\"/pay/callback\",method=\"POST\"}", "6");
     assert_sample(r.body, "paycallback_http_request_duration_seconds_bucket{route=\"/pay/callback\",method=\"POST\",le=\"+Inf\"}", "6");
     assert_sample(r.body, "paycallback_redis_degraded", "0");
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(dashboard_and_alert_rules_query_only_exported_metrics)
+{
+    struct h_resp r;
+
+    drive_traffic();
+    scrape(&r);
+    ck_assert_msg(metric_names_check(r.body, r.body_len) == 0,
+                  "the dashboard or the alert rules name a metric /metrics lacks (above)");
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(build_info_process_and_ready_are_exported)
+{
+    struct h_resp r;
+    char v[VALUE_MAX];
+
+    scrape(&r);
+    ck_assert_msg(strstr(r.body, "\npaycallback_build_info{version=\"") != NULL,
+                  "no paycallback_build_info");
+    ck_assert_msg(strstr(r.body, "commit=\"unknown\"") == NULL, "build_info without a commit");
+    assert_sample(r.body, "paycallback_ready", "1");      /* the scrape probed MySQL */
+    for (size_t i = 0; i < 5; i++) {
+        static const char *const names[] = { "process_resident_memory_bytes", "process_open_fds",
+                                             "process_cpu_seconds_total", "process_start_time_seconds",
+                                             "process_max_fds" };
+        ck_assert_msg(value_of(r.body, names[i], v) != NULL, "no %s", names[i]);
+        ck_assert_msg(strtod(v, NULL) > 0 || i == 2, "%s is %s", names[i], v);
+    }
     h_resp_free(&r);
 }
 END_TEST
@@ -662,6 +720,11 @@ static Suite *ops_suite(void)
 
     tc = tcase("an idle scrape is valid", h_fixture_server_up, TC_TIMEOUT_S);
     tcase_add_test(tc, idle_scrape_passes_promtool_with_a_histogram_per_route);
+    tcase_add_test(tc, build_info_process_and_ready_are_exported);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("dashboard and alerts match the scrape", h_fixture_server_up, TC_TIMEOUT_S);
+    tcase_add_test(tc, dashboard_and_alert_rules_query_only_exported_metrics);
     suite_add_tcase(s, tc);
 
     tc = tcase("readiness follows mysql", h_fixture_server_up, OUTAGE_TIMEOUT_S);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Checks deploy/prometheus/alerts.yml without a Prometheus server:
+# `promtool check rules`, its unit tests (`promtool test rules
+# alerts_test.yml`), a unit test for every alert, and that each changed
+# threshold, duration or severity in MUTATIONS makes those tests fail.
+# Needs promtool (Debian package prometheus). Exit status 0 when all hold.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../deploy/prometheus"
+
+command -v promtool >/dev/null || { echo "check-alerts: promtool not found (scripts/deps.sh installs prometheus)" >&2; exit 1; }
+rc=0
+promtool check rules alerts.yml >/dev/null || { promtool check rules alerts.yml; rc=1; }
+promtool test rules alerts_test.yml >/dev/null || { promtool test rules alerts_test.yml; rc=1; }
+
+n=0
+while read -r name; do
+	n=$((n + 1))
+	grep -qx " *alertname: $name" alerts_test.yml || { echo "check-alerts: $name has no unit test" >&2; rc=1; }
+done < <(sed -nE 's/^ *- alert: *([A-Za-z0-9_]+).*/\1/p' alerts.yml)
+((n >= 5)) || { echo "check-alerts: only $n alerts found" >&2; rc=1; }
+
+# Each line: the text in alerts.yml, a tab, its replacement. The unit tests
+# must catch every one.
+MUTATIONS=$'increase(paycallback_double_payments_total[10m]) > 0\tincrease(paycallback_double_payments_total[10m]) > 1
+increase(paycallback_amount_mismatches_total[10m]) > 0\tincrease(paycallback_amount_mismatches_total[10m]) >= 2
+increase(paycallback_pay_no_conflicts_total[10m]) > 0\tincrease(paycallback_pay_no_conflicts_total[1m]) > 0
+paycallback_ready == 0\tpaycallback_ready < 0
+> 0.05\t> 0.5
+paycallback_redis_degraded == 1\tpaycallback_redis_degraded == 2
+severity: critical\tseverity: warning'
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp alerts_test.yml "$tmp/"
+while IFS=$'\t' read -r from to; do
+	FROM=$from TO=$to python3 -c '
+import os, sys
+s = open("alerts.yml").read()
+if os.environ["FROM"] not in s:
+    sys.exit("check-alerts: alerts.yml no longer contains " + os.environ["FROM"] + ": update MUTATIONS")
+open(sys.argv[1], "w").write(s.replace(os.environ["FROM"], os.environ["TO"], 1))' "$tmp/alerts.yml" || { rc=1; continue; }
+	if (cd "$tmp" && promtool test rules alerts_test.yml >/dev/null 2>&1); then
+		echo "check-alerts: unit tests pass although '$from' became '$to'" >&2
+		rc=1
+	fi
+done <<<"$MUTATIONS"
+
+((rc == 0)) && echo "check-alerts: $n alerts, all unit-tested; $(wc -l <<<"$MUTATIONS") mutations caught"
+exit "$rc"
