@@ -27,6 +27,9 @@ COPY --from=build /src/build/paycallback /usr/local/bin/paycallback
 COPY config/paycallback.json /etc/paycallback/paycallback.json
 # Inside a container the service must listen beyond loopback; every other
 # setting comes from the shipped config, overridden by PAYCALLBACK_* variables.
+# The image holds no usable secret: the shipped config's development secret
+# is refused without --dev, so PAYCALLBACK_CALLBACK_SECRET must be given at
+# run time (docker-compose.yml requires it).
 ENV PAYCALLBACK_LISTEN_ADDRESS=0.0.0.0
 USER paycallback:paycallback
 EXPOSE 8080

@@ -71,7 +71,7 @@ services: deps
 
 run: services
 	@$(MAKE) --no-print-directory all
-	$(BIN) -c config/paycallback.json
+	$(BIN) --dev -c config/paycallback.json
 
 unit: $(UNIT)
 	@scripts/run-tests.sh $(UNIT)

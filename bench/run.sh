@@ -132,7 +132,7 @@ rm -f "$work/port" "$results" "$work/errors.log"
 PAYCALLBACK_LISTEN_PORT=0 PAYCALLBACK_MYSQL_DATABASE=$DB_TEST_NAME PAYCALLBACK_REDIS_DB=9 \
 PAYCALLBACK_MYSQL_PORT=$MYSQL_PORT PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
 PAYCALLBACK_LOG_LEVEL=${BENCH_LOG_LEVEL:-warn} \
-	"$bin" -c "$ROOT/config/paycallback.json" --port-file "$work/port" 2>"$work/server.log" &
+	"$bin" --dev -c "$ROOT/config/paycallback.json" --port-file "$work/port" 2>"$work/server.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; reset; sql "DELETE FROM stock WHERE sku = '"'BENCH-SKU'"'"' EXIT
 for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done

@@ -8,7 +8,11 @@
 
 #define CFG_STR_MAX 256
 #define CFG_DEFAULT_PATH "config/paycallback.json"
-#define CFG_DEV_SECRET "dev-secret"
+#define CFG_DEV_SECRET "dev-secret"    /* the shipped value: refused outside development */
+#define CFG_DEV_ENV    "PAYCALLBACK_DEV"
+
+/* cfg_load flags. */
+#define CFG_LOAD_DEV (1u << 0)        /* development switch (--dev), as PAYCALLBACK_DEV=1 */
 
 struct config {
     char listen_address[CFG_STR_MAX];
@@ -37,19 +41,28 @@ struct config {
     int lock_ttl_ms;
     int lock_wait_ms;
 
-    char callback_secret[CFG_STR_MAX]; /* empty = no authentication */
+    char callback_secret[CFG_STR_MAX];          /* current; never empty after cfg_load */
+    char callback_previous_secret[CFG_STR_MAX]; /* still accepted while rotating, or "" */
     int signature_tolerance_s;
+
+    int dev;                      /* development switch: the shipped values are allowed */
 };
 
 /* Fills cfg with defaults, reads path (a JSON object of sections; NULL for
  * none), then applies the overrides found in envp ("NAME=value" strings,
- * NULL-terminated, normally environ), then validates. The file is read
+ * NULL-terminated, normally environ), then validates.
+ *
+ * Fails closed: without the development switch (CFG_LOAD_DEV in flags, or
+ * PAYCALLBACK_DEV=1 in envp) an empty callback.secret, or the shipped
+ * CFG_DEV_SECRET as either callback secret, is an error. With it, an empty
+ * secret becomes CFG_DEV_SECRET: signatures are always checked. The file is read
  * strictly: one JSON object, each key known and present once, nothing
  * after it; numbers are range-checked before conversion and strings
  * against their field's size. Every PAYCALLBACK_* name in envp must be a
  * key. On failure returns -1 with a one-line reason in err (errsz bytes);
  * cfg is then unusable. Reads no global state: safe from any thread. */
-int cfg_load(struct config *cfg, const char *path, const char *const *envp, char *err, size_t errsz);
+int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsigned flags,
+             char *err, size_t errsz);
 
 /* Writes the configuration table (json key, env name, default) to stdout,
  * for --help. */

@@ -33,6 +33,16 @@ enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
  * now_s either way. The gateway formats share this freshness rule. */
 bool sig_ts_fresh(const char *ts, int64_t now_s, int64_t window_s);
 
+/* The same against up to SIG_SECRETS_MAX secrets (the current one and
+ * the previous one during a rotation): SIG_OK when the signature matches
+ * any of them. Every secret is tried and compared in constant time, with
+ * no early exit, so the timing does not tell which one matched. Empty or
+ * NULL secrets never match. */
+#define SIG_SECRETS_MAX 2
+enum sig_status sig_verify_any(const char *const *secrets, size_t nsecrets, const char *ts,
+                               const char *sig, const char *body, size_t body_len,
+                               int64_t now_s, int64_t window_s);
+
 /* Human-readable reason for a status, for error messages. */
 const char *sig_status_str(enum sig_status st);
 

@@ -8,7 +8,10 @@ multi-stage Debian 12 image running as a non-root user. Then it computes
 the configuration the service gets in the container (config/paycallback.json
 as shipped, then the image's ENV, then the compose environment, with the
 PAYCALLBACK_<SECTION>_<KEY> rule of src/config.c) and asserts it differs
-from the shipped one only in the endpoint keys.
+from the shipped one only in the endpoint keys and the secrets. Secrets
+must come from the environment of `docker compose` (required ones as
+${NAME:?message}), never as a value in either file, and neither file may
+set the development switch.
 
 usage: check-compose.py [--compose PATH] [--dockerfile PATH] [--self-test]
 Exit status 0 when everything holds, 1 with one line per problem.
@@ -29,15 +32,29 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The keys allowed to differ from the shipped config inside the stack.
 ENDPOINT_KEYS = {"listen.address", "mysql.host", "mysql.port", "redis.host", "redis.port"}
+# Secrets: never a value in the compose file or the image; each is passed
+# through from the environment of `docker compose`, the required ones as
+# ${NAME:?message} so that compose itself refuses to start without them.
+SECRET_KEYS = {"callback.secret": True, "callback.previous_secret": False}  # key: required
+DEV_SWITCH = "PAYCALLBACK_DEV"
 RUNTIME_PACKAGES = {"libmicrohttpd12", "libmariadb3", "libhiredis0.14", "libcjson1", "libssl3"}
 INIT_DIR = "/docker-entrypoint-initdb.d"
 
 # (file, text, replacement, the rule it breaks): the first occurrence of
 # text becomes replacement.
 MUTATIONS = [
+    ("docker-compose.yml", "${PAYCALLBACK_CALLBACK_SECRET:?", "other${PAYCALLBACK_CALLBACK_SECRET:?",
+     "a secret written into the compose file"),
+    ("docker-compose.yml", "${PAYCALLBACK_CALLBACK_SECRET:?", "${PAYCALLBACK_CALLBACK_SECRET:-",
+     "the secret optional, so compose starts without it"),
+    ("docker-compose.yml", "      PAYCALLBACK_CALLBACK_SECRET: ", "      PAYCALLBACK_X_SECRET: ",
+     "the secret not passed to the service"),
     ("docker-compose.yml", '      PAYCALLBACK_REDIS_PORT: "6379"\n',
-     '      PAYCALLBACK_REDIS_PORT: "6379"\n      PAYCALLBACK_CALLBACK_SECRET: other\n',
-     "config differs beyond the endpoints"),
+     '      PAYCALLBACK_REDIS_PORT: "6379"\n      PAYCALLBACK_DEV: "1"\n',
+     "the development switch set in the stack"),
+    ("Dockerfile", "ENV PAYCALLBACK_LISTEN_ADDRESS=0.0.0.0",
+     "ENV PAYCALLBACK_LISTEN_ADDRESS=0.0.0.0 PAYCALLBACK_CALLBACK_SECRET=baked",
+     "a secret baked into the image"),
     ("docker-compose.yml", '      PAYCALLBACK_REDIS_PORT: "6379"\n',
      '      PAYCALLBACK_REDIS_PORT: "6379"\n      PAYCALLBACK_WORKERS: "4"\n',
      "config differs beyond the endpoints (a key the file does not set)"),
@@ -238,16 +255,38 @@ def check_init_volume(c, mysql):
              f"before seed.sql, got {files}")
 
 
+def check_secrets(c, image_env, svc_env):
+    """Secrets reach the service only from the environment of compose."""
+    for name in (DEV_SWITCH,):
+        c.expect(name not in image_env, f"Dockerfile: ENV sets the development switch {name}")
+        c.expect(name not in svc_env, f"compose: sets the development switch {name}")
+    for key, required in SECRET_KEYS.items():
+        name = env_name(key)
+        c.expect(name not in image_env, f"Dockerfile: ENV bakes the secret {name} into the image")
+        value = svc_env.get(name)
+        if required and not c.expect(value is not None,
+                                     f"compose: the service must get {name} from the environment"):
+            continue
+        if value is None:
+            continue
+        form = r"\$\{" + name + (r":\?[^}]+\}" if required else r":-\}")
+        c.expect(re.fullmatch(form, value) is not None,
+                 f"compose: {name} must be exactly ${{{name}{':?message' if required else ':-'}}}"
+                 f", not {value!r}")
+
+
 def effective_config(c, shipped, image_env, svc_env):
     keys = config_keys()
     by_env = {env_name(k): k for k in keys}
     effective = dict(shipped)
     for source, env in (("Dockerfile ENV", image_env), ("compose environment", svc_env)):
         for name, value in env.items():
-            if not name.startswith("PAYCALLBACK_"):
+            if not name.startswith("PAYCALLBACK_") or name == DEV_SWITCH:
                 continue
             if not c.expect(name in by_env, f"{source}: {name} is no configuration key"):
                 continue
+            if by_env[name] in SECRET_KEYS:
+                continue                  # checked by check_secrets
             key = by_env[name]
             if keys[key] is int:
                 if not c.expect(re.fullmatch(r"-?\d+", value) is not None,
@@ -270,6 +309,7 @@ def check(compose_path, dockerfile_path):
 
     shipped = flatten(json.load(open(os.path.join(ROOT, "config", "paycallback.json"))))
     svc_env = env_dict(svc.get("environment"))
+    check_secrets(c, image_env, svc_env)
     eff = effective_config(c, shipped, image_env, svc_env)
     changed = {k for k in set(eff) | set(shipped) if eff.get(k) != shipped.get(k)}
     c.expect(changed <= ENDPOINT_KEYS,

@@ -61,6 +61,7 @@ static const struct cfg_key keys[] = {
     I("redis", "lock_ttl_ms", lock_ttl_ms, 100, 600000, "30000"),
     I("redis", "lock_wait_ms", lock_wait_ms, 0, 60000, "500"),
     S("callback", "secret", callback_secret, 0, ""),
+    S("callback", "previous_secret", callback_previous_secret, 0, ""),
     I("callback", "signature_tolerance_s", signature_tolerance_s, 1, 86400, "300"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -327,6 +328,8 @@ static int env_known(const char *s, size_t n)
     char name[96];
     size_t i;
 
+    if (strlen(CFG_DEV_ENV) == n && strncmp(CFG_DEV_ENV, s, n) == 0)
+        return 1;
     for (i = 0; i < NKEYS; i++) {
         env_name(&keys[i], name, sizeof(name));
         if (strlen(name) == n && strncmp(name, s, n) == 0)
@@ -357,26 +360,55 @@ static int check_env_names(const char *const *envp, char *err, size_t errsz)
     return 0;
 }
 
-int cfg_load(struct config *cfg, const char *path, const char *const *envp, char *err, size_t errsz)
+/* The development switch: the flag, or PAYCALLBACK_DEV=1 ("0" or empty
+ * leave it off). 0 with *dev set, or -1 for any other value. */
+static int dev_switch(const char *const *envp, unsigned flags, int *dev, char *err, size_t errsz)
+{
+    const char *v = env_get(envp, CFG_DEV_ENV);
+
+    *dev = (flags & CFG_LOAD_DEV) != 0;
+    if (v == NULL || strcmp(v, "") == 0 || strcmp(v, "0") == 0)
+        return 0;
+    if (strcmp(v, "1") != 0) {
+        snprintf(err, errsz, "%s must be 0 or 1, got \"%.16s\"", CFG_DEV_ENV, v);
+        return -1;
+    }
+    *dev = 1;
+    return 0;
+}
+
+/* Fail closed on the callback secrets: outside development the secret
+ * must be set and neither secret may be the shipped development value,
+ * which is public. In development an empty secret becomes that value, so
+ * that callbacks are verified in every mode. 0, or -1 with the reason. */
+static int check_secrets(struct config *cfg, char *err, size_t errsz)
+{
+    if (cfg->dev) {
+        if (cfg->callback_secret[0] == '\0')
+            snprintf(cfg->callback_secret, sizeof(cfg->callback_secret), "%s", CFG_DEV_SECRET);
+        return 0;
+    }
+    if (cfg->callback_secret[0] == '\0') {
+        snprintf(err, errsz, "callback.secret is empty: set PAYCALLBACK_CALLBACK_SECRET "
+                 "(only --dev or %s=1 runs without one)", CFG_DEV_ENV);
+        return -1;
+    }
+    if (strcmp(cfg->callback_secret, CFG_DEV_SECRET) == 0 ||
+        strcmp(cfg->callback_previous_secret, CFG_DEV_SECRET) == 0) {
+        snprintf(err, errsz, "callback secret is the shipped development value \"%s\": set "
+                 "PAYCALLBACK_CALLBACK_SECRET (only --dev or %s=1 accepts it)", CFG_DEV_SECRET,
+                 CFG_DEV_ENV);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks that need more than one key's own range. 0, or -1. */
+static int check_values(struct config *cfg, char *err, size_t errsz)
 {
     char name[96];
-    const char *v;
     size_t i;
 
-    memset(cfg, 0, sizeof(*cfg));
-    for (i = 0; i < NKEYS; i++)
-        if (set_value(cfg, &keys[i], keys[i].def, "default", err, errsz) != 0)
-            return -1;
-    if (check_env_names(envp, err, errsz) != 0)
-        return -1;
-    if (path != NULL && apply_file(cfg, path, err, errsz) != 0)
-        return -1;
-    for (i = 0; i < NKEYS; i++) {
-        env_name(&keys[i], name, sizeof(name));
-        if ((v = env_get(envp, name)) != NULL &&
-            set_value(cfg, &keys[i], v, name, err, errsz) != 0)
-            return -1;
-    }
     for (i = 0; i < NKEYS; i++) {
         const char *s = (const char *)cfg + keys[i].offset;
         if (keys[i].type == KEY_STR && keys[i].min > 0 && s[0] == '\0') {
@@ -396,7 +428,32 @@ int cfg_load(struct config *cfg, const char *path, const char *const *envp, char
                  cfg->listen_address);
         return -1;
     }
-    return 0;
+    return check_secrets(cfg, err, errsz);
+}
+
+int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsigned flags,
+             char *err, size_t errsz)
+{
+    char name[96];
+    const char *v;
+    size_t i;
+
+    memset(cfg, 0, sizeof(*cfg));
+    for (i = 0; i < NKEYS; i++)
+        if (set_value(cfg, &keys[i], keys[i].def, "default", err, errsz) != 0)
+            return -1;
+    if (check_env_names(envp, err, errsz) != 0 ||
+        dev_switch(envp, flags, &cfg->dev, err, errsz) != 0)
+        return -1;
+    if (path != NULL && apply_file(cfg, path, err, errsz) != 0)
+        return -1;
+    for (i = 0; i < NKEYS; i++) {
+        env_name(&keys[i], name, sizeof(name));
+        if ((v = env_get(envp, name)) != NULL &&
+            set_value(cfg, &keys[i], v, name, err, errsz) != 0)
+            return -1;
+    }
+    return check_values(cfg, err, errsz);
 }
 
 void cfg_print_keys(void)
@@ -410,4 +467,5 @@ void cfg_print_keys(void)
         env_name(&keys[i], env, sizeof(env));
         printf("  %-30s %-45s %s\n", path, env, keys[i].def[0] ? keys[i].def : "(empty)");
     }
+    printf("  %-30s %-45s %s\n", "(development switch)", CFG_DEV_ENV, "0; 1 = as --dev");
 }

@@ -29,7 +29,7 @@ extern char **environ;
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: paycallback [-c PATH] [--port-file PATH] [--check-config]\n"
+            "usage: paycallback [-c PATH] [--port-file PATH] [--check-config] [--dev]\n"
             "\n"
             "Idempotent payment callbacks, anti-resubmit tokens and order state changes\n"
             "over HTTP, on MySQL/MariaDB and Redis.\n"
@@ -38,6 +38,8 @@ static void usage(FILE *f)
             "      --port-file PATH  write the bound port there once listening\n"
             "      --check-config  validate the configuration, reach MySQL (and its schema)\n"
             "                      and Redis, then exit; Redis down is only a warning\n"
+            "      --dev           development switch (as PAYCALLBACK_DEV=1): accept the\n"
+            "                      shipped development secret; never in production\n"
             "  -h, --help          this text\n"
             "  -V, --version       print the version\n"
             "\n"
@@ -59,6 +61,7 @@ struct opts {
     const char *config;
     const char *port_file;
     int check_only;
+    int dev;
 };
 
 /* Returns -1 to exit 0 (help/version), 1 on a usage error, 0 to go on. */
@@ -68,6 +71,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         { "config", required_argument, NULL, 'c' },
         { "port-file", required_argument, NULL, 'p' },
         { "check-config", no_argument, NULL, 'k' },
+        { "dev", no_argument, NULL, 'd' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -80,6 +84,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'c': o->config = optarg; break;
         case 'p': o->port_file = optarg; break;
         case 'k': o->check_only = 1; break;
+        case 'd': o->dev = 1; break;
         case 'h': usage(stdout); cfg_print_keys(); return -1;
         case 'V': printf("paycallback %s (%s)\n", PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT); return -1;
         default: usage(stderr); return 1;
@@ -234,17 +239,17 @@ int main(int argc, char **argv)
 
     if ((rc = parse_args(argc, argv, &o)) != 0)
         return rc < 0 ? 0 : 2;
-    if (cfg_load(&cfg, o.config, (const char *const *)environ, err, sizeof(err)) != 0) {
+    if (cfg_load(&cfg, o.config, (const char *const *)environ, o.dev ? CFG_LOAD_DEV : 0, err,
+                 sizeof(err)) != 0) {
         fprintf(stderr, "paycallback: %s\n", err);
         return 2;
     }
     log_level_parse(cfg.log_level, &lvl);
     log_set_level(lvl);
-    if (cfg.callback_secret[0] == '\0')
-        log_warn("callback authentication is off: callback.secret is empty", "%s", "");
-    else if (strcmp(cfg.callback_secret, CFG_DEV_SECRET) == 0)
-        log_warn("callback.secret is the shipped development value; set "
-                 "PAYCALLBACK_CALLBACK_SECRET in production", "%s", "");
+    if (cfg.dev)
+        log_warn("development mode: the shipped development secret is accepted; never run "
+                 "production like this", "callback_secret_is_dev=%d",
+                 strcmp(cfg.callback_secret, CFG_DEV_SECRET) == 0);
 
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGTERM);

@@ -121,19 +121,38 @@ enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
                            const char *body, size_t body_len,
                            int64_t now_s, int64_t window_s)
 {
+    return sig_verify_any(&secret, 1, ts, sig, body, body_len, now_s, window_s);
+}
+
+/* Each secret's MAC is computed and compared whatever the earlier ones
+ * gave; the results are OR-ed as integers, so no branch depends on which
+ * secret matched. The length check and the header checks depend only on
+ * what the caller sent. */
+enum sig_status sig_verify_any(const char *const *secrets, size_t nsecrets, const char *ts,
+                               const char *sig, const char *body, size_t body_len,
+                               int64_t now_s, int64_t window_s)
+{
     char expected[SIG_HEX_LEN + 1];
+    unsigned int matched = 0;
+    size_t i;
 
     if (ts == NULL || ts[0] == '\0' || sig == NULL || sig[0] == '\0')
         return SIG_MISSING;
     if (!sig_ts_fresh(ts, now_s, window_s))
         return SIG_BAD_TIMESTAMP;
-    if (strlen(sig) != SIG_HEX_LEN)
+    if (strlen(sig) != SIG_HEX_LEN || secrets == NULL || nsecrets > SIG_SECRETS_MAX)
         return SIG_MISMATCH;
-    if (sig_compute(secret, ts, body, body_len, expected) != 0)
-        return SIG_MISMATCH;
-    if (CRYPTO_memcmp(expected, sig, SIG_HEX_LEN) != 0)
-        return SIG_MISMATCH;
-    return SIG_OK;
+    for (i = 0; i < nsecrets; i++) {
+        int ok = sig_compute(secrets[i], ts, body, body_len, expected) == 0;
+
+        /* A failed MAC (empty secret) still gets compared, against a
+         * zeroed buffer that no 64-hex signature equals. */
+        if (!ok)
+            memset(expected, 0, sizeof(expected));
+        matched |= (unsigned int)ok & (unsigned int)(CRYPTO_memcmp(expected, sig, SIG_HEX_LEN) == 0);
+    }
+    OPENSSL_cleanse(expected, sizeof(expected));
+    return matched ? SIG_OK : SIG_MISMATCH;
 }
 
 bool sig_ts_fresh(const char *ts, int64_t now_s, int64_t window_s)

@@ -20,13 +20,15 @@
 static int verify_or_reply(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     const struct config *cfg = srv->cfg;
+    const char *secrets[] = { cfg->callback_secret, cfg->callback_previous_secret };
     enum sig_status st;
 
-    if (cfg->callback_secret[0] == '\0')
-        return 0;                             /* authentication switched off */
-    st = sig_verify(cfg->callback_secret, http_req_header(req, "X-Timestamp"),
-                    http_req_header(req, "X-Signature"), req->body, req->body_len,
-                    (int64_t)time(NULL), cfg->signature_tolerance_s);
+    /* cfg_load never leaves the secret empty; the previous one is tried
+     * only while a rotation has set it. */
+    st = sig_verify_any(secrets, cfg->callback_previous_secret[0] ? 2 : 1,
+                        http_req_header(req, "X-Timestamp"), http_req_header(req, "X-Signature"),
+                        req->body, req->body_len, (int64_t)time(NULL),
+                        cfg->signature_tolerance_s);
     if (st == SIG_OK)
         return 0;
     log_warn("callback signature rejected", "reason=\"%s\" request_id=%s", sig_status_str(st),

@@ -55,7 +55,8 @@ START_TEST(help_exits_0_and_lists_flags_and_environment_names)
 {
     static const char *const args[] = { "--help", NULL };
     static const char *const wanted[] = {
-        "--config", "--check-config", "--port-file", "--version", "SIGTERM",
+        "--config", "--check-config", "--port-file", "--version", "--dev", "SIGTERM",
+        "PAYCALLBACK_DEV", "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET",
         "PAYCALLBACK_LISTEN_ADDRESS", "PAYCALLBACK_LISTEN_PORT", "PAYCALLBACK_GRACE_S",
         "PAYCALLBACK_LOG_LEVEL", "PAYCALLBACK_MYSQL_HOST", "PAYCALLBACK_MYSQL_PASSWORD",
         "PAYCALLBACK_REDIS_HOST", "PAYCALLBACK_REDIS_PORT", "PAYCALLBACK_CALLBACK_SECRET",
@@ -188,6 +189,78 @@ START_TEST(bad_configuration_fails_check_config_the_same_way)
 }
 END_TEST
 
+/* ---- fail closed on the callback secret ------------------------------------ */
+
+START_TEST(start_is_refused_with_the_shipped_secret_outside_development)
+{
+    static const char *const args[] = { "--check-config", NULL };
+    static const char *const env[] = { "PAYCALLBACK_DEV=0", NULL };
+    struct h_run r;
+
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    ck_assert_msg(r.status == 2, "expected exit 2, got %d; stderr:\n%s", r.status, r.err);
+    assert_contains(r.err, "shipped development value", "stderr");
+    ck_assert_msg(strchr(r.err, '\n') == strrchr(r.err, '\n'), "not one line:\n%s", r.err);
+    h_run_free(&r);
+}
+END_TEST
+
+START_TEST(start_is_refused_with_an_empty_secret_outside_development)
+{
+    static const char *const args[] = { "--check-config", NULL };
+    static const char *const env[] = { "PAYCALLBACK_DEV=0", "PAYCALLBACK_CALLBACK_SECRET=",
+                                       NULL };
+    struct h_run r;
+
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    ck_assert_msg(r.status == 2, "expected exit 2, got %d; stderr:\n%s", r.status, r.err);
+    assert_contains(r.err, "callback.secret is empty", "stderr");
+    h_run_free(&r);
+}
+END_TEST
+
+START_TEST(serving_is_refused_too_not_only_the_check)
+{
+    char port_file[64];
+    const char *args[] = { "--port-file", port_file, NULL };
+    static const char *const env[] = { "PAYCALLBACK_DEV=0", NULL };
+    struct h_run r;
+
+    snprintf(port_file, sizeof port_file, "/tmp/paycallback-closed-%d", (int)getpid());
+    unlink(port_file);
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    ck_assert_msg(r.status == 2, "expected exit 2, got %d; stderr:\n%s", r.status, r.err);
+    ck_assert_msg(access(port_file, F_OK) != 0, "the refused service wrote a port file");
+    h_run_free(&r);
+}
+END_TEST
+
+START_TEST(a_real_secret_starts_without_the_dev_switch)
+{
+    static const char *const args[] = { "--check-config", NULL };
+    static const char *const env[] = { "PAYCALLBACK_DEV=0",
+                                       "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e", NULL };
+    struct h_run r;
+
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    ck_assert_msg(r.status == 0, "expected exit 0, got %d; stderr:\n%s", r.status, r.err);
+    h_run_free(&r);
+}
+END_TEST
+
+START_TEST(the_dev_flag_allows_the_shipped_secret)
+{
+    static const char *const args[] = { "--dev", "--check-config", NULL };
+    static const char *const env[] = { "PAYCALLBACK_DEV=0", NULL };
+    struct h_run r;
+
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    ck_assert_msg(r.status == 0, "expected exit 0, got %d; stderr:\n%s", r.status, r.err);
+    assert_contains(r.err, "development mode", "stderr");
+    h_run_free(&r);
+}
+END_TEST
+
 /* ---- --check-config ------------------------------------------------------ */
 
 START_TEST(check_config_passes_while_mysql_and_redis_answer)
@@ -301,6 +374,15 @@ static Suite *cli_suite(void)
     tcase_add_loop_test(tc, bad_configuration_exits_2_with_the_reason, 0,
                         (int)(sizeof bad_configs / sizeof bad_configs[0]));
     tcase_add_test(tc, bad_configuration_fails_check_config_the_same_way);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fail closed on the callback secret");
+    tcase_set_timeout(tc, TC_TIMEOUT_S);
+    tcase_add_test(tc, start_is_refused_with_the_shipped_secret_outside_development);
+    tcase_add_test(tc, start_is_refused_with_an_empty_secret_outside_development);
+    tcase_add_test(tc, serving_is_refused_too_not_only_the_check);
+    tcase_add_test(tc, a_real_secret_starts_without_the_dev_switch);
+    tcase_add_test(tc, the_dev_flag_allows_the_shipped_secret);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("check-config reaches mysql and redis");

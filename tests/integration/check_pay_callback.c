@@ -683,6 +683,64 @@ START_TEST(mysql_outage_answers_503_and_loses_nothing)
 }
 END_TEST
 
+/* ---- secret rotation ------------------------------------------------------ */
+
+#define ROTATION_NEW "rotation-new-secret-2f9c"
+#define ROTATION_OLD "rotation-old-secret-77a1"
+
+/* A server outside development mode holding two secrets, as during a
+ * rotation: the bank may sign with either until it has switched. */
+static void rotation_server_up(void)
+{
+    static const char *const env[] = {
+        "PAYCALLBACK_DEV=0",
+        "PAYCALLBACK_CALLBACK_SECRET=" ROTATION_NEW,
+        "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=" ROTATION_OLD,
+        NULL,
+    };
+
+    h_fixture_server_up_env(env);
+}
+
+/* Posts good_body for O1 signed with secret; returns the status. */
+static int post_signed_with(const char *secret)
+{
+    struct h_resp r;
+    int status;
+
+    h_post_callback(h_port(), secret, (long long)time(NULL), good_body, strlen(good_body), &r);
+    status = r.status;
+    if (status == 401)
+        h_assert_error(&r, 401, "BAD_SIGNATURE");
+    h_resp_free(&r);
+    return status;
+}
+
+START_TEST(rotation_accepts_the_current_secret)
+{
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    ck_assert_int_eq(200, post_signed_with(ROTATION_NEW));
+    ck_assert_int_eq(2, order_status("O1"));
+}
+END_TEST
+
+START_TEST(rotation_accepts_the_previous_secret)
+{
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    ck_assert_int_eq(200, post_signed_with(ROTATION_OLD));
+    ck_assert_int_eq(2, order_status("O1"));
+}
+END_TEST
+
+START_TEST(rotation_refuses_any_other_secret)
+{
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    ck_assert_int_eq(401, post_signed_with(H_SECRET));
+    ck_assert_int_eq(401, post_signed_with(ROTATION_NEW "x"));
+    assert_nothing_written("O1");
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *pay_callback_suite(void)
@@ -737,6 +795,15 @@ static Suite *pay_callback_suite(void)
     tcase_add_test(tc, signature_over_another_timestamp_is_rejected);
     tcase_add_test(tc, truncated_signature_is_rejected);
     tcase_add_test(tc, non_numeric_timestamp_is_rejected);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("two secrets during a rotation");
+    tcase_add_unchecked_fixture(tc, rotation_server_up, h_fixture_server_down);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
+    tcase_set_timeout(tc, TC_TIMEOUT_S);
+    tcase_add_test(tc, rotation_accepts_the_current_secret);
+    tcase_add_test(tc, rotation_accepts_the_previous_secret);
+    tcase_add_test(tc, rotation_refuses_any_other_secret);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("malformed bodies are refused", TC_TIMEOUT_S);

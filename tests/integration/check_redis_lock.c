@@ -48,7 +48,7 @@ static void load_config(struct config *c)
 
     snprintf(path, sizeof path, "%s/config/paycallback.json", root && *root ? root : ".");
     snprintf(port_kv, sizeof port_kv, "PAYCALLBACK_REDIS_PORT=%s", port && *port ? port : "6380");
-    ck_assert_msg(cfg_load(c, path, env, err, sizeof err) == 0, "config: %s", err);
+    ck_assert_msg(cfg_load(c, path, env, CFG_LOAD_DEV, err, sizeof err) == 0, "config: %s", err);
 }
 
 /* Checked fixture: a pool of our own in each forked test. */

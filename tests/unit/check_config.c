@@ -30,28 +30,43 @@ static void write_config(const char *text)
     close(fd);
 }
 
-/* Loads text with the environment envp (NULL-terminated, may be NULL).
- * Returns what cfg_load returns; the reason is in err. */
-static int load(struct config *cfg, const char *text, const char *const *envp)
+/* Loads text with the environment envp (NULL-terminated, may be NULL) and
+ * flags. Returns what cfg_load returns; the reason is in err. */
+static int load_flags(struct config *cfg, const char *text, const char *const *envp,
+                      unsigned flags)
 {
     int rc;
 
     err[0] = '\0';
     write_config(text);
-    rc = cfg_load(cfg, cfg_path, envp, err, sizeof err);
+    rc = cfg_load(cfg, cfg_path, envp, flags, err, sizeof err);
     unlink(cfg_path);
     return rc;
 }
 
-/* Expects text (with envp) to be refused with a reason containing why. */
-static void refused(const char *text, const char *const *envp, const char *why)
+/* The strictness cases run with the development switch, so that they do
+ * not depend on the secret rules, which have cases of their own. */
+static int load(struct config *cfg, const char *text, const char *const *envp)
+{
+    return load_flags(cfg, text, envp, CFG_LOAD_DEV);
+}
+
+/* Expects text (with envp and flags) to be refused with a one-line reason
+ * containing why. */
+static void refused_flags(const char *text, const char *const *envp, unsigned flags,
+                          const char *why)
 {
     struct config cfg;
 
-    ck_assert_msg(load(&cfg, text, envp) == -1, "accepted: %s", text);
+    ck_assert_msg(load_flags(&cfg, text, envp, flags) == -1, "accepted: %s", text);
     ck_assert_msg(strstr(err, why) != NULL, "expected \"%s\" in the reason, got \"%s\"", why,
                   err);
     ck_assert_msg(strchr(err, '\n') == NULL, "the reason is not one line: %s", err);
+}
+
+static void refused(const char *text, const char *const *envp, const char *why)
+{
+    refused_flags(text, envp, CFG_LOAD_DEV, why);
 }
 
 /* ---- accepted ------------------------------------------------------------ */
@@ -252,8 +267,78 @@ START_TEST(cfg_load_checks_names_even_without_a_file)
     const char *env[] = { "PAYCALLBACK_LISTEN_PROT=1", NULL };
     struct config cfg;
 
-    ck_assert_int_eq(-1, cfg_load(&cfg, NULL, env, err, sizeof err));
+    ck_assert_int_eq(-1, cfg_load(&cfg, NULL, env, CFG_LOAD_DEV, err, sizeof err));
     ck_assert_msg(strstr(err, "PAYCALLBACK_LISTEN_PROT") != NULL, "reason: %s", err);
+}
+END_TEST
+
+/* ---- fail closed on the callback secret ------------------------------------ */
+
+START_TEST(cfg_load_refuses_an_empty_secret_outside_development)
+{
+    refused_flags("{}", NULL, 0, "callback.secret is empty");
+    refused_flags("{\"callback\": {\"secret\": \"\"}}", NULL, 0, "callback.secret is empty");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_the_shipped_secret_outside_development)
+{
+    const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=" CFG_DEV_SECRET, NULL };
+    const char *prev[] = { "PAYCALLBACK_CALLBACK_SECRET=a-real-one",
+                           "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=" CFG_DEV_SECRET, NULL };
+
+    refused_flags("{\"callback\": {\"secret\": \"dev-secret\"}}", NULL, 0,
+                  "shipped development value");
+    refused_flags("{}", env, 0, "shipped development value");
+    refused_flags("{}", prev, 0, "shipped development value");
+}
+END_TEST
+
+START_TEST(cfg_load_takes_a_real_secret_from_the_environment)
+{
+    const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=a-real-one",
+                          "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=the-old-one", NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", env,
+                                   0));
+    ck_assert_str_eq("a-real-one", cfg.callback_secret);
+    ck_assert_str_eq("the-old-one", cfg.callback_previous_secret);
+    ck_assert_int_eq(0, cfg.dev);
+}
+END_TEST
+
+START_TEST(cfg_load_allows_the_shipped_secret_with_the_dev_switch)
+{
+    const char *env[] = { CFG_DEV_ENV "=1", NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", env,
+                                   0));
+    ck_assert_int_eq(1, cfg.dev);
+    ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", NULL,
+                                   CFG_LOAD_DEV));
+    ck_assert_int_eq(1, cfg.dev);
+}
+END_TEST
+
+START_TEST(cfg_load_never_leaves_the_secret_empty_in_development)
+{
+    struct config cfg;
+
+    ck_assert_int_eq(0, load_flags(&cfg, "{}", NULL, CFG_LOAD_DEV));
+    ck_assert_str_eq(CFG_DEV_SECRET, cfg.callback_secret);
+}
+END_TEST
+
+START_TEST(cfg_load_reads_the_dev_switch_strictly)
+{
+    const char *off[] = { CFG_DEV_ENV "=0", NULL };
+    const char *bad[] = { CFG_DEV_ENV "=yes", NULL };
+
+    refused_flags("{\"callback\": {\"secret\": \"dev-secret\"}}", off, 0,
+                  "shipped development value");
+    refused_flags("{}", bad, 0, CFG_DEV_ENV " must be 0 or 1");
 }
 END_TEST
 
@@ -295,6 +380,15 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_refuses_a_paycallback_variable_without_a_value);
     tcase_add_test(tc, cfg_load_ignores_other_prefixes);
     tcase_add_test(tc, cfg_load_checks_names_even_without_a_file);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fail closed on the callback secret");
+    tcase_add_test(tc, cfg_load_refuses_an_empty_secret_outside_development);
+    tcase_add_test(tc, cfg_load_refuses_the_shipped_secret_outside_development);
+    tcase_add_test(tc, cfg_load_takes_a_real_secret_from_the_environment);
+    tcase_add_test(tc, cfg_load_allows_the_shipped_secret_with_the_dev_switch);
+    tcase_add_test(tc, cfg_load_never_leaves_the_secret_empty_in_development);
+    tcase_add_test(tc, cfg_load_reads_the_dev_switch_strictly);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -260,6 +260,53 @@ START_TEST(sig_ts_fresh_accepts_the_window_edges_only)
 }
 END_TEST
 
+/* --- sig_verify_any: two secrets during a rotation --- */
+
+static enum sig_status verify_any(const char *first, const char *second, const char *sig)
+{
+    const char *secrets[] = { first, second };
+
+    return sig_verify_any(secrets, 2, TS, sig, BODY, strlen(BODY), TS_S, WINDOW_S);
+}
+
+START_TEST(sig_verify_any_accepts_the_first_secret)
+{
+    ck_assert_int_eq(SIG_OK, verify_any(SECRET, "other-secret", MAC_BODY));
+}
+END_TEST
+
+START_TEST(sig_verify_any_accepts_the_second_secret)
+{
+    ck_assert_int_eq(SIG_OK, verify_any("other-secret", SECRET, MAC_BODY));
+    ck_assert_int_eq(SIG_OK, verify_any(SECRET, "other-secret", MAC_OTHER));
+}
+END_TEST
+
+START_TEST(sig_verify_any_refuses_when_neither_matches)
+{
+    ck_assert_int_eq(SIG_MISMATCH, verify_any("third", "fourth", MAC_BODY));
+}
+END_TEST
+
+START_TEST(sig_verify_any_never_matches_an_empty_secret)
+{
+    ck_assert_int_eq(SIG_MISMATCH, verify_any("third", "", MAC_BODY));
+    ck_assert_int_eq(SIG_MISMATCH, verify_any(NULL, "", MAC_BODY));
+    ck_assert_int_eq(SIG_OK, verify_any("", SECRET, MAC_BODY));
+}
+END_TEST
+
+START_TEST(sig_verify_any_refuses_more_secrets_than_its_maximum)
+{
+    const char *secrets[] = { SECRET, SECRET, SECRET };
+
+    ck_assert_int_eq(SIG_MISMATCH, sig_verify_any(secrets, SIG_SECRETS_MAX + 1, TS, MAC_BODY, BODY,
+                                                  strlen(BODY), TS_S, WINDOW_S));
+    ck_assert_int_eq(SIG_MISMATCH, sig_verify_any(NULL, 0, TS, MAC_BODY, BODY, strlen(BODY), TS_S,
+                                                  WINDOW_S));
+}
+END_TEST
+
 static Suite *signature_suite(void)
 {
     Suite *s = suite_create("signature");
@@ -303,6 +350,14 @@ static Suite *signature_suite(void)
 
     tc = tcase_create("ts_fresh");
     tcase_add_test(tc, sig_ts_fresh_accepts_the_window_edges_only);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("verify_any");
+    tcase_add_test(tc, sig_verify_any_accepts_the_first_secret);
+    tcase_add_test(tc, sig_verify_any_accepts_the_second_secret);
+    tcase_add_test(tc, sig_verify_any_refuses_when_neither_matches);
+    tcase_add_test(tc, sig_verify_any_never_matches_an_empty_secret);
+    tcase_add_test(tc, sig_verify_any_refuses_more_secrets_than_its_maximum);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("status_str");
