@@ -1,8 +1,8 @@
 # paycallback - idempotent payment callback service.
-# make run | test | unit | integration | asan | valgrind | bench | lint | test-faults | clean
+# make run | test | unit | integration | asan | valgrind | bench | lint | test-faults | test-scale | clean
 PKGS   := libmicrohttpd libmariadb hiredis libcjson libcrypto
 # Goals that compile need the libraries: name a missing one in one line.
-ifneq ($(filter-out deps services stop clean lint test test-faults run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out deps services stop clean lint test test-faults test-scale run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
   MISSING := $(shell for p in $(PKGS) $(if $(filter-out all,$(or $(MAKECMDGOALS),all)),check); \
                      do pkg-config --exists $$p || echo $$p; done)
   $(if $(MISSING),$(error missing pkg-config package $(MISSING) (make deps installs it)))
@@ -63,7 +63,7 @@ $(CEILING): $(BUILD)/bench/ceiling.o
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:
 
-.PHONY: all deps services run test unit integration asan valgrind bench lint test-faults clean stop
+.PHONY: all deps services run test unit integration asan valgrind bench lint test-faults test-scale clean stop
 deps:
 	@scripts/deps.sh
 services: deps
@@ -88,6 +88,11 @@ asan:
 valgrind: services
 	@$(MAKE) --no-print-directory all $(UNIT)
 	@VALGRIND=1 scripts/run-tests.sh $(UNIT)
+
+# Instances behind HAProxy, then a Galera cluster: storms, kills, rejoin.
+test-scale: services
+	@$(MAKE) --no-print-directory all
+	@timeout -k 30 $${PAYCALLBACK_SCALE_TIMEOUT:-900} tests/scale/run.sh
 
 bench: services
 	@$(MAKE) --no-print-directory all $(CEILING)
