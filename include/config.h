@@ -13,6 +13,7 @@
 
 /* cfg_load flags. */
 #define CFG_LOAD_DEV (1u << 0)        /* development switch (--dev), as PAYCALLBACK_DEV=1 */
+#define CFG_PAYMENT_DAYS_MIN 35     /* longer than any gateway retries a callback (Adyen: 30 d) */
 
 struct config {
     char listen_address[CFG_STR_MAX];
@@ -44,6 +45,25 @@ struct config {
     char callback_secret[CFG_STR_MAX];          /* current; never empty after cfg_load */
     char callback_previous_secret[CFG_STR_MAX]; /* still accepted while rotating, or "" */
     int signature_tolerance_s;
+
+    /* outbox delivery to the shop (webhook.url empty: no delivery) */
+    char webhook_url[CFG_STR_MAX];
+    char webhook_secret[CFG_STR_MAX];  /* HMAC key of our signature on each event */
+    int webhook_timeout_ms;       /* one attempt, connect included */
+    int webhook_max_attempts;     /* then the event is dead */
+    int webhook_backoff_base_ms;
+    int webhook_backoff_max_ms;
+    int webhook_workers;          /* relay threads */
+    int webhook_batch;            /* events one relay claims at once */
+    int webhook_poll_ms;          /* idle relay's look for new events */
+
+    int reconcile_interval_s;     /* the periodic reconciliation and retention pass */
+    int reconcile_wait_pay_age_s; /* a WAIT_PAY order older than this is reported */
+    int reconcile_outbox_lag_s;   /* an undelivered event older than this is reported */
+
+    int retention_outbox_days;    /* delivered events are purged after this */
+    int retention_payment_days;   /* 0: payment records are kept; else >= CFG_PAYMENT_DAYS_MIN */
+    int retention_batch;          /* rows deleted per statement */
 
     int dev;                      /* development switch: the shipped values are allowed */
 };

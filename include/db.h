@@ -36,7 +36,8 @@ enum db_status {
 
 #define DB_RETRY_MAX   4          /* attempts of one transaction or read */
 #define DB_COLS_MAX    12
-#define DB_COL_MAX     200        /* bytes per result column, NUL included */
+#define DB_COL_MAX     600        /* bytes per result column, NUL included: an outbox
+                                     payload (OUTBOX_PAYLOAD_MAX) fits */
 #define DB_ERRSTR_MAX  256        /* db_errstr text, NUL included */
 #define DB_INT_BUF     24         /* db_param_int text: any int64 and the NUL */
 

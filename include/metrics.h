@@ -26,7 +26,25 @@ enum metric_counter {
     M_MYSQL_RECONNECTS,           /* connections made again after a lost link */
     M_MYSQL_POOL_WAITS,           /* acquisitions that had to wait */
     M_MYSQL_POOL_TIMEOUTS,        /* acquisitions that gave up -> 503 */
+    M_OUTBOX_DELIVERED,           /* events the shop's webhook acknowledged */
+    M_OUTBOX_FAILURES,            /* attempts answered non-2xx or not connected */
+    M_OUTBOX_TIMEOUTS,            /* attempts that ran out of webhook.timeout_ms */
+    M_OUTBOX_DEAD,                /* events that ran out of attempts */
+    M_PURGED_OUTBOX,              /* delivered events purged by retention */
+    M_PURGED_PAYMENTS,            /* payment records purged by retention */
     M_COUNT
+};
+
+/* Gauges set by the periodic reconciliation (last pass's values). */
+enum metric_gauge {
+    G_OUTBOX_PENDING,             /* events not delivered yet */
+    G_OUTBOX_DEAD,                /* events that ran out of attempts */
+    G_OUTBOX_LAGGING,             /* pending events older than reconcile.outbox_lag_s */
+    G_OUTBOX_OLDEST_MS,           /* age of the oldest pending event */
+    G_WAIT_PAY_STALE,             /* WAIT_PAY orders older than reconcile.wait_pay_age_s */
+    G_REFUND_UNSETTLED,           /* REFUND_REQUIRED payments nobody settled yet */
+    G_RECONCILE_LAST_RUN_S,       /* unix time of the last successful pass */
+    G_COUNT
 };
 
 struct http_route_info;
@@ -45,10 +63,16 @@ void metrics_destroy(struct metrics *m);
 
 void metrics_inc(struct metrics *m, enum metric_counter c);
 
+/* Adds n to counter c. */
+void metrics_add(struct metrics *m, enum metric_counter c, uint64_t n);
+
 /* Records one finished request: route index (nroutes = unmatched, whose
  * series carry route="unmatched",method="other"), status, and duration in
  * microseconds. */
 void metrics_observe(struct metrics *m, size_t route, int status, uint64_t usec);
+
+/* Sets gauge g to v. Any thread. */
+void metrics_set_gauge(struct metrics *m, enum metric_gauge g, int64_t v);
 
 /* Sets the gauge of Redis state: 1 degraded, 0 up. */
 void metrics_set_redis_degraded(struct metrics *m, int degraded);

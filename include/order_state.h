@@ -19,7 +19,8 @@ enum order_status {
  * first callback answered; never changes). */
 enum payment_status {
     PAYMENT_PAID = 1,
-    PAYMENT_REFUND_REQUIRED = 2
+    PAYMENT_REFUND_REQUIRED = 2,
+    PAYMENT_REFUND_SETTLED = 3    /* an operator refunded the double charge */
 };
 
 /* True when code is one of the five statuses above. */
@@ -42,7 +43,7 @@ int order_state_from_name(const char *name);
 /* True when code is a payment_status. */
 bool payment_status_valid(int code);
 
-/* "PAID", "REFUND_REQUIRED", or "UNKNOWN". Never NULL. */
+/* "PAID", "REFUND_REQUIRED", "REFUND_SETTLED" or "UNKNOWN". Never NULL. */
 const char *payment_status_name(int code);
 
 #endif

@@ -6,6 +6,7 @@
 #ifndef PAYCALLBACK_OUTBOX_H
 #define PAYCALLBACK_OUTBOX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,12 +22,47 @@
 #define OUTBOX_ORDER_FINISHED "order.finished"
 #define OUTBOX_ORDER_CANCELED "order.canceled"
 
-/* One event as the relay will see it. */
+/* Delivery state of an event (outbox.state). */
+enum outbox_state {
+    OUTBOX_PENDING = 0,
+    OUTBOX_DELIVERED = 1,
+    OUTBOX_DEAD = 2               /* attempts ran out; an operator may send it again */
+};
+
+#define OUTBOX_TIME_MAX 32        /* "2026-12-02T16:31:10.123000Z" and the NUL */
+#define OUTBOX_OWNER_MAX 40       /* lease owner id, NUL included */
+#define OUTBOX_ERROR_MAX 200      /* outbox.last_error */
+
+/* One event as the relay sees it. */
 struct outbox_event {
     uint64_t id;
     char event_type[OUTBOX_TYPE_MAX + 1];
     char order_no[65];
     char payload[OUTBOX_PAYLOAD_MAX];
+    char created_at[OUTBOX_TIME_MAX];
+    int attempts;                 /* failed or made before this claim */
+};
+
+/* An event as the operator API lists it. */
+struct outbox_entry {
+    uint64_t id;
+    char event_type[OUTBOX_TYPE_MAX + 1];
+    char order_no[65];
+    int state;                    /* enum outbox_state */
+    int attempts;
+    char created_at[OUTBOX_TIME_MAX];
+    char next_attempt_at[OUTBOX_TIME_MAX];
+    char published_at[OUTBOX_TIME_MAX];   /* "" until delivered */
+    char last_error[OUTBOX_ERROR_MAX];    /* "" when none */
+    char payload[OUTBOX_PAYLOAD_MAX];     /* outbox_get only */
+};
+
+/* What is waiting, for /metrics and reconciliation. */
+struct outbox_stats {
+    int64_t pending;
+    int64_t dead;
+    int64_t oldest_pending_ms;    /* age of the oldest pending event, 0 for none */
+    int64_t lagging;              /* pending events older than the lag bound */
 };
 
 /* Appends an event on c, which must be inside a db_txn body (the event
@@ -41,11 +77,53 @@ enum db_status outbox_append(struct db_conn *c, const char *event_type, const ch
  * order_status), or NULL for a status that has no event (WAIT_PAY). */
 const char *outbox_type_for_status(int to);
 
-/* Later, for the relay, in the same style:
- *   enum db_status outbox_claim(struct db_conn *c, const char *worker, int lease_ms,
- *                               struct outbox_event *ev, size_t max, size_t *n);
- *   enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id);
- * claim takes up to max undelivered events under a lease (so a dead relay's
- * claims come back), mark_delivered sets published_at. */
+/* Claims up to max due events for owner (a relay's unique id) under a
+ * lease of lease_s seconds and stores them in evs, oldest first, with the
+ * count in *n. Only an order's oldest undelivered event can be claimed, so
+ * the events of one order go out in order. Runs its own transaction:
+ * call it outside one. Safe with any number of relays on one database: a
+ * row has one unexpired lease at a time. */
+enum db_status outbox_claim(struct db_conn *c, const char *owner, int lease_s,
+                            struct outbox_event *evs, size_t max, size_t *n);
+
+/* The shop acknowledged event id: DELIVERED, lease dropped. DB_OK even
+ * when owner no longer held the lease (it ran out and another relay took
+ * the event: the shop will see it twice and dedupe). */
+enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id, const char *owner);
+
+/* An attempt failed with error: the event becomes due again in delay_ms,
+ * or DEAD when this was attempt number max_attempts (attempts_before + 1
+ * >= max_attempts; *dead says which). */
+enum db_status outbox_mark_failed(struct db_conn *c, uint64_t id, const char *owner,
+                                  const char *error, int64_t delay_ms, int max_attempts,
+                                  int attempts_before, bool *dead);
+
+/* Hands back owner's claims on events it will not attempt (graceful stop). */
+enum db_status outbox_release(struct db_conn *c, const char *owner);
+
+/* Makes a DEAD event pending again with its attempts reset, due now.
+ * *changed is false when id is not a dead event (unknown, pending, or
+ * delivered). */
+enum db_status outbox_retry(struct db_conn *c, uint64_t id, bool *changed);
+
+/* Lists up to max events in state with ids above after_id, by id. */
+enum db_status outbox_list(struct db_conn *c, int state, uint64_t after_id,
+                           struct outbox_entry *out, size_t max, size_t *n);
+
+/* One event with its payload; *found false when there is none. */
+enum db_status outbox_get(struct db_conn *c, uint64_t id, struct outbox_entry *out, bool *found);
+
+/* Counts pending and dead events, the oldest pending event's age, and the
+ * pending events older than lag_s. */
+enum db_status outbox_stats(struct db_conn *c, int lag_s, struct outbox_stats *out);
+
+/* Deletes up to batch DELIVERED events published more than days ago;
+ * *deleted gets the count. Small batches keep locks short: call again
+ * while *deleted == batch. */
+enum db_status outbox_purge(struct db_conn *c, int days, int batch, uint64_t *deleted);
+
+/* "PENDING", "DELIVERED", "DEAD" or "UNKNOWN"; and back (-1 unknown). */
+const char *outbox_state_name(int state);
+int outbox_state_from_name(const char *name);
 
 #endif

@@ -9,6 +9,8 @@ struct db_pool;
 struct rds_pool;
 struct metrics;
 struct http_state;
+struct delivery;
+struct reconcile;
 
 struct server {
     const struct config *cfg;
@@ -16,6 +18,8 @@ struct server {
     struct rds_pool *rds;         /* NULL until the Redis module is started */
     struct metrics *m;
     struct http_state *http;      /* owned by http.c */
+    struct delivery *relay;       /* outbox delivery; NULL without webhook.url */
+    struct reconcile *recon;      /* periodic reconciliation and retention */
 };
 
 #endif

@@ -32,6 +32,26 @@ enum db_stmt {
     ST_TOKEN_INSERT,              /* token, ttl_s */
     ST_TOKEN_CONSUME,             /* token */
     ST_TOKEN_PURGE,
+    /* outbox delivery (outbox.c) */
+    ST_OUTBOX_CLAIM,              /* owner, lease_s, pending, delivered, max */
+    ST_OUTBOX_CLAIMED,            /* owner, pending -> enum outbox_claim_col */
+    ST_OUTBOX_DELIVERED,          /* delivered, id, owner */
+    ST_OUTBOX_FAILED,             /* max_attempts, dead, delay_ms, error, id, owner */
+    ST_OUTBOX_RELEASE,            /* owner, pending */
+    ST_OUTBOX_RETRY,              /* pending, id, dead */
+    ST_OUTBOX_LIST,               /* state, after_id, limit -> enum outbox_list_col */
+    ST_OUTBOX_GET,                /* id -> enum outbox_list_col, then payload */
+    ST_OUTBOX_STATS,              /* pending, dead, pending, lag_s -> enum outbox_stats_col */
+    ST_OUTBOX_PURGE,              /* delivered, days, batch */
+    /* reconciliation and the refund queue (reconcile.c, refunds.c) */
+    ST_WAIT_PAY_COUNT,            /* wait_pay, age_s -> one count column */
+    ST_WAIT_PAY_LIST,             /* wait_pay, age_s, limit -> enum stale_order_col */
+    ST_REFUND_COUNT,              /* refund_required -> one count column */
+    ST_REFUND_LIST,               /* status, limit -> enum refund_col */
+    ST_REFUND_LOCK,               /* pay_no -> enum refund_col (FOR UPDATE) */
+    ST_REFUND_SETTLE,             /* settled, reference, actor, pay_no, required */
+    ST_PAY_PURGE,                 /* days, paid, settled, batch */
+    ST_AUDIT_INSERT,              /* actor, action, subject, detail, request_id */
     ST_COUNT
 };
 
@@ -62,6 +82,25 @@ enum pay_lock_col { PKC_PAY_NO, PKC_AMOUNT };
 #define DB_PROC_PAY_CALLBACK "pay_callback_v1"
 #define DB_PROC_COUNT        1
 extern const char *const stmt_procedures[DB_PROC_COUNT];
+
+/* ST_OUTBOX_CLAIMED: the events this relay holds, oldest first. */
+enum outbox_claim_col { OBC_ID, OBC_EVENT_TYPE, OBC_ORDER_NO, OBC_PAYLOAD, OBC_ATTEMPTS,
+                        OBC_CREATE_TIME };
+
+/* ST_OUTBOX_LIST, ST_OUTBOX_GET (which adds OLC_PAYLOAD). */
+enum outbox_list_col { OLS_ID, OLS_EVENT_TYPE, OLS_ORDER_NO, OLS_STATE, OLS_ATTEMPTS,
+                       OLS_CREATE_TIME, OLS_NEXT_ATTEMPT, OLS_PUBLISHED, OLS_LAST_ERROR,
+                       OLS_PAYLOAD };
+
+/* ST_OUTBOX_STATS: counts and the age of the oldest pending event. */
+enum outbox_stats_col { OSC_PENDING, OSC_DEAD, OSC_OLDEST_MS, OSC_LAGGING };
+
+/* ST_WAIT_PAY_LIST */
+enum stale_order_col { SOC_ORDER_NO, SOC_USER_ID, SOC_AMOUNT, SOC_CREATE_TIME };
+
+/* ST_REFUND_LIST, ST_REFUND_LOCK */
+enum refund_col { RFC_PAY_NO, RFC_ORDER_NO, RFC_AMOUNT, RFC_STATUS, RFC_CREATE_TIME,
+                  RFC_REFERENCE, RFC_SETTLED_BY, RFC_SETTLED_AT };
 
 extern const char *const stmt_sql[ST_COUNT];
 

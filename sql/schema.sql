@@ -58,6 +58,50 @@ CREATE TABLE IF NOT EXISTS outbox (
     UNIQUE KEY uk_event_order (event_type, order_no)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+-- Delivery state of each event (the relay in the service POSTs events to the
+-- shop's webhook): state 0 PENDING, 1 DELIVERED, 2 DEAD (attempts ran out;
+-- an operator can send it again). A relay claims pending events by writing
+-- its id and a lease; a relay that dies leaves the lease to run out, and the
+-- event is claimed again, so nothing is lost and the shop dedupes by id.
+ALTER TABLE outbox
+    ADD COLUMN IF NOT EXISTS state TINYINT NOT NULL DEFAULT 0 COMMENT '0 PENDING 1 DELIVERED 2 DEAD',
+    ADD COLUMN IF NOT EXISTS attempts INT NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS next_attempt_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    ADD COLUMN IF NOT EXISTS lease_owner VARCHAR(40) NULL,
+    ADD COLUMN IF NOT EXISTS lease_until DATETIME(3) NULL,
+    ADD COLUMN IF NOT EXISTS last_error VARCHAR(200) NULL,
+    ADD KEY IF NOT EXISTS idx_due (state, next_attempt_at),
+    ADD KEY IF NOT EXISTS idx_order_state (order_no, state),
+    ADD KEY IF NOT EXISTS idx_published (state, published_at),
+    ADD KEY IF NOT EXISTS idx_lease_owner (lease_owner);
+-- Events written before delivery existed and already marked published.
+UPDATE outbox SET state = 1 WHERE state = 0 AND published_at IS NOT NULL;
+
+-- Settling a double charge (status 2 REFUND_REQUIRED -> 3 REFUND_SETTLED):
+-- who settled it, with which refund reference, when. Never deleted.
+ALTER TABLE payment_record
+    ADD COLUMN IF NOT EXISTS settle_reference VARCHAR(64) NULL,
+    ADD COLUMN IF NOT EXISTS settled_by VARCHAR(64) NULL,
+    ADD COLUMN IF NOT EXISTS settled_at DATETIME(3) NULL,
+    ADD KEY IF NOT EXISTS idx_status_time (status, create_time);
+
+-- Reconciliation looks for orders left in WAIT_PAY.
+ALTER TABLE orders ADD KEY IF NOT EXISTS idx_status_time (status, create_time);
+
+-- Every state change an operator makes through the operator API, with the
+-- name of the credential that made it. Append-only.
+CREATE TABLE IF NOT EXISTS audit_log (
+    id          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    actor       VARCHAR(64)   NOT NULL COMMENT 'name of the operator credential',
+    action      VARCHAR(32)   NOT NULL,
+    subject     VARCHAR(140)  NOT NULL,
+    detail      VARCHAR(255)  NOT NULL,
+    request_id  VARCHAR(64)   NOT NULL,
+    create_time DATETIME(3)   NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    PRIMARY KEY (id),
+    KEY idx_subject (subject)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 -- Anti-resubmit tokens while Redis is unreachable. Consuming is one DELETE
 -- whose affected-row count says whether this was the first use.
 CREATE TABLE IF NOT EXISTS idem_token (

@@ -63,6 +63,21 @@ static const struct cfg_key keys[] = {
     S("callback", "secret", callback_secret, 0, ""),
     S("callback", "previous_secret", callback_previous_secret, 0, ""),
     I("callback", "signature_tolerance_s", signature_tolerance_s, 1, 86400, "300"),
+    S("webhook", "url", webhook_url, 0, ""),
+    S("webhook", "secret", webhook_secret, 0, ""),
+    I("webhook", "timeout_ms", webhook_timeout_ms, 100, 60000, "5000"),
+    I("webhook", "max_attempts", webhook_max_attempts, 1, 1000, "15"),
+    I("webhook", "backoff_base_ms", webhook_backoff_base_ms, 10, 3600000, "1000"),
+    I("webhook", "backoff_max_ms", webhook_backoff_max_ms, 10, 86400000, "3600000"),
+    I("webhook", "workers", webhook_workers, 1, 16, "1"),
+    I("webhook", "batch", webhook_batch, 1, 100, "16"),
+    I("webhook", "poll_ms", webhook_poll_ms, 10, 60000, "200"),
+    I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60"),
+    I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "1800"),
+    I("reconcile", "outbox_lag_s", reconcile_outbox_lag_s, 1, 31536000, "300"),
+    I("retention", "outbox_days", retention_outbox_days, 1, 36500, "7"),
+    I("retention", "payment_days", retention_payment_days, 0, 36500, "0"),
+    I("retention", "batch", retention_batch, 1, 10000, "500"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -421,6 +436,29 @@ static int check_values(struct config *cfg, char *err, size_t errsz)
         strcmp(cfg->log_level, "warn") && strcmp(cfg->log_level, "error")) {
         snprintf(err, errsz, "log_level must be debug, info, warn or error, got \"%s\"",
                  cfg->log_level);
+        return -1;
+    }
+    if (cfg->webhook_url[0] != '\0' && cfg->webhook_secret[0] == '\0') {
+        snprintf(err, errsz, "webhook.secret must be set when webhook.url is: the shop could "
+                 "not tell our events from forged ones");
+        return -1;
+    }
+    if (cfg->webhook_url[0] != '\0' && strncmp(cfg->webhook_url, "http://", 7) != 0 &&
+        strncmp(cfg->webhook_url, "https://", 8) != 0) {
+        snprintf(err, errsz, "webhook.url must start with http:// or https://, got \"%s\"",
+                 cfg->webhook_url);
+        return -1;
+    }
+    if (cfg->webhook_backoff_max_ms < cfg->webhook_backoff_base_ms) {
+        snprintf(err, errsz, "webhook.backoff_max_ms (%d) must not be below "
+                 "webhook.backoff_base_ms (%d)", cfg->webhook_backoff_max_ms,
+                 cfg->webhook_backoff_base_ms);
+        return -1;
+    }
+    if (cfg->retention_payment_days != 0 && cfg->retention_payment_days < CFG_PAYMENT_DAYS_MIN) {
+        snprintf(err, errsz, "retention.payment_days must be 0 (keep) or at least %d, longer "
+                 "than any gateway retries a callback; got %d", CFG_PAYMENT_DAYS_MIN,
+                 cfg->retention_payment_days);
         return -1;
     }
     if (!is_ip_address(cfg->listen_address)) {

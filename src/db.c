@@ -540,7 +540,7 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 
 /* The tables of sql/schema.sql the service reads and writes. */
 static const char *const schema_tables[] = { "orders", "payment_record", "stock", "outbox",
-                                             "idem_token" };
+                                             "idem_token", "audit_log" };
 #define NSCHEMA_TABLES (sizeof(schema_tables) / sizeof(schema_tables[0]))
 
 /* Checks that the stored procedures of the version this build calls

@@ -3,6 +3,7 @@
  * no code runs in a signal handler. */
 #include <errno.h>
 #include <getopt.h>
+#include <curl/curl.h>
 #include <hiredis.h>
 #include <mysql.h>
 #include <signal.h>
@@ -16,10 +17,12 @@
 #include "build_info.h"                      /* generated: version and commit */
 #include "config.h"
 #include "db.h"
+#include "delivery.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
 #include "rds.h"
+#include "reconcile.h"
 #include "server.h"
 
 extern char **environ;
@@ -262,6 +265,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "paycallback: cannot initialise the mysql client library\n");
         return 1;
     }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "paycallback: cannot initialise libcurl\n");
+        mysql_library_end();
+        return 1;
+    }
     if (o.check_only) {
         rc = check_config(&cfg, o.config);
         goto out;
@@ -287,6 +295,13 @@ int main(int argc, char **argv)
     }
     log_info("listening", "address=%s port=%d workers=%d version=%s", cfg.listen_address, port,
              cfg.workers, PAYCALLBACK_VERSION);
+    if (cfg.webhook_url[0] == '\0')
+        log_warn("outbox delivery is off: webhook.url is empty; events wait in the outbox",
+                 "%s", "");
+    else if ((srv.relay = delivery_start(&srv)) == NULL)
+        goto stop_http;
+    if ((srv.recon = reconcile_start(&srv)) == NULL)
+        goto stop_http;
     while (sigwait(&stop_set, &sig) != 0)
         ;
     log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
@@ -294,10 +309,16 @@ int main(int argc, char **argv)
         _exit(1);                             /* MySQL rolls the cut transactions back */
     log_info("stopped", "%s", "");
     rc = 0;
+    goto out;
+stop_http:
+    http_stop(&srv);
 out:
+    delivery_stop(srv.relay);                 /* an attempt in flight ends first */
+    reconcile_stop(srv.recon);
     rds_pool_destroy(srv.rds);
     db_pool_destroy(srv.db);
     metrics_destroy(srv.m);
+    curl_global_cleanup();
     mysql_library_end();
     return rc;
 }

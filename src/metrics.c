@@ -46,6 +46,7 @@ struct metrics {
     atomic_int ready;
     char version[32], commit[48];             /* set once before threads start */
     struct timespec start;                    /* wall clock at creation */
+    atomic_llong gauge[G_COUNT];
 };
 
 static const struct {
@@ -81,6 +82,37 @@ static const struct {
                              "Connection acquisitions that had to wait for a free connection." },
     [M_MYSQL_POOL_TIMEOUTS] = { "paycallback_mysql_pool_timeouts_total", NULL,
                                 "Connection acquisitions that gave up (answered 503)." },
+    [M_OUTBOX_DELIVERED] = { "paycallback_outbox_delivered_total", NULL,
+                             "Events the shop's webhook acknowledged with a 2xx." },
+    [M_OUTBOX_FAILURES] = { "paycallback_outbox_attempt_failures_total", "reason=\"error\"",
+                            "Delivery attempts that failed, by reason." },
+    [M_OUTBOX_TIMEOUTS] = { "paycallback_outbox_attempt_failures_total", "reason=\"timeout\"",
+                            NULL },
+    [M_OUTBOX_DEAD] = { "paycallback_outbox_dead_total", NULL,
+                        "Events that ran out of delivery attempts (now DEAD)." },
+    [M_PURGED_OUTBOX] = { "paycallback_retention_purged_total", "table=\"outbox\"",
+                          "Rows deleted by retention, by table." },
+    [M_PURGED_PAYMENTS] = { "paycallback_retention_purged_total", "table=\"payment_record\"",
+                            NULL },
+};
+
+static const struct {
+    const char *name;
+    const char *help;
+    int scale_ms;                             /* value is ms, rendered in seconds */
+} gauge_info[G_COUNT] = {
+    [G_OUTBOX_PENDING] = { "paycallback_outbox_pending", "Events not delivered to the shop yet.", 0 },
+    [G_OUTBOX_DEAD] = { "paycallback_outbox_dead", "Events that ran out of delivery attempts.", 0 },
+    [G_OUTBOX_LAGGING] = { "paycallback_outbox_lagging",
+                           "Pending events older than reconcile.outbox_lag_s.", 0 },
+    [G_OUTBOX_OLDEST_MS] = { "paycallback_outbox_lag_seconds",
+                             "Age of the oldest event not delivered yet (0 when none).", 1 },
+    [G_WAIT_PAY_STALE] = { "paycallback_reconcile_wait_pay_stale",
+                           "WAIT_PAY orders older than reconcile.wait_pay_age_s.", 0 },
+    [G_REFUND_UNSETTLED] = { "paycallback_reconcile_refund_unsettled",
+                             "REFUND_REQUIRED payments not settled yet.", 0 },
+    [G_RECONCILE_LAST_RUN_S] = { "paycallback_reconcile_last_success_timestamp_seconds",
+                                 "Unix time of the last complete reconciliation pass.", 0 },
 };
 
 struct metrics *metrics_create(const struct http_route_info *routes, size_t nroutes)
@@ -132,6 +164,18 @@ void metrics_inc(struct metrics *m, enum metric_counter c)
 {
     if (m != NULL && (unsigned)c < M_COUNT)
         atomic_fetch_add_explicit(&m->counter[c], 1, memory_order_relaxed);
+}
+
+void metrics_add(struct metrics *m, enum metric_counter c, uint64_t n)
+{
+    if (m != NULL && (unsigned)c < M_COUNT)
+        atomic_fetch_add_explicit(&m->counter[c], n, memory_order_relaxed);
+}
+
+void metrics_set_gauge(struct metrics *m, enum metric_gauge g, int64_t v)
+{
+    if (m != NULL && (unsigned)g < G_COUNT)
+        atomic_store_explicit(&m->gauge[g], v, memory_order_relaxed);
 }
 
 void metrics_set_redis_degraded(struct metrics *m, int degraded)
@@ -305,6 +349,16 @@ static void render_counters(const struct metrics *m, struct buf *b)
                "# TYPE paycallback_ready gauge\n"
                "paycallback_ready %d\n",
             atomic_load_explicit(&m->ready, memory_order_relaxed));
+    for (int g = 0; g < G_COUNT; g++) {
+        long long v = atomic_load_explicit(&m->gauge[g], memory_order_relaxed);
+
+        bprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", gauge_info[g].name, gauge_info[g].help,
+                gauge_info[g].name);
+        if (gauge_info[g].scale_ms)
+            bprintf(b, "%s %lld.%03lld\n", gauge_info[g].name, v / 1000, v % 1000);
+        else
+            bprintf(b, "%s %lld\n", gauge_info[g].name, v);
+    }
 }
 
 static void render_build_info(const struct metrics *m, struct buf *b)

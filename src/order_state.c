@@ -89,7 +89,8 @@ int order_state_from_name(const char *name)
 
 bool payment_status_valid(int code)
 {
-    return code == PAYMENT_PAID || code == PAYMENT_REFUND_REQUIRED;
+    return code == PAYMENT_PAID || code == PAYMENT_REFUND_REQUIRED ||
+           code == PAYMENT_REFUND_SETTLED;
 }
 
 const char *payment_status_name(int code)
@@ -99,6 +100,8 @@ const char *payment_status_name(int code)
         return "PAID";
     case PAYMENT_REFUND_REQUIRED:
         return "REFUND_REQUIRED";
+    case PAYMENT_REFUND_SETTLED:
+        return "REFUND_SETTLED";
     default:
         return "UNKNOWN";
     }

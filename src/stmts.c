@@ -6,6 +6,12 @@
                    "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ'), " \
                    "DATE_FORMAT(update_time, '%Y-%m-%dT%H:%i:%S.%fZ')"
 
+#define ISO_TIME(col) "DATE_FORMAT(" col ", '%Y-%m-%dT%H:%i:%S.%fZ')"
+#define OUTBOX_COLS "id, event_type, order_no, state, attempts, " ISO_TIME("create_time") ", " \
+                    ISO_TIME("next_attempt_at") ", " ISO_TIME("published_at") ", last_error"
+#define REFUND_COLS "pay_no, order_no, amount, status, " ISO_TIME("create_time") ", " \
+                    "settle_reference, settled_by, " ISO_TIME("settled_at")
+
 const char *const stmt_sql[ST_COUNT] = {
     /* No rows on a plain server; on Galera, whether the node takes writes.
      * Bounded, and never waiting on the cluster (an operator's
@@ -51,6 +57,71 @@ const char *const stmt_sql[ST_COUNT] = {
         "INSERT INTO idem_token (token, expires_at) VALUES (?, NOW(3) + INTERVAL ? SECOND)",
     [ST_TOKEN_CONSUME] = "DELETE FROM idem_token WHERE token = ? AND expires_at > NOW(3)",
     [ST_TOKEN_PURGE] = "DELETE FROM idem_token WHERE expires_at <= NOW(3) LIMIT 1000",
+    /* One statement takes a batch: pending, due, not leased (or the lease
+     * ran out), and no earlier event of the same order still undelivered,
+     * so an order's events go out in the order they were written. */
+    [ST_OUTBOX_CLAIM] =
+        "UPDATE outbox o SET o.lease_owner = ?, o.lease_until = NOW(3) + INTERVAL ? SECOND "
+        "WHERE o.state = ? AND o.next_attempt_at <= NOW(3) "
+        "AND (o.lease_until IS NULL OR o.lease_until < NOW(3)) "
+        "AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.order_no = o.order_no "
+        "AND p.state <> ? AND (p.create_time < o.create_time "
+        "OR (p.create_time = o.create_time AND p.id < o.id))) "
+        "ORDER BY o.create_time, o.id LIMIT ?",
+    [ST_OUTBOX_CLAIMED] =
+        "SELECT id, event_type, order_no, payload, attempts, " ISO_TIME("create_time") " "
+        "FROM outbox WHERE lease_owner = ? AND state = ? AND lease_until > NOW(3) "
+        "ORDER BY create_time, id",
+    [ST_OUTBOX_DELIVERED] =
+        "UPDATE outbox SET state = ?, published_at = NOW(3), attempts = attempts + 1, "
+        "lease_owner = NULL, lease_until = NULL, last_error = NULL "
+        "WHERE id = ? AND lease_owner = ?",
+    /* state is set before attempts grows: SET runs left to right. */
+    [ST_OUTBOX_FAILED] =
+        "UPDATE outbox SET state = IF(attempts + 1 >= ?, ?, state), "
+        "next_attempt_at = NOW(3) + INTERVAL ? * 1000 MICROSECOND, last_error = ?, "
+        "lease_owner = NULL, lease_until = NULL, attempts = attempts + 1 "
+        "WHERE id = ? AND lease_owner = ?",
+    [ST_OUTBOX_RELEASE] =
+        "UPDATE outbox SET lease_owner = NULL, lease_until = NULL "
+        "WHERE lease_owner = ? AND state = ?",
+    [ST_OUTBOX_RETRY] =
+        "UPDATE outbox SET state = ?, attempts = 0, next_attempt_at = NOW(3), "
+        "last_error = NULL, lease_owner = NULL, lease_until = NULL WHERE id = ? AND state = ?",
+    [ST_OUTBOX_LIST] =
+        "SELECT " OUTBOX_COLS " FROM outbox WHERE state = ? AND id > ? ORDER BY id LIMIT ?",
+    [ST_OUTBOX_GET] = "SELECT " OUTBOX_COLS ", payload FROM outbox WHERE id = ?",
+    [ST_OUTBOX_STATS] =
+        "SELECT COALESCE(SUM(state = ?), 0), COALESCE(SUM(state = ?), 0), "
+        "COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(IF(state = ?, create_time, NULL)), NOW(3)) "
+        "DIV 1000, 0), "
+        "COALESCE(SUM(state = ? AND create_time < NOW(3) - INTERVAL ? SECOND), 0) "
+        "FROM outbox WHERE state IN (?, ?)",
+    [ST_OUTBOX_PURGE] =
+        "DELETE FROM outbox WHERE state = ? AND published_at < NOW(3) - INTERVAL ? DAY "
+        "LIMIT ?",
+    [ST_WAIT_PAY_COUNT] =
+        "SELECT COUNT(*) FROM orders WHERE status = ? AND create_time < NOW(3) - INTERVAL ? SECOND",
+    [ST_WAIT_PAY_LIST] =
+        "SELECT order_no, user_id, amount, " ISO_TIME("create_time") " FROM orders "
+        "WHERE status = ? AND create_time < NOW(3) - INTERVAL ? SECOND "
+        "ORDER BY create_time, order_no LIMIT ?",
+    [ST_REFUND_COUNT] = "SELECT COUNT(*) FROM payment_record WHERE status = ?",
+    [ST_REFUND_LIST] =
+        "SELECT " REFUND_COLS " FROM payment_record WHERE status = ? "
+        "ORDER BY create_time, pay_no LIMIT ?",
+    [ST_REFUND_LOCK] = "SELECT " REFUND_COLS " FROM payment_record WHERE pay_no = ? FOR UPDATE",
+    [ST_REFUND_SETTLE] =
+        "UPDATE payment_record SET status = ?, settle_reference = ?, settled_by = ?, "
+        "settled_at = NOW(3) WHERE pay_no = ? AND status = ?",
+    /* Only settled history goes: a PAID or a settled record past the window;
+     * an unsettled REFUND_REQUIRED record stays until someone settles it. */
+    [ST_PAY_PURGE] =
+        "DELETE FROM payment_record WHERE create_time < NOW(3) - INTERVAL ? DAY "
+        "AND status IN (?, ?) LIMIT ?",
+    [ST_AUDIT_INSERT] =
+        "INSERT INTO audit_log (actor, action, subject, detail, request_id) "
+        "VALUES (?, ?, ?, ?, ?)",
 };
 
 const char *const stmt_procedures[DB_PROC_COUNT] = { DB_PROC_PAY_CALLBACK };

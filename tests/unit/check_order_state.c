@@ -151,14 +151,18 @@ START_TEST(order_state_from_name_rejects_unknown_names)
 }
 END_TEST
 
-START_TEST(payment_status_names_the_two_payment_statuses)
+START_TEST(payment_status_names_the_three_payment_statuses)
 {
     ck_assert_str_eq("PAID", payment_status_name(PAYMENT_PAID));
     ck_assert_str_eq("REFUND_REQUIRED", payment_status_name(PAYMENT_REFUND_REQUIRED));
+    ck_assert_str_eq("REFUND_SETTLED", payment_status_name(PAYMENT_REFUND_SETTLED));
     ck_assert_str_eq("UNKNOWN", payment_status_name(0));
+    ck_assert_str_eq("UNKNOWN", payment_status_name(4));
     ck_assert(payment_status_valid(PAYMENT_PAID));
     ck_assert(payment_status_valid(PAYMENT_REFUND_REQUIRED));
-    ck_assert(!payment_status_valid(3));
+    ck_assert(payment_status_valid(PAYMENT_REFUND_SETTLED));
+    ck_assert(!payment_status_valid(0));
+    ck_assert(!payment_status_valid(4));
 }
 END_TEST
 
@@ -189,7 +193,7 @@ static Suite *order_state_suite(void)
     tcase_add_test(tc, order_state_name_of_unknown_code_is_unknown);
     tcase_add_test(tc, order_state_from_name_inverts_name);
     tcase_add_test(tc, order_state_from_name_rejects_unknown_names);
-    tcase_add_test(tc, payment_status_names_the_two_payment_statuses);
+    tcase_add_test(tc, payment_status_names_the_three_payment_statuses);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,55 @@
+/* delivery.h - the outbox relay: worker threads that claim undelivered
+ * events under a lease and POST each one to the shop's webhook, signed like
+ * our own callbacks, until the shop answers 2xx or the event goes dead.
+ *
+ * At least once, never lost: an event leaves the outbox's pending state
+ * only when the shop acknowledged it (delivered) or after
+ * webhook.max_attempts failed attempts (dead, an operator can retry it).
+ * A relay that dies holding claims loses nothing: its lease runs out and
+ * another relay (in this or another instance) claims the events again, so
+ * the shop may see an event twice and dedupes by its Idempotency-Key.
+ * Events of one order are delivered in the order they were written.
+ * Knows nothing of the HTTP server; uses libcurl for the client side. */
+#ifndef PAYCALLBACK_DELIVERY_H
+#define PAYCALLBACK_DELIVERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct server;
+struct outbox_event;
+struct delivery;
+
+/* Starts cfg->webhook_workers relay threads when a webhook URL is
+ * configured; returns NULL (and starts nothing) when webhook.url is empty,
+ * or on failure (logged). Call after the pools exist and
+ * curl_global_init has run. */
+struct delivery *delivery_start(struct server *srv);
+
+/* Stops the relays: an attempt in flight finishes (it is bounded by
+ * webhook.timeout_ms), the claims not yet attempted are handed back, the
+ * threads are joined and everything is freed. NULL-safe. */
+void delivery_stop(struct delivery *d);
+
+/* Wakes the relays at once (after a commit that wrote an event), instead
+ * of at their next poll. Any thread; NULL-safe. */
+void delivery_kick(struct delivery *d);
+
+/* The wait before attempt number attempt + 1, after attempt failures
+ * (attempt >= 1): base_ms * 2^(attempt - 1), capped at max_ms, then
+ * jittered into [d/2, d] with rnd (any 32-bit random value) so that many
+ * events failing together do not retry together. Pure. */
+int64_t delivery_backoff_ms(int attempt, int64_t base_ms, int64_t max_ms, uint32_t rnd);
+
+/* The JSON body POSTed for ev: {"id","type","order_no","created_at","data"}
+ * with data the event's stored payload (itself JSON). malloc'd, NUL-
+ * terminated, length in *len; the caller frees it with free. NULL when
+ * the stored payload is not valid JSON or on allocation failure. */
+char *delivery_event_body(const struct outbox_event *ev, size_t *len);
+
+/* The event id the shop dedupes by: "<order_no>:<event_type>", unique
+ * because the outbox keeps one event of a type per order and order_nos
+ * are unique. Writes into out (outsz bytes). */
+void delivery_event_id(const struct outbox_event *ev, char *out, size_t outsz);
+
+#endif

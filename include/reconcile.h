@@ -1,0 +1,75 @@
+/* reconcile.h - finding what fell through, and retention. One pass counts
+ * (and lists, for the report) the WAIT_PAY orders older than
+ * reconcile.wait_pay_age_s (their callback never came: query the gateway
+ * or cancel them), the REFUND_REQUIRED payments nobody settled, and the
+ * events that are dead or undelivered past reconcile.outbox_lag_s; then
+ * purges, in small batches, what is past its retention window. A thread
+ * runs a pass every reconcile.interval_s and publishes the counts as
+ * gauges; the operator API runs the report on demand. Knows nothing of
+ * HTTP. */
+#ifndef PAYCALLBACK_RECONCILE_H
+#define PAYCALLBACK_RECONCILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "outbox.h"
+#include "refunds.h"
+#include "validate.h"
+
+struct server;
+struct config;
+struct metrics;
+struct reconcile;
+
+#define RECONCILE_LIST_MAX 50     /* items of each class a report lists */
+
+struct stale_order {
+    char order_no[ID_BUF];
+    char user_id[ID_BUF];
+    int64_t amount_cents;
+    char create_time[OUTBOX_TIME_MAX];
+};
+
+/* One reconciliation: counts, and the oldest items of each class. */
+struct reconcile_report {
+    int64_t wait_pay_stale;
+    struct stale_order stale[RECONCILE_LIST_MAX];
+    size_t nstale;
+    int64_t refund_unsettled;
+    struct refund_entry refunds[RECONCILE_LIST_MAX];
+    size_t nrefunds;
+    struct outbox_stats outbox;
+    struct outbox_entry dead[RECONCILE_LIST_MAX];
+    size_t ndead;
+};
+
+/* Builds the report on c. DB_OK or the failing statement's status. The
+ * report is large: allocate it, do not put it on a thread's stack. */
+enum db_status reconcile_report(struct db_conn *c, const struct config *cfg,
+                                struct reconcile_report *out);
+
+/* Lists up to max WAIT_PAY orders older than age_s, oldest first. */
+enum db_status reconcile_stale_orders(struct db_conn *c, int age_s, struct stale_order *out,
+                                      size_t max, size_t *n);
+
+#define RECONCILE_PURGE_ROUNDS 20 /* batches per table per pass: the rest waits for the next */
+
+/* Deletes, batch by batch (retention.batch rows, each batch its own short
+ * statement, at most RECONCILE_PURGE_ROUNDS per table), delivered events
+ * past retention.outbox_days, expired MySQL tokens, and, when
+ * retention.payment_days is set, PAID and settled payment records past it
+ * (an unsettled REFUND_REQUIRED record is never purged). Counts go to the
+ * metrics (m may be NULL). */
+enum db_status reconcile_purge(struct db_conn *c, const struct config *cfg, struct metrics *m);
+
+/* Starts the periodic thread (a pass at start, then every interval).
+ * NULL on failure (logged). */
+struct reconcile *reconcile_start(struct server *srv);
+
+/* Stops and joins the thread (a pass in flight ends after its current
+ * statement) and frees it. NULL-safe. */
+void reconcile_stop(struct reconcile *r);
+
+#endif

@@ -1,0 +1,61 @@
+/* refunds.h - the refund queue: payments that charged a customer a second
+ * time (REFUND_REQUIRED) until an operator refunds them at the gateway and
+ * records it here (REFUND_SETTLED, with the refund's reference, who and
+ * when). Settling is an audited state change, idempotent, and never a
+ * delete. Knows nothing of HTTP. Any thread, one connection per thread;
+ * on REFUNDS_UNAVAILABLE / REFUNDS_ERROR the detail is in db_errstr(c). */
+#ifndef PAYCALLBACK_REFUNDS_H
+#define PAYCALLBACK_REFUNDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "outbox.h"
+#include "validate.h"
+
+#define REFUNDS_LIST_MAX 100      /* rows one list call returns at most */
+#define REFUNDS_REF_MAX  65       /* a settle reference: an identifier, and the NUL */
+
+enum refunds_result {
+    REFUNDS_OK,                   /* settled now / listed */
+    REFUNDS_DUPLICATE,            /* already settled with the same reference: nothing written */
+    REFUNDS_NOT_FOUND,            /* no payment with this pay_no */
+    REFUNDS_NOT_REQUIRED,         /* the payment is PAID: there is nothing to refund */
+    REFUNDS_CONFLICT,             /* already settled with another reference */
+    REFUNDS_UNAVAILABLE,          /* MySQL unreachable or busy; nothing written */
+    REFUNDS_ERROR
+};
+
+/* A payment in the refund queue (or settled out of it). */
+struct refund_entry {
+    char pay_no[ID_BUF];
+    char order_no[ID_BUF];
+    int64_t amount_cents;
+    int status;                   /* PAYMENT_REFUND_REQUIRED or PAYMENT_REFUND_SETTLED */
+    char create_time[OUTBOX_TIME_MAX];
+    char reference[REFUNDS_REF_MAX];     /* "" until settled */
+    char settled_by[ID_BUF];
+    char settled_at[OUTBOX_TIME_MAX];
+};
+
+/* Lists up to max (<= REFUNDS_LIST_MAX) payments in status, oldest first. */
+enum refunds_result refunds_list(struct db_conn *c, int status, struct refund_entry *out,
+                                 size_t max, size_t *n);
+
+/* Settles pay_no with the refund's reference, in one transaction with its
+ * audit_log row (actor: the operator credential's name; request_id: the
+ * HTTP request's). *out is the payment as it is afterwards (OK, DUPLICATE,
+ * CONFLICT, NOT_REQUIRED). */
+enum refunds_result refunds_settle(struct db_conn *c, const char *pay_no, const char *reference,
+                                   const char *actor, const char *request_id,
+                                   struct refund_entry *out);
+
+/* Appends an audit_log row on c (inside the caller's transaction). */
+enum db_status refunds_audit(struct db_conn *c, const char *actor, const char *action,
+                             const char *subject, const char *detail, const char *request_id);
+
+const char *refunds_result_str(enum refunds_result r);
+
+#endif

@@ -1,0 +1,417 @@
+/* delivery.c - the outbox relay threads and the one libcurl call they make.
+ * The claim, lease and state changes are outbox.c's; the wire format of an
+ * event and the retry policy are here. */
+#include "delivery.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "db.h"
+#include "log.h"
+#include "metrics.h"
+#include "outbox.h"
+#include "server.h"
+#include "signature.h"
+
+#define DELIVERY_LEASE_PAD_S  2             /* lease beyond the batch's worst case */
+#define DELIVERY_DB_WAIT_MS   1000
+
+enum attempt_result { ATTEMPT_OK, ATTEMPT_HTTP, ATTEMPT_TIMEOUT, ATTEMPT_CONNECT };
+
+struct relay {
+    struct delivery *d;
+    pthread_t thread;
+    bool started;
+    char owner[OUTBOX_OWNER_MAX];
+    CURL *curl;
+};
+
+struct delivery {
+    struct server *srv;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    bool kicked;
+    int nrelays;
+    struct relay *relays;
+};
+
+int64_t delivery_backoff_ms(int attempt, int64_t base_ms, int64_t max_ms, uint32_t rnd)
+{
+    int64_t d = base_ms;
+    int i;
+
+    if (attempt < 1)
+        attempt = 1;
+    for (i = 1; i < attempt && d < max_ms; i++)
+        d *= 2;
+    if (d > max_ms)
+        d = max_ms;
+    if (d < 2)
+        return d;
+    return d / 2 + (int64_t)(rnd % (uint64_t)(d - d / 2 + 1));
+}
+
+void delivery_event_id(const struct outbox_event *ev, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "%s:%s", ev->order_no, ev->event_type);
+}
+
+char *delivery_event_body(const struct outbox_event *ev, size_t *len)
+{
+    char id[sizeof(ev->order_no) + sizeof(ev->event_type) + 1];
+    cJSON *o = cJSON_CreateObject(), *data = cJSON_Parse(ev->payload);
+    char *text = NULL, *out = NULL;
+
+    *len = 0;
+    if (o == NULL || data == NULL || !cJSON_IsObject(data))
+        goto out;
+    delivery_event_id(ev, id, sizeof(id));
+    if (cJSON_AddStringToObject(o, "id", id) == NULL ||
+        cJSON_AddStringToObject(o, "type", ev->event_type) == NULL ||
+        cJSON_AddStringToObject(o, "order_no", ev->order_no) == NULL ||
+        cJSON_AddStringToObject(o, "created_at", ev->created_at) == NULL)
+        goto out;
+    if (!cJSON_AddItemToObject(o, "data", data))
+        goto out;
+    data = NULL;                               /* owned by o now */
+    if ((text = cJSON_PrintUnformatted(o)) == NULL)
+        goto out;
+    if ((out = strdup(text)) != NULL)
+        *len = strlen(out);
+out:
+    cJSON_free(text);
+    cJSON_Delete(data);
+    cJSON_Delete(o);
+    return out;
+}
+
+static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    (void)ptr;
+    (void)userdata;
+    return size * nmemb;
+}
+
+/* POSTs one event. The reason of a failure goes to err. */
+static enum attempt_result post_event(struct relay *r, const struct outbox_event *ev, char *err,
+                                      size_t errsz)
+{
+    const struct config *cfg = r->d->srv->cfg;
+    char id[sizeof(ev->order_no) + sizeof(ev->event_type) + 1];
+    char ts[24], mac[SIG_HEX_LEN + 1], h_ts[48], h_sig[96], h_key[160], h_type[64];
+    struct curl_slist *hdr = NULL, *t;
+    enum attempt_result res = ATTEMPT_CONNECT;
+    size_t len = 0;
+    long code = 0;
+    char *body = delivery_event_body(ev, &len);
+    CURLcode cc;
+
+    err[0] = '\0';
+    if (body == NULL) {
+        snprintf(err, errsz, "event payload is not a JSON object");
+        return ATTEMPT_HTTP;                   /* permanent: retries go dead, visibly */
+    }
+    delivery_event_id(ev, id, sizeof(id));
+    snprintf(ts, sizeof(ts), "%lld", (long long)time(NULL));
+    if (sig_compute(cfg->webhook_secret, ts, body, len, mac) != 0) {
+        snprintf(err, errsz, "cannot sign the event");
+        free(body);
+        return ATTEMPT_CONNECT;
+    }
+    snprintf(h_ts, sizeof(h_ts), "X-Timestamp: %s", ts);
+    snprintf(h_sig, sizeof(h_sig), "X-Signature: %s", mac);
+    snprintf(h_key, sizeof(h_key), "Idempotency-Key: %s", id);
+    snprintf(h_type, sizeof(h_type), "X-Event-Type: %s", ev->event_type);
+    const char *lines[] = { "Content-Type: application/json", "Expect:", h_ts, h_sig, h_key,
+                            h_type };
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        if ((t = curl_slist_append(hdr, lines[i])) == NULL) {
+            snprintf(err, errsz, "out of memory");
+            goto out;
+        }
+        hdr = t;
+    }
+    curl_easy_setopt(r->curl, CURLOPT_URL, cfg->webhook_url);
+    curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE, (long)len);
+    curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)cfg->webhook_timeout_ms);
+    curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->webhook_timeout_ms);
+    cc = curl_easy_perform(r->curl);
+    if (cc == CURLE_OPERATION_TIMEDOUT) {
+        res = ATTEMPT_TIMEOUT;
+        snprintf(err, errsz, "timed out after %d ms", cfg->webhook_timeout_ms);
+    } else if (cc != CURLE_OK) {
+        res = ATTEMPT_CONNECT;
+        snprintf(err, errsz, "%s", curl_easy_strerror(cc));
+    } else {
+        curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &code);
+        res = code >= 200 && code < 300 ? ATTEMPT_OK : ATTEMPT_HTTP;
+        if (res != ATTEMPT_OK)
+            snprintf(err, errsz, "webhook answered %ld", code);
+    }
+out:
+    curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(hdr);
+    free(body);
+    return res;
+}
+
+static uint32_t random_u32(void)
+{
+    uint32_t v = 0;
+
+    if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+        v = (uint32_t)time(NULL);
+    return v;
+}
+
+/* Records one attempt's result; a failure to record leaves the lease to
+ * run out, so the event is attempted again (at least once, never lost). */
+static void record(struct relay *r, const struct outbox_event *ev, enum attempt_result res,
+                   const char *err)
+{
+    struct server *srv = r->d->srv;
+    const struct config *cfg = srv->cfg;
+    struct db_conn *c = db_acquire(srv->db, DELIVERY_DB_WAIT_MS);
+    enum db_status st;
+    bool dead = false;
+
+    if (c == NULL) {
+        log_warn("outbox: no database connection to record an attempt", "event_id=%s:%s",
+                 ev->order_no, ev->event_type);
+        return;
+    }
+    if (res == ATTEMPT_OK) {
+        st = outbox_mark_delivered(c, ev->id, r->owner);
+        if (st == DB_OK) {
+            metrics_inc(srv->m, M_OUTBOX_DELIVERED);
+            log_info("event delivered", "event_id=%s:%s attempt=%d", ev->order_no,
+                     ev->event_type, ev->attempts + 1);
+        }
+    } else {
+        int64_t wait = delivery_backoff_ms(ev->attempts + 1, cfg->webhook_backoff_base_ms,
+                                           cfg->webhook_backoff_max_ms, random_u32());
+        st = outbox_mark_failed(c, ev->id, r->owner, err, wait, cfg->webhook_max_attempts,
+                                ev->attempts, &dead);
+        metrics_inc(srv->m, res == ATTEMPT_TIMEOUT ? M_OUTBOX_TIMEOUTS : M_OUTBOX_FAILURES);
+        if (st == DB_OK && dead) {
+            metrics_inc(srv->m, M_OUTBOX_DEAD);
+            log_alert("OUTBOX_DEAD", "event_id=%s:%s attempts=%d error=\"%s\"", ev->order_no,
+                      ev->event_type, ev->attempts + 1, err);
+        } else {
+            log_warn("event delivery failed", "event_id=%s:%s attempt=%d retry_in_ms=%lld "
+                     "error=\"%s\"", ev->order_no, ev->event_type, ev->attempts + 1,
+                     (long long)wait, err);
+        }
+    }
+    if (st != DB_OK)
+        log_warn("outbox: cannot record an attempt", "event_id=%s:%s status=%s error=\"%s\"",
+                 ev->order_no, ev->event_type, db_status_str(st), db_errstr(c));
+    db_release(srv->db, c);
+}
+
+static bool stopping(struct delivery *d)
+{
+    bool s;
+
+    pthread_mutex_lock(&d->mu);
+    s = d->stop;
+    pthread_mutex_unlock(&d->mu);
+    return s;
+}
+
+/* Sleeps up to ms, or until stopped or kicked. */
+static void idle(struct delivery *d, int ms)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&d->mu);
+    while (!d->stop && !d->kicked)
+        if (pthread_cond_timedwait(&d->cv, &d->mu, &until) == ETIMEDOUT)
+            break;
+    d->kicked = false;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Claims a batch; returns how many events are in evs. */
+static size_t claim(struct relay *r, struct outbox_event *evs, size_t max)
+{
+    struct server *srv = r->d->srv;
+    const struct config *cfg = srv->cfg;
+    /* Long enough for every attempt of the batch to time out, so a live
+     * relay never loses its claim to another; a dead relay's claims come
+     * back this long after it died. */
+    int lease_s = (int)(((int64_t)max * cfg->webhook_timeout_ms + 999) / 1000) +
+                  DELIVERY_LEASE_PAD_S;
+    struct db_conn *c = db_acquire(srv->db, DELIVERY_DB_WAIT_MS);
+    enum db_status st;
+    size_t n = 0;
+
+    if (c == NULL)
+        return 0;
+    st = outbox_claim(c, r->owner, lease_s, evs, max, &n);
+    if (st != DB_OK) {
+        log_warn("outbox: claim failed", "status=%s error=\"%s\"", db_status_str(st),
+                 db_errstr(c));
+        n = 0;
+    }
+    db_release(srv->db, c);
+    return n;
+}
+
+/* Hands back the claims of events not attempted (graceful stop). */
+static void hand_back(struct relay *r)
+{
+    struct server *srv = r->d->srv;
+    struct db_conn *c = db_acquire(srv->db, DELIVERY_DB_WAIT_MS);
+
+    if (c == NULL)
+        return;                                /* the leases run out by themselves */
+    if (outbox_release(c, r->owner) != DB_OK)
+        log_warn("outbox: cannot hand back claims", "error=\"%s\"", db_errstr(c));
+    db_release(srv->db, c);
+}
+
+static void *relay_main(void *arg)
+{
+    struct relay *r = arg;
+    struct delivery *d = r->d;
+    size_t batch = (size_t)d->srv->cfg->webhook_batch;
+    struct outbox_event *evs = calloc(batch, sizeof(*evs));
+    char err[OUTBOX_ERROR_MAX];
+
+    if (evs == NULL) {
+        log_error("outbox relay: out of memory", "owner=%s", r->owner);
+        return NULL;
+    }
+    while (!stopping(d)) {
+        size_t n = claim(r, evs, batch), i;
+
+        for (i = 0; i < n && !stopping(d); i++) {
+            enum attempt_result res = post_event(r, &evs[i], err, sizeof(err));
+            record(r, &evs[i], res, err);
+        }
+        if (i < n)
+            hand_back(r);
+        if (n < batch)
+            idle(d, d->srv->cfg->webhook_poll_ms);
+    }
+    free(evs);
+    return NULL;
+}
+
+static void owner_id(char out[OUTBOX_OWNER_MAX], int index)
+{
+    unsigned char b[8] = { 0 };
+    char host[16] = "host";
+
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+        memset(b, 0, sizeof(b));
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    for (char *p = host; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            *p = '-';
+    snprintf(out, OUTBOX_OWNER_MAX, "%s-%d-%02x%02x%02x%02x%02x%02x%02x%02x", host, index, b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+}
+
+struct delivery *delivery_start(struct server *srv)
+{
+    const struct config *cfg = srv->cfg;
+    struct delivery *d;
+    int i;
+
+    if (cfg->webhook_url[0] == '\0')
+        return NULL;
+    if ((d = calloc(1, sizeof(*d))) == NULL ||
+        (d->relays = calloc((size_t)cfg->webhook_workers, sizeof(*d->relays))) == NULL) {
+        free(d);
+        log_error("outbox relay: out of memory", "%s", "");
+        return NULL;
+    }
+    d->srv = srv;
+    pthread_mutex_init(&d->mu, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&d->cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    for (i = 0; i < cfg->webhook_workers; i++) {
+        struct relay *r = &d->relays[i];
+
+        r->d = d;
+        owner_id(r->owner, i);
+        if ((r->curl = curl_easy_init()) == NULL)
+            goto fail;
+        curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(r->curl, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+        if (pthread_create(&r->thread, NULL, relay_main, r) != 0)
+            goto fail;
+        r->started = true;
+        d->nrelays = i + 1;
+    }
+    log_info("outbox relay started", "workers=%d url=\"%s\"", cfg->webhook_workers,
+             cfg->webhook_url);
+    return d;
+fail:
+    log_error("outbox relay: cannot start", "worker=%d", i);
+    d->nrelays = cfg->webhook_workers;
+    delivery_stop(d);
+    return NULL;
+}
+
+void delivery_kick(struct delivery *d)
+{
+    if (d == NULL)
+        return;
+    pthread_mutex_lock(&d->mu);
+    d->kicked = true;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+void delivery_stop(struct delivery *d)
+{
+    int i;
+
+    if (d == NULL)
+        return;
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    for (i = 0; i < d->nrelays; i++) {
+        if (d->relays[i].started)
+            pthread_join(d->relays[i].thread, NULL);
+        if (d->relays[i].curl != NULL)
+            curl_easy_cleanup(d->relays[i].curl);
+    }
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    free(d->relays);
+    free(d);
+}

@@ -1,0 +1,250 @@
+/* reconcile.c - the reconciliation report, retention purges, and the
+ * thread that runs both periodically and publishes the counts. */
+#include "reconcile.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
+#include "order_state.h"
+#include "server.h"
+
+#define RECONCILE_DB_WAIT_MS 1000
+
+struct reconcile {
+    struct server *srv;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+};
+
+static enum db_status count(struct db_conn *c, enum db_stmt id, const char *const *p, size_t np,
+                            int64_t *out)
+{
+    struct db_row row;
+    size_t n = 0;
+    enum db_status st = db_query_retry(c, id, p, np, &row, 1, &n);
+
+    *out = 0;
+    if (st != DB_OK)
+        return st;
+    if (n != 1 || db_row_int(&row, 0, 0, INT64_MAX, out) != 0)
+        return db_fail(c, "reconcile: malformed count");
+    return DB_OK;
+}
+
+enum db_status reconcile_stale_orders(struct db_conn *c, int age_s, struct stale_order *out,
+                                      size_t max, size_t *n)
+{
+    char status[DB_INT_BUF], age[DB_INT_BUF], lim[DB_INT_BUF];
+    const char *p[] = { db_param_int(status, ORDER_WAIT_PAY), db_param_int(age, age_s),
+                        db_param_int(lim, (int64_t)max) };
+    struct db_row *rows = calloc(max ? max : 1, sizeof(*rows));
+    enum db_status st;
+    size_t got = 0, i;
+
+    *n = 0;
+    if (rows == NULL)
+        return db_fail(c, "reconcile: out of memory");
+    st = db_query_retry(c, ST_WAIT_PAY_LIST, p, 3, rows, max, &got);
+    for (i = 0; st == DB_OK && i < got; i++) {
+        struct stale_order *o = &out[i];
+        if (db_row_str(&rows[i], SOC_ORDER_NO, o->order_no, sizeof(o->order_no)) != 0 ||
+            db_row_str(&rows[i], SOC_USER_ID, o->user_id, sizeof(o->user_id)) != 0 ||
+            db_row_cents(&rows[i], SOC_AMOUNT, &o->amount_cents) != 0 ||
+            db_row_str(&rows[i], SOC_CREATE_TIME, o->create_time, sizeof(o->create_time)) != 0)
+            st = db_fail(c, "reconcile: malformed order row");
+    }
+    free(rows);
+    if (st == DB_OK)
+        *n = got;
+    return st;
+}
+
+enum db_status reconcile_report(struct db_conn *c, const struct config *cfg,
+                                struct reconcile_report *out)
+{
+    char wait_pay[DB_INT_BUF], age[DB_INT_BUF], required[DB_INT_BUF];
+    const char *pw[] = { db_param_int(wait_pay, ORDER_WAIT_PAY),
+                         db_param_int(age, cfg->reconcile_wait_pay_age_s) };
+    const char *pr[] = { db_param_int(required, PAYMENT_REFUND_REQUIRED) };
+    enum db_status st;
+
+    memset(out, 0, sizeof(*out));
+    if ((st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &out->wait_pay_stale)) != DB_OK ||
+        (st = reconcile_stale_orders(c, cfg->reconcile_wait_pay_age_s, out->stale,
+                                     RECONCILE_LIST_MAX, &out->nstale)) != DB_OK ||
+        (st = count(c, ST_REFUND_COUNT, pr, 1, &out->refund_unsettled)) != DB_OK ||
+        (st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &out->outbox)) != DB_OK ||
+        (st = outbox_list(c, OUTBOX_DEAD, 0, out->dead, RECONCILE_LIST_MAX, &out->ndead)) != DB_OK)
+        return st;
+    if (refunds_list(c, PAYMENT_REFUND_REQUIRED, out->refunds, RECONCILE_LIST_MAX,
+                     &out->nrefunds) != REFUNDS_OK)
+        return DB_UNAVAILABLE;
+    return DB_OK;
+}
+
+/* Runs one purge statement up to RECONCILE_PURGE_ROUNDS times while it
+ * deletes whole batches. */
+struct purge_job {
+    enum db_stmt id;
+    const char *const *p;
+    size_t np;
+    uint64_t deleted;
+};
+
+static enum db_status purge_once(struct db_conn *c, void *arg)
+{
+    struct purge_job *j = arg;
+
+    j->deleted = 0;
+    return db_exec(c, j->id, j->p, j->np, &j->deleted);
+}
+
+static enum db_status purge(struct db_conn *c, enum db_stmt id, const char *const *p, size_t np,
+                            uint64_t batch, uint64_t *total)
+{
+    struct purge_job j = { id, p, np, 0 };
+    enum db_status st = DB_OK;
+
+    *total = 0;
+    for (int round = 0; round < RECONCILE_PURGE_ROUNDS; round++) {
+        if ((st = db_retry(c, purge_once, &j)) != DB_OK)
+            break;
+        *total += j.deleted;
+        if (j.deleted < batch)
+            break;
+    }
+    return st;
+}
+
+enum db_status reconcile_purge(struct db_conn *c, const struct config *cfg, struct metrics *m)
+{
+    char delivered[DB_INT_BUF], days[DB_INT_BUF], batch[DB_INT_BUF], pdays[DB_INT_BUF];
+    char paid[DB_INT_BUF], settled[DB_INT_BUF];
+    const char *po[] = { db_param_int(delivered, OUTBOX_DELIVERED),
+                         db_param_int(days, cfg->retention_outbox_days),
+                         db_param_int(batch, cfg->retention_batch) };
+    const char *pp[] = { db_param_int(pdays, cfg->retention_payment_days),
+                         db_param_int(paid, PAYMENT_PAID),
+                         db_param_int(settled, PAYMENT_REFUND_SETTLED), batch };
+    uint64_t n = 0;
+    enum db_status st;
+
+    if ((st = purge(c, ST_OUTBOX_PURGE, po, 3, (uint64_t)cfg->retention_batch, &n)) != DB_OK)
+        return st;
+    metrics_add(m, M_PURGED_OUTBOX, n);
+    if ((st = purge(c, ST_TOKEN_PURGE, NULL, 0, 1000, &n)) != DB_OK)
+        return st;
+    if (cfg->retention_payment_days > 0) {
+        if ((st = purge(c, ST_PAY_PURGE, pp, 4, (uint64_t)cfg->retention_batch, &n)) != DB_OK)
+            return st;
+        metrics_add(m, M_PURGED_PAYMENTS, n);
+    }
+    return DB_OK;
+}
+
+/* One periodic pass: the counts as gauges, then retention. */
+static void pass(struct reconcile *r)
+{
+    struct server *srv = r->srv;
+    const struct config *cfg = srv->cfg;
+    char wait_pay[DB_INT_BUF], age[DB_INT_BUF], required[DB_INT_BUF];
+    const char *pw[] = { db_param_int(wait_pay, ORDER_WAIT_PAY),
+                         db_param_int(age, cfg->reconcile_wait_pay_age_s) };
+    const char *pr[] = { db_param_int(required, PAYMENT_REFUND_REQUIRED) };
+    struct db_conn *c = db_acquire(srv->db, RECONCILE_DB_WAIT_MS);
+    struct outbox_stats ob;
+    int64_t stale = 0, refunds = 0;
+    enum db_status st;
+
+    if (c == NULL)
+        return;
+    if ((st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &ob)) != DB_OK ||
+        (st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &stale)) != DB_OK ||
+        (st = count(c, ST_REFUND_COUNT, pr, 1, &refunds)) != DB_OK ||
+        (st = reconcile_purge(c, cfg, srv->m)) != DB_OK) {
+        log_warn("reconciliation pass failed", "status=%s error=\"%s\"", db_status_str(st),
+                 db_errstr(c));
+        db_release(srv->db, c);
+        return;
+    }
+    db_release(srv->db, c);
+    metrics_set_gauge(srv->m, G_OUTBOX_PENDING, ob.pending);
+    metrics_set_gauge(srv->m, G_OUTBOX_DEAD, ob.dead);
+    metrics_set_gauge(srv->m, G_OUTBOX_LAGGING, ob.lagging);
+    metrics_set_gauge(srv->m, G_OUTBOX_OLDEST_MS, ob.oldest_pending_ms);
+    metrics_set_gauge(srv->m, G_WAIT_PAY_STALE, stale);
+    metrics_set_gauge(srv->m, G_REFUND_UNSETTLED, refunds);
+    metrics_set_gauge(srv->m, G_RECONCILE_LAST_RUN_S, (int64_t)time(NULL));
+    if (stale > 0 || refunds > 0 || ob.dead > 0 || ob.lagging > 0)
+        log_warn("reconciliation found work", "wait_pay_stale=%lld refund_unsettled=%lld "
+                 "outbox_dead=%lld outbox_lagging=%lld", (long long)stale, (long long)refunds,
+                 (long long)ob.dead, (long long)ob.lagging);
+}
+
+static void *reconcile_main(void *arg)
+{
+    struct reconcile *r = arg;
+    struct timespec until;
+
+    pthread_mutex_lock(&r->mu);
+    while (!r->stop) {
+        pthread_mutex_unlock(&r->mu);
+        pass(r);
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += r->srv->cfg->reconcile_interval_s;
+        pthread_mutex_lock(&r->mu);
+        while (!r->stop)
+            if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
+                break;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+struct reconcile *reconcile_start(struct server *srv)
+{
+    struct reconcile *r = calloc(1, sizeof(*r));
+    pthread_condattr_t ca;
+
+    if (r == NULL) {
+        log_error("reconciliation: out of memory", "%s", "");
+        return NULL;
+    }
+    r->srv = srv;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&r->thread, NULL, reconcile_main, r) != 0) {
+        log_error("reconciliation: cannot start its thread", "%s", "");
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void reconcile_stop(struct reconcile *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}

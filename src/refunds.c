@@ -1,0 +1,151 @@
+/* refunds.c - listing and settling REFUND_REQUIRED payments, with the
+ * audit row of each settlement in the same transaction. */
+#include "refunds.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "order_state.h"
+
+static enum refunds_result from_db(enum db_status st)
+{
+    return st == DB_UNAVAILABLE || st == DB_RETRY ? REFUNDS_UNAVAILABLE : REFUNDS_ERROR;
+}
+
+static int opt_str(const struct db_row *r, unsigned int col, char *out, size_t outsz)
+{
+    if (db_row_is_null(r, col)) {
+        out[0] = '\0';
+        return 0;
+    }
+    return db_row_str(r, col, out, outsz);
+}
+
+static int read_entry(const struct db_row *r, struct refund_entry *e)
+{
+    int64_t status;
+
+    memset(e, 0, sizeof(*e));
+    if (db_row_str(r, RFC_PAY_NO, e->pay_no, sizeof(e->pay_no)) != 0 ||
+        db_row_str(r, RFC_ORDER_NO, e->order_no, sizeof(e->order_no)) != 0 ||
+        db_row_cents(r, RFC_AMOUNT, &e->amount_cents) != 0 ||
+        db_row_int(r, RFC_STATUS, PAYMENT_PAID, PAYMENT_REFUND_SETTLED, &status) != 0 ||
+        db_row_str(r, RFC_CREATE_TIME, e->create_time, sizeof(e->create_time)) != 0 ||
+        opt_str(r, RFC_REFERENCE, e->reference, sizeof(e->reference)) != 0 ||
+        opt_str(r, RFC_SETTLED_BY, e->settled_by, sizeof(e->settled_by)) != 0 ||
+        opt_str(r, RFC_SETTLED_AT, e->settled_at, sizeof(e->settled_at)) != 0)
+        return -1;
+    e->status = (int)status;
+    return 0;
+}
+
+enum refunds_result refunds_list(struct db_conn *c, int status, struct refund_entry *out,
+                                 size_t max, size_t *n)
+{
+    char stb[DB_INT_BUF], lim[DB_INT_BUF];
+    const char *p[] = { db_param_int(stb, status), db_param_int(lim, (int64_t)max) };
+    struct db_row *rows;
+    enum db_status st;
+    size_t got = 0, i;
+
+    *n = 0;
+    if (max > REFUNDS_LIST_MAX)
+        max = REFUNDS_LIST_MAX;
+    if (max == 0)
+        return REFUNDS_OK;
+    if ((rows = calloc(max, sizeof(*rows))) == NULL) {
+        db_fail(c, "refunds: out of memory");
+        return REFUNDS_ERROR;
+    }
+    st = db_query_retry(c, ST_REFUND_LIST, p, 2, rows, max, &got);
+    for (i = 0; st == DB_OK && i < got; i++)
+        if (read_entry(&rows[i], &out[i]) != 0)
+            st = db_fail(c, "refunds: malformed payment row");
+    free(rows);
+    if (st != DB_OK)
+        return from_db(st);
+    *n = got;
+    return REFUNDS_OK;
+}
+
+enum db_status refunds_audit(struct db_conn *c, const char *actor, const char *action,
+                             const char *subject, const char *detail, const char *request_id)
+{
+    const char *p[] = { actor, action, subject, detail, request_id };
+
+    return db_exec(c, ST_AUDIT_INSERT, p, 5, NULL);
+}
+
+struct settle_job {
+    const char *pay_no, *reference, *actor, *request_id;
+    struct refund_entry *out;
+    enum refunds_result result;
+};
+
+static enum db_status settle_txn(struct db_conn *c, void *arg)
+{
+    struct settle_job *j = arg;
+    char settled[DB_INT_BUF], required[DB_INT_BUF], detail[128];
+    const char *key[] = { j->pay_no };
+    const char *up[] = { db_param_int(settled, PAYMENT_REFUND_SETTLED), j->reference, j->actor,
+                         j->pay_no, db_param_int(required, PAYMENT_REFUND_REQUIRED) };
+    struct db_row row;
+    size_t n = 0;
+    uint64_t rows = 0;
+    enum db_status st;
+
+    memset(j->out, 0, sizeof(*j->out));
+    j->result = REFUNDS_ERROR;
+    if ((st = db_query(c, ST_REFUND_LOCK, key, 1, &row, 1, &n)) != DB_OK)
+        return st;
+    if (n == 0) {
+        j->result = REFUNDS_NOT_FOUND;
+        return DB_ROLLBACK;
+    }
+    if (read_entry(&row, j->out) != 0)
+        return db_fail(c, "refunds: malformed payment row");
+    if (j->out->status == PAYMENT_PAID) {
+        j->result = REFUNDS_NOT_REQUIRED;
+        return DB_ROLLBACK;
+    }
+    if (j->out->status == PAYMENT_REFUND_SETTLED) {
+        j->result = strcmp(j->out->reference, j->reference) == 0 ? REFUNDS_DUPLICATE
+                                                                 : REFUNDS_CONFLICT;
+        return DB_ROLLBACK;
+    }
+    if ((st = db_exec(c, ST_REFUND_SETTLE, up, 5, &rows)) != DB_OK)
+        return st;
+    if (rows != 1)
+        return db_fail(c, "refunds: %s changed under its row lock", j->pay_no);
+    snprintf(detail, sizeof(detail), "reference=%s", j->reference);
+    if ((st = refunds_audit(c, j->actor, "refund.settle", j->pay_no, detail, j->request_id)) !=
+        DB_OK)
+        return st;
+    if ((st = db_query(c, ST_REFUND_LOCK, key, 1, &row, 1, &n)) != DB_OK)
+        return st;
+    if (n != 1 || read_entry(&row, j->out) != 0)
+        return db_fail(c, "refunds: settled payment %s unreadable", j->pay_no);
+    j->result = REFUNDS_OK;
+    return DB_OK;
+}
+
+enum refunds_result refunds_settle(struct db_conn *c, const char *pay_no, const char *reference,
+                                   const char *actor, const char *request_id,
+                                   struct refund_entry *out)
+{
+    struct settle_job j = { pay_no, reference, actor, request_id, out, REFUNDS_ERROR };
+    enum db_status st = db_txn(c, settle_txn, &j);
+
+    if (st == DB_OK || st == DB_ROLLBACK)
+        return j.result;
+    return from_db(st);
+}
+
+const char *refunds_result_str(enum refunds_result r)
+{
+    static const char *const names[] = { "OK", "DUPLICATE", "NOT_FOUND", "NOT_REQUIRED",
+                                         "CONFLICT", "UNAVAILABLE", "ERROR" };
+
+    return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "UNKNOWN";
+}

@@ -1,0 +1,343 @@
+/* check_outbox.c - outbox delivery to the shop's webhook, against the real
+ * binary, real MariaDB and a local webhook receiver
+ * (tests/tools/webhook_receiver.py) that checks our signature, dedupes by
+ * Idempotency-Key the way a shop should, and can answer 200, 500, hang or
+ * close. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define SHOP_SECRET "shop-webhook-secret"
+
+struct receiver {
+    pid_t pid;
+    int port;
+    char dir[64];
+    char log[128];
+};
+
+static struct receiver rcv;
+
+static int read_int_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int v = 0;
+
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%d", &v) != 1)
+        v = 0;
+    fclose(f);
+    return v;
+}
+
+static void receiver_start(void)
+{
+    char root[512], script[640], portfile[128];
+    const char *r = getenv("PCB_ROOT");
+
+    snprintf(root, sizeof(root), "%s", r != NULL && r[0] ? r : ".");
+    snprintf(script, sizeof(script), "%s/tests/tools/webhook_receiver.py", root);
+    snprintf(rcv.dir, sizeof(rcv.dir), "/tmp/pcb-webhook-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(rcv.dir));
+    snprintf(rcv.log, sizeof(rcv.log), "%s/events.jsonl", rcv.dir);
+    snprintf(portfile, sizeof(portfile), "%s/port", rcv.dir);
+    rcv.pid = fork();
+    ck_assert_int_ge(rcv.pid, 0);
+    if (rcv.pid == 0) {
+        execlp("python3", "python3", script, "--port-file", portfile, "--log", rcv.log,
+               "--secret", SHOP_SECRET, (char *)NULL);
+        _exit(127);
+    }
+    h_await((rcv.port = read_int_file(portfile)) > 0, 10000, "webhook receiver did not start");
+}
+
+static void receiver_stop(void)
+{
+    char cmd[160];
+
+    if (rcv.pid > 0) {
+        kill(rcv.pid, SIGKILL);
+        waitpid(rcv.pid, NULL, 0);
+        rcv.pid = 0;
+    }
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", rcv.dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", rcv.dir);
+}
+
+/* Switches how the receiver answers: "200", "500", "hang" or "close". */
+static void receiver_mode(const char *mode)
+{
+    struct h_resp r;
+
+    h_http(rcv.port, "POST", "/_mode", NULL, mode, strlen(mode), &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+}
+
+/* Lines of the receiver's log containing every one of the parts. */
+static int receiver_count(const char *a, const char *b)
+{
+    FILE *f = fopen(rcv.log, "r");
+    char line[1024];
+    int n = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, a) != NULL && (b == NULL || strstr(line, b) != NULL))
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* The server's environment: this receiver, fast retries, short leases. */
+static void env_for(char bufs[][128], const char **env, const char *max_attempts)
+{
+    int i = 0;
+
+    snprintf(bufs[i], 128, "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:%d/hook", rcv.port);
+    env[i] = bufs[i]; i++;
+    env[i++] = "PAYCALLBACK_WEBHOOK_SECRET=" SHOP_SECRET;
+    env[i++] = "PAYCALLBACK_WEBHOOK_TIMEOUT_MS=500";
+    env[i++] = "PAYCALLBACK_WEBHOOK_BACKOFF_BASE_MS=50";
+    env[i++] = "PAYCALLBACK_WEBHOOK_BACKOFF_MAX_MS=200";
+    env[i++] = "PAYCALLBACK_WEBHOOK_POLL_MS=50";
+    env[i++] = "PAYCALLBACK_WEBHOOK_BATCH=1";
+    snprintf(bufs[i], 128, "PAYCALLBACK_WEBHOOK_MAX_ATTEMPTS=%s", max_attempts);
+    env[i] = bufs[i]; i++;
+    env[i] = NULL;
+}
+
+static void up(void)
+{
+    char bufs[10][128];
+    const char *env[12];
+
+    receiver_start();
+    env_for(bufs, env, "4");
+    h_fixture_server_up_env(env);
+}
+
+static void down(void)
+{
+    h_fixture_server_down();
+    receiver_stop();
+}
+
+static void pay(const char *order_no, const char *pay_no)
+{
+    struct h_resp r;
+
+    h_db_insert_order(order_no, "u1", "899.00", 1);
+    h_callback(h_port(), order_no, pay_no, "899.00", &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "result", "PAID");
+    h_resp_free(&r);
+}
+
+static long long outbox_ll(const char *col, const char *order_no, const char *type)
+{
+    return h_db_scalar_ll("SELECT COALESCE(MAX(%s), -1) FROM outbox WHERE order_no = '%s' "
+                          "AND event_type = '%s'", col, order_no, type);
+}
+
+START_TEST(paid_order_reaches_the_webhook_signed_with_its_event_id)
+{
+    pay("OB1", "PB1");
+    h_await(receiver_count("\"key\": \"OB1:order.paid\"", "\"answer\": 200") == 1, 10000,
+            "order.paid never reached the webhook");
+    ck_assert_int_eq(1, receiver_count("\"key\": \"OB1:order.paid\"", "\"sig_ok\": true"));
+    ck_assert_int_eq(0, receiver_count("\"sig_ok\": false", NULL));
+    h_await(outbox_ll("state", "OB1", "order.paid") == 1, 5000, "event not marked delivered");
+    ck_assert_int_eq(1, outbox_ll("attempts", "OB1", "order.paid"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = 'OB1' "
+                                       "AND published_at IS NOT NULL"));
+}
+END_TEST
+
+START_TEST(failed_attempts_are_retried_until_the_shop_answers)
+{
+    receiver_mode("500");
+    pay("OB2", "PB2");
+    h_await(outbox_ll("attempts", "OB2", "order.paid") >= 2, 10000, "no retry after a 500");
+    ck_assert_int_eq(0, outbox_ll("state", "OB2", "order.paid"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = 'OB2' "
+                                       "AND last_error = 'webhook answered 500'"));
+    receiver_mode("200");
+    h_await(outbox_ll("state", "OB2", "order.paid") == 1, 10000, "never delivered after 500s");
+    ck_assert_int_eq(1, receiver_count("\"key\": \"OB2:order.paid\"", "\"answer\": 200"));
+    ck_assert_int_ge(receiver_count("\"key\": \"OB2:order.paid\"", "\"answer\": 500"), 2);
+}
+END_TEST
+
+START_TEST(a_hanging_webhook_times_out_and_is_retried)
+{
+    receiver_mode("hang");
+    pay("OB3", "PB3");
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = 'OB3' "
+                           "AND last_error LIKE 'timed out%%'") == 1, 10000,
+            "a hanging webhook did not time out");
+    receiver_mode("close");
+    h_await(outbox_ll("attempts", "OB3", "order.paid") >= 2, 10000, "no attempt after a timeout");
+    receiver_mode("200");
+    h_await(outbox_ll("state", "OB3", "order.paid") == 1, 10000, "never delivered");
+}
+END_TEST
+
+START_TEST(an_event_goes_dead_after_max_attempts)
+{
+    receiver_mode("500");
+    pay("OB4", "PB4");
+    h_await(outbox_ll("state", "OB4", "order.paid") == 2, 10000, "event never went dead");
+    ck_assert_int_eq(4, outbox_ll("attempts", "OB4", "order.paid"));
+    ck_assert_int_eq(4, receiver_count("\"key\": \"OB4:order.paid\"", "\"answer\": 500"));
+    receiver_mode("200");
+    /* dead stays dead: no further attempt by itself */
+    h_db_exec("UPDATE outbox SET next_attempt_at = NOW(3) WHERE order_no = 'OB4'");
+    pay("OB4b", "PB4b");
+    h_await(outbox_ll("state", "OB4b", "order.paid") == 1, 10000, "later event not delivered");
+    ck_assert_int_eq(2, outbox_ll("state", "OB4", "order.paid"));
+}
+END_TEST
+
+START_TEST(events_of_one_order_go_out_in_order)
+{
+    receiver_mode("500");
+    h_db_insert_order("OB5", "u1", "899.00", 3);
+    h_db_exec("INSERT INTO outbox (event_type, order_no, payload, create_time) VALUES "
+              "('order.paid', 'OB5', '{\"n\":1}', NOW(3) - INTERVAL 2 SECOND), "
+              "('order.shipped', 'OB5', '{\"n\":2}', NOW(3) - INTERVAL 1 SECOND)");
+    h_await(outbox_ll("attempts", "OB5", "order.paid") >= 2, 10000, "first event not attempted");
+    /* the second waits while the first is undelivered */
+    ck_assert_int_eq(0, outbox_ll("attempts", "OB5", "order.shipped"));
+    ck_assert_int_eq(0, receiver_count("\"key\": \"OB5:order.shipped\"", NULL));
+    receiver_mode("200");
+    h_await(outbox_ll("state", "OB5", "order.shipped") == 1, 10000, "second event not delivered");
+    {
+        FILE *f = fopen(rcv.log, "r");
+        char line[1024];
+        int paid_ok = 0, order_ok = 1;
+
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f) != NULL) {
+            if (strstr(line, "OB5:order.paid") && strstr(line, "\"answer\": 200"))
+                paid_ok = 1;
+            if (strstr(line, "OB5:order.shipped") && !paid_ok)
+                order_ok = 0;
+        }
+        fclose(f);
+        ck_assert_msg(order_ok, "order.shipped reached the shop before order.paid was acknowledged");
+    }
+}
+END_TEST
+
+/* A relay killed while it holds a claim: the lease runs out and the next
+ * instance delivers the event. */
+START_TEST(kill_9_mid_delivery_loses_nothing)
+{
+    char bufs[10][128];
+    const char *env[12];
+    struct h_server *s;
+    struct h_resp r;
+
+    env_for(bufs, env, "4");
+    ck_assert_ptr_nonnull(s = h_server_start(env));
+    receiver_mode("hang");
+    h_db_insert_order("OB6", "u1", "899.00", 1);
+    h_callback(h_server_port(s), "OB6", "PB6", "899.00", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    h_await(receiver_count("\"key\": \"OB6:order.paid\"", NULL) >= 1, 10000,
+            "no attempt began");
+    ck_assert_int_eq(0, h_server_signal(s, SIGKILL));
+    h_server_wait(s, 5000);
+    h_server_stop(s);
+    ck_assert_int_eq(0, outbox_ll("state", "OB6", "order.paid"));
+    ck_assert_int_eq(0, outbox_ll("attempts", "OB6", "order.paid"));
+    receiver_mode("200");
+    ck_assert_ptr_nonnull(s = h_server_start(env));
+    h_await(outbox_ll("state", "OB6", "order.paid") == 1, 15000,
+            "the event claimed by the killed relay was never delivered");
+    ck_assert_int_eq(1, receiver_count("\"key\": \"OB6:order.paid\"", "\"answer\": 200"));
+    h_server_stop(s);
+}
+END_TEST
+
+/* Two instances on one database: every event is delivered, and none is
+ * claimed by both (with a shop that always answers, each event is POSTed
+ * exactly once). */
+START_TEST(two_instances_never_claim_one_event_twice)
+{
+    char bufs[10][128];
+    const char *env[12];
+    struct h_server *first, *second;
+    int i;
+
+    env_for(bufs, env, "4");
+    ck_assert_ptr_nonnull(first = h_server_start(env));
+    ck_assert_ptr_nonnull(second = h_server_start(env));
+    receiver_mode("500");                     /* hold delivery while the events land */
+    h_db_exec("INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
+              "SELECT CONCAT('OT', seq), 'u', CONCAT('r', seq), 'SHOE-42', 1, 899.00, 2 "
+              "FROM seq_1_to_200");
+    h_db_exec("INSERT INTO outbox (event_type, order_no, payload) "
+              "SELECT 'order.paid', CONCAT('OT', seq), '{}' FROM seq_1_to_200");
+    receiver_mode("200");
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 1 AND order_no LIKE 'OT%%'")
+                == 200, 30000, "not every event was delivered");
+    for (i = 1; i <= 200; i += 37) {
+        char key[64];
+        snprintf(key, sizeof(key), "\"key\": \"OT%d:order.paid\"", i);
+        ck_assert_int_ge(receiver_count(key, "\"answer\": 200"), 1);
+    }
+    ck_assert_int_eq(200, receiver_count("\"answer\": 200", "\"key\": \"OT"));
+    ck_assert_int_eq(0, receiver_count("\"dup\": true", NULL));
+    h_server_stop(first);
+    h_server_stop(second);
+}
+END_TEST
+
+static Suite *outbox_suite(void)
+{
+    Suite *s = suite_create("outbox");
+    TCase *tc = tcase_create("delivery");
+
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
+    tcase_add_unchecked_fixture(tc, up, down);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, paid_order_reaches_the_webhook_signed_with_its_event_id);
+    tcase_add_test(tc, failed_attempts_are_retried_until_the_shop_answers);
+    tcase_add_test(tc, a_hanging_webhook_times_out_and_is_retried);
+    tcase_add_test(tc, an_event_goes_dead_after_max_attempts);
+    tcase_add_test(tc, events_of_one_order_go_out_in_order);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("instances");             /* each test runs its own servers */
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
+    tcase_add_unchecked_fixture(tc, receiver_start, receiver_stop);
+    tcase_set_timeout(tc, 90);
+    tcase_add_test(tc, kill_9_mid_delivery_loses_nothing);
+    tcase_add_test(tc, two_instances_never_claim_one_event_twice);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(outbox_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
