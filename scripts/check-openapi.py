@@ -97,6 +97,11 @@ def check_operation(doc, path, method, op, seen_ids, problems):
         problems.append(f"{where}: no responses")
     if not any(str(code).startswith("2") for code in responses):
         problems.append(f"{where}: no 2xx response")
+    for code in ("404", "405", "413"):               # any request can get these
+        if code not in responses:
+            problems.append(f"{where}: {code} is not documented")
+    if "security" not in op:
+        problems.append(f"{where}: no security (use [] for a public route)")
     params = [deref(doc, p) for p in op.get("parameters", [])]
     declared = {p.get("name") for p in params if p.get("in") == "path"}
     for name in re.findall(r"{([^}]+)}", path):

@@ -12,6 +12,10 @@ pkgs=(
 	curl openssl python3 python3-yaml procps valgrind wrk
 	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
 )
+# The OpenAPI linter (scripts/lint-openapi.sh) runs on Node.js: Debian's
+# nodejs and npm, unless a node and npm are already installed otherwise.
+command -v node >/dev/null || pkgs+=(nodejs)
+command -v npm >/dev/null || pkgs+=(npm)
 
 # One dpkg-query for all packages; anything not "install ok installed" is missing.
 declare -A have=()
