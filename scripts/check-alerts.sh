@@ -27,6 +27,8 @@ increase(paycallback_pay_no_conflicts_total[10m]) > 0\tincrease(paycallback_pay_
 paycallback_ready == 0\tpaycallback_ready < 0
 > 0.05\t> 0.5
 paycallback_redis_degraded == 1\tpaycallback_redis_degraded == 2
+paycallback_outbox_lag_seconds > 300\tpaycallback_outbox_lag_seconds > 900
+paycallback_outbox_dead > 0\tpaycallback_outbox_dead > 5
 severity: critical\tseverity: warning'
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
