@@ -57,6 +57,8 @@ struct http_state {
     struct MHD_Daemon *d;
     atomic_int inflight;
     atomic_bool stopping;         /* quiesced: replies close their connection */
+    uint64_t req_id_key;          /* random at start, so ids differ between runs */
+    atomic_uint_fast64_t req_id_seq;
 };
 
 /* Per-request state, born on the first access callback and freed in the
@@ -203,24 +205,34 @@ int http_resp_retryable(const struct http_resp *resp)
     return resp->outcome == HTTP_OUT_RETRYABLE;
 }
 
-/* The X-Request-Id to use: the client's when it is a valid identifier,
- * else 16 random hex digits. */
-static void request_id(struct MHD_Connection *conn, char out[HTTP_REQ_ID_MAX])
+/* splitmix64's finalizer: a bijection of 64-bit values that looks random. */
+static uint64_t mix64(uint64_t x)
 {
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* The X-Request-Id to use: the client's when it is a valid identifier,
+ * else 16 hex digits. Ours are a counter under a random key, mixed: unique
+ * within a run, unlike each other to the eye, and no system call per
+ * request (they are labels for logs, not secrets). */
+static void request_id(struct http_state *hs, struct MHD_Connection *conn,
+                       char out[HTTP_REQ_ID_MAX])
+{
+    static const char hex[] = "0123456789abcdef";
     const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
-    unsigned char r[8] = { 0 };
+    uint64_t r;
 
     if (v != NULL && validate_id(v)) {
         snprintf(out, HTTP_REQ_ID_MAX, "%s", v);
         return;
     }
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        memcpy(r, &ts.tv_nsec, sizeof(r) < sizeof(ts.tv_nsec) ? sizeof(r) : sizeof(ts.tv_nsec));
-    }
-    for (size_t i = 0; i < sizeof(r); i++)
-        snprintf(out + 2 * i, 3, "%02x", r[i]);
+    r = mix64(hs->req_id_key + atomic_fetch_add_explicit(&hs->req_id_seq, 1,
+                                                          memory_order_relaxed));
+    for (int i = 15; i >= 0; i--, r >>= 4)
+        out[i] = hex[r & 0xf];
+    out[16] = '\0';
 }
 
 /* 1 when a request with method may take route r: HEAD is GET without a
@@ -405,7 +417,7 @@ static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection 
     char allow[64];
     size_t route = NROUTES;
 
-    request_id(conn, req.request_id);
+    request_id(srv->http, conn, req.request_id);
     req.body = rs->body ? rs->body : "";
     req.body_len = rs->len;
     req.path = path;
@@ -558,6 +570,9 @@ int http_start(struct server *srv, int *port)
 
     if ((srv->http = calloc(1, sizeof(*srv->http))) == NULL)
         return -1;
+    if (getrandom(&srv->http->req_id_key, sizeof(srv->http->req_id_key), 0) !=
+        (ssize_t)sizeof(srv->http->req_id_key))
+        srv->http->req_id_key = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     if (inet_pton(AF_INET, cfg->listen_address, &a4.sin_addr) == 1) {
         a4.sin_family = AF_INET;
         a4.sin_port = htons((uint16_t)cfg->listen_port);
