@@ -2,6 +2,7 @@
  * and Redis: first payment, replays, a storm of concurrent duplicates, double
  * payments, pay_no conflicts, amount and order checks, authentication, body
  * validation, and a MySQL outage. Each TCase runs its own server. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,29 @@ START_TEST(replayed_callback_answers_duplicate_without_writing)
     ck_assert_int_eq(1, records());
     ck_assert_int_eq(1, outbox_rows());
     ck_assert_int_eq(2, order_status("O1"));
+}
+END_TEST
+
+/* A payment recorded without this process seeing it (another instance, or
+ * before a restart) is still answered from its record. */
+START_TEST(replay_of_a_payment_recorded_elsewhere_is_a_duplicate)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 2);
+    h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
+              "VALUES ('PX', 'O1', " PRICE ", 2, 2)");
+    h_callback(h_port(), "O1", "PX", PRICE, &r);
+    assert_success(&r, "O1", "PX", "REFUND_REQUIRED", 1);
+    h_assert_str(&r, "status", "PAID");
+    h_resp_free(&r);
+
+    h_callback(h_port(), "O2", "PX", PRICE, &r);
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, records());
+    ck_assert_int_eq(0, outbox_rows());
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT outcome FROM payment_record WHERE pay_no = 'PX'"));
 }
 END_TEST
 
@@ -741,6 +765,70 @@ START_TEST(rotation_refuses_any_other_secret)
 }
 END_TEST
 
+/* ---- lock waits ----------------------------------------------------------- */
+
+struct held_call {
+    int port;
+    int rc;
+    struct h_resp r;
+};
+
+static void *send_held_callback(void *arg)
+{
+    struct held_call *h = arg;
+
+    h->rc = h_callback(h->port, "OLOCK", "PLOCK", PRICE, &h->r);
+    return NULL;
+}
+
+/* paycallback_mysql_retries_total from /metrics, or -1. */
+static long long mysql_retries(void)
+{
+    static const char name[] = "\npaycallback_mysql_retries_total ";
+    struct h_resp r;
+    const char *p;
+    long long n = -1;
+
+    if (h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, &r) == 0 && r.body != NULL &&
+        (p = strstr(r.body, name)) != NULL)
+        n = strtoll(p + sizeof(name) - 1, NULL, 10);
+    h_resp_free(&r);
+    return n;
+}
+
+/* Another transaction holds the order's row lock past MySQL's lock wait
+ * timeout: the callback's attempt fails with 1205 and rolls back whole,
+ * the retry runs it again once the lock is gone, and it pays once. */
+START_TEST(callback_behind_a_held_order_lock_is_retried_and_pays_once)
+{
+    struct held_call h = { .port = h_port() };
+    struct h_deadline d = h_deadline_in(20000);
+    long long before = mysql_retries();
+    struct h_db *db;
+    pthread_t t;
+
+    ck_assert_int_ge(before, 0);
+    h_db_insert_order("OLOCK", "u1001", PRICE, 1);
+    db = h_db_open();
+    h_db_sql(db, "START TRANSACTION");
+    h_db_sql(db, "SELECT status FROM orders WHERE order_no = 'OLOCK' FOR UPDATE");
+    ck_assert_int_eq(0, pthread_create(&t, NULL, send_held_callback, &h));
+    while (mysql_retries() <= before)
+        ck_assert_msg(h_deadline_wait(&d), "the callback was never retried");
+    ck_assert_int_eq(0, records());             /* the failed attempt left nothing */
+    h_db_sql(db, "ROLLBACK");
+    pthread_join(t, NULL);
+    h_db_close(db);
+
+    ck_assert_int_eq(0, h.rc);
+    assert_success(&h.r, "OLOCK", "PLOCK", "PAID", 0);
+    h_resp_free(&h.r);
+    ck_assert_int_eq(1, records());
+    ck_assert_int_eq(2, order_status("OLOCK"));
+    ck_assert_int_eq(1, paid_events("OLOCK"));
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *pay_callback_suite(void)
@@ -758,6 +846,11 @@ static Suite *pay_callback_suite(void)
     tc = h_tcase("replays are answered from the record", TC_TIMEOUT_S);
     tcase_add_test(tc, replayed_callback_answers_duplicate_without_writing);
     tcase_add_test(tc, replay_with_amount_spelt_differently_is_a_duplicate);
+    tcase_add_test(tc, replay_of_a_payment_recorded_elsewhere_is_a_duplicate);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase("a held lock is waited out and retried", TC_TIMEOUT_S);
+    tcase_add_test(tc, callback_behind_a_held_order_lock_is_retried_and_pays_once);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("a storm of duplicates pays once", SLOW_TIMEOUT_S);
