@@ -18,6 +18,7 @@
 #include "validate.h"
 
 struct metrics;
+struct seen;
 
 #define PAY_CURRENCY_BUF 4        /* ISO 4217 alpha code and the NUL */
 
@@ -58,17 +59,20 @@ struct pay_outcome {
     int currency_mismatch;        /* 1 when the currency, not the amount, differs */
 };
 
-/* Applies req on c (a borrowed connection, not inside a transaction): a
- * recorded pay_no is answered from its record without a write; otherwise
- * one transaction inserts the payment record (UNIQUE pay_no: a duplicate
- * key, and only that, means "seen before"), locks the order, checks the
- * amount, moves the order WAIT_PAY -> PAID (order_state_allowed, then a
- * compare-and-set) with its order.paid outbox event, or marks the record
- * REFUND_REQUIRED when the order was no longer waiting. Retries deadlocks
- * and lost links (db_txn). out is always reset first. On PAY_UNAVAILABLE
- * and PAY_ERROR the detail is in db_errno(c)/db_errstr(c). Any thread,
- * one connection per thread. */
-enum pay_result pay_apply(struct db_conn *c, const struct pay_request *req,
+/* Applies req on c (a borrowed connection, not inside a transaction) in
+ * one round trip: one prepared CALL of pay_callback_v1 (sql/schema.sql),
+ * which runs the whole transaction inside MariaDB. It inserts the payment
+ * record first (UNIQUE pay_no: a duplicate key, and only that, means "seen
+ * before", answered from the record), locks the order, checks the amount,
+ * moves the order WAIT_PAY -> PAID (a compare-and-set) with its order.paid
+ * outbox event, or marks the record REFUND_REQUIRED when the order was no
+ * longer waiting. Deadlocks, lock waits and lost links re-run the call
+ * (db_retry). recent (may be NULL) holds the pay_nos this process saw
+ * committed: one found there is first looked up with one indexed read, no
+ * write; pay_apply adds every pay_no it finds recorded. out is always reset
+ * first. On PAY_UNAVAILABLE and PAY_ERROR the detail is in
+ * db_errno(c)/db_errstr(c). Any thread, one connection per thread. */
+enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
                           struct pay_outcome *out);
 
 /* Logs and counts what operators must see of a result, each line with

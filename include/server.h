@@ -11,12 +11,14 @@ struct metrics;
 struct http_state;
 struct delivery;
 struct reconcile;
+struct seen;
 
 struct server {
     const struct config *cfg;
     struct db_pool *db;
     struct rds_pool *rds;         /* NULL until the Redis module is started */
     struct metrics *m;
+    struct seen *paid;            /* pay_nos seen recorded: the hint of pay_apply */
     struct http_state *http;      /* owned by http.c */
     struct delivery *relay;       /* outbox delivery; NULL without webhook.url */
     struct reconcile *recon;      /* periodic reconciliation and retention */

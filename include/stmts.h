@@ -3,21 +3,21 @@
  * them with the db_row_* accessors of db.h, never by bare position). The
  * text lives in stmts.c; db.c prepares each one once per connection on
  * first use. Parameters are '?' placeholders bound as strings; statuses
- * are bound from the enums of order_state.h, never written into the SQL. */
+ * are bound from the enums of order_state.h, never written into the SQL
+ * (the stored procedure of sql/schema.sql excepted: pay.c asserts at
+ * compile time that the codes it writes are still the enums' values). */
 #ifndef PAYCALLBACK_STMTS_H
 #define PAYCALLBACK_STMTS_H
 
 enum db_stmt {
     ST_PING,                      /* -> WSREP_READY / WSREP_LOCAL_STATE rows; none off Galera */
     /* payments (pay.c) */
-    ST_PAY_INSERT,                /* pay_no, order_no, amount, status, outcome */
+    ST_PAY_CALL,                  /* pay_no, order_no, amount, payload -> enum pay_call_col */
     ST_PAY_SELECT,                /* pay_no -> enum pay_seen_col */
-    ST_PAY_MARK_REFUND,           /* status, outcome, pay_no */
-    ST_ORDER_LOCK,                /* order_no -> enum order_lock_col (FOR UPDATE) */
-    ST_ORDER_CAS,                 /* to, order_no, from */
     /* outbox (outbox.c) */
     ST_OUTBOX_INSERT,             /* event_type, order_no, payload */
     /* orders (orders.c) */
+    ST_ORDER_CAS,                 /* to, order_no, from */
     ST_STOCK_PRICE,               /* sku -> enum stock_price_col */
     ST_STOCK_TAKE,                /* q, sku, q */
     ST_STOCK_RETURN,              /* q, sku */
@@ -65,8 +65,23 @@ enum order_col {
  * when the order is gone). */
 enum pay_seen_col { PSC_ORDER_NO, PSC_AMOUNT, PSC_OUTCOME, PSC_ORDER_STATUS };
 
-/* ST_ORDER_LOCK: what the payment transaction needs of the order. */
-enum order_lock_col { OLC_AMOUNT, OLC_STATUS, OLC_SKU, OLC_QUANTITY };
+/* ST_PAY_CALL: the one row CALL pay_callback_v1 answers (sql/schema.sql).
+ * ORDER_STATUS is NULL when there is no order; ORDER_AMOUNT is set for
+ * PAY_CALL_MISMATCH; the STORED_ columns describe the record for
+ * PAY_CALL_SEEN (NULL if it vanished in between). */
+enum pay_call_col {
+    PCC_OUTCOME, PCC_ORDER_STATUS, PCC_ORDER_AMOUNT, PCC_STORED_ORDER_NO, PCC_STORED_AMOUNT,
+    PCC_STORED_OUTCOME
+};
+
+/* Its PCC_OUTCOME column. */
+enum pay_call_outcome {
+    PAY_CALL_PAID = 1,            /* this payment moved the order WAIT_PAY -> PAID */
+    PAY_CALL_REFUND = 2,          /* recorded as REFUND_REQUIRED: the order was not waiting */
+    PAY_CALL_SEEN = 3,            /* pay_no was recorded before; nothing written */
+    PAY_CALL_NOT_FOUND = 4,       /* no such order; nothing written */
+    PAY_CALL_MISMATCH = 5         /* amount differs from the order's; nothing written */
+};
 
 /* ST_STOCK_PRICE */
 enum stock_price_col { SPC_PRICE };

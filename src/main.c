@@ -23,6 +23,7 @@
 #include "metrics.h"
 #include "rds.h"
 #include "reconcile.h"
+#include "seen.h"
 #include "server.h"
 
 extern char **environ;
@@ -279,7 +280,8 @@ int main(int argc, char **argv)
     const struct http_route_info *ri = http_routes(&nroutes);
     if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
         (srv.db = db_pool_create(&cfg, srv.m)) == NULL ||
-        (srv.rds = rds_pool_create(&cfg, srv.m)) == NULL) {
+        (srv.rds = rds_pool_create(&cfg, srv.m)) == NULL ||
+        (srv.paid = seen_create(SEEN_SLOTS_DEFAULT)) == NULL) {
         fprintf(stderr, "paycallback: out of memory\n");
         goto out;
     }
@@ -315,6 +317,7 @@ stop_http:
 out:
     delivery_stop(srv.relay);                 /* an attempt in flight ends first */
     reconcile_stop(srv.recon);
+    seen_destroy(srv.paid);
     rds_pool_destroy(srv.rds);
     db_pool_destroy(srv.db);
     metrics_destroy(srv.m);

@@ -5,7 +5,9 @@
  * Two lines of defence: the payment_record insert (UNIQUE pay_no; a
  * duplicate key, and only that, means "seen before"), then the CAS
  * WAIT_PAY -> PAID with its order.paid outbox row. Either all of it
- * commits or none of it does, so any retry is safe. */
+ * commits or none of it does, so any retry is safe. The transaction runs
+ * inside MariaDB as one CALL of pay_callback_v1 (sql/schema.sql): one
+ * client/server round trip instead of six. */
 #include "pay.h"
 
 #include <stdbool.h>
@@ -17,13 +19,18 @@
 #include "money.h"
 #include "order_state.h"
 #include "outbox.h"
+#include "seen.h"
 
-/* A transaction's state: the request, and what the last attempt found. */
-struct pay_job {
+/* pay_callback_v1 (sql/schema.sql) writes these codes as literals. */
+_Static_assert(ORDER_WAIT_PAY == 1 && ORDER_PAID == 2 && PAYMENT_PAID == 1 &&
+                   PAYMENT_REFUND_REQUIRED == 2,
+               "status codes changed: change pay_callback_v1 in sql/schema.sql with them");
+
+/* One CALL of the procedure: the request, and the row it answered. */
+struct pay_call {
     const struct pay_request *req;
-    enum pay_result result;       /* PAY_REPLAY: the insert met a duplicate key */
-    int order_status;
-    int64_t order_amount_cents;
+    struct db_row row;
+    bool found;
 };
 
 static enum pay_result from_db(enum db_status st)
@@ -33,7 +40,7 @@ static enum pay_result from_db(enum db_status st)
 
 /* Reads the record of req->pay_no into out->stored_*, out->outcome and
  * out->order_status. *found is false when there is none. */
-static enum db_status load_seen(struct db_conn *c, const struct pay_request *req,
+static enum db_status load_record(struct db_conn *c, const struct pay_request *req,
                                 struct pay_outcome *out, bool *found)
 {
     const char *p[] = { req->pay_no };
@@ -61,7 +68,7 @@ static enum db_status load_seen(struct db_conn *c, const struct pay_request *req
 /* Answers a recorded pay_no: the same payment again is a replay of the
  * first outcome; the same pay_no with another order or amount is a
  * conflict. */
-static enum pay_result seen_result(const struct pay_request *req, const struct pay_outcome *out)
+static enum pay_result record_result(const struct pay_request *req, const struct pay_outcome *out)
 {
     if (strcmp(out->stored_order_no, req->order_no) != 0 ||
         out->stored_amount_cents != req->amount_cents)
@@ -69,131 +76,101 @@ static enum pay_result seen_result(const struct pay_request *req, const struct p
     return PAY_REPLAY;
 }
 
-/* Locks the order row; *found false when there is none. */
-static enum db_status lock_order(struct db_conn *c, struct pay_job *j, bool *found)
+/* The body run under db_retry: the whole transaction as one CALL, which
+ * commits or rolls back inside MariaDB. A deadlock or lock wait there is
+ * rolled back by the procedure and comes out as DB_RETRY, so the retry
+ * re-runs the CALL; a lost link before the answer is re-run too, and the
+ * insert-first makes a re-run of a committed call answer as a replay. */
+static enum db_status pay_call_body(struct db_conn *c, void *arg)
 {
-    const char *key[] = { j->req->order_no };
-    struct db_row row;
-    int64_t status = 0;
-    enum db_status st;
-
-    if ((st = db_query_one(c, ST_ORDER_LOCK, key, 1, &row, found)) != DB_OK || !*found)
-        return st;
-    if (db_row_cents(&row, OLC_AMOUNT, &j->order_amount_cents) != 0 ||
-        db_row_int(&row, OLC_STATUS, 0, 99, &status) != 0 || !order_state_valid((int)status)) {
-        *found = false;
-        return db_fail(c, "order %s is malformed", j->req->order_no);
-    }
-    j->order_status = (int)status;
-    return DB_OK;
-}
-
-/* WAIT_PAY -> PAID by compare-and-set, with the order.paid event. *moved
- * is false when the order had left WAIT_PAY. */
-static enum db_status mark_paid(struct db_conn *c, struct pay_job *j, bool *moved)
-{
+    struct pay_call *j = arg;
     const struct pay_request *req = j->req;
-    char to[DB_INT_BUF], from[DB_INT_BUF], amount[MONEY_STR_MAX], payload[OUTBOX_PAYLOAD_MAX];
-    const char *cas[] = { db_param_int(to, ORDER_PAID), req->order_no,
-                          db_param_int(from, j->order_status) };
-    uint64_t rows = 0;
+    char amount[MONEY_STR_MAX], payload[OUTBOX_PAYLOAD_MAX];
+    const char *p[] = { req->pay_no, req->order_no, amount, payload };
     enum db_status st;
 
-    *moved = false;
-    if (!order_state_allowed(j->order_status, ORDER_PAID))
-        return DB_OK;
-    if ((st = db_exec(c, ST_ORDER_CAS, cas, 3, &rows)) != DB_OK || rows != 1)
-        return st;
+    money_format(req->amount_cents, amount, sizeof(amount));
     snprintf(payload, sizeof(payload), "{\"order_no\":\"%s\",\"pay_no\":\"%s\",\"amount\":\"%s\"}",
-             req->order_no, req->pay_no, money_format(req->amount_cents, amount, sizeof(amount)));
-    if ((st = outbox_append(c, OUTBOX_ORDER_PAID, req->order_no, payload)) != DB_OK)
-        return st;
-    j->order_status = ORDER_PAID;
-    *moved = true;
-    return DB_OK;
+             req->order_no, req->pay_no, amount);
+    st = db_query_one(c, ST_PAY_CALL, p, 4, &j->row, &j->found);
+    if (st == DB_DUPLICATE)                   /* the record's own 1062 is caught inside */
+        return db_fail(c, "order %s already has an order.paid event", req->order_no);
+    return st;
 }
 
-/* A second charge on one order: the record stays, as REFUND_REQUIRED. */
-static enum db_status mark_refund(struct db_conn *c, const struct pay_request *req)
+/* Maps the procedure's row (enum pay_call_col) to a result and out. */
+static enum pay_result from_call(struct db_conn *c, const struct pay_request *req,
+                                 const struct db_row *row, struct pay_outcome *out)
 {
-    char status[DB_INT_BUF], outcome[DB_INT_BUF];
-    const char *p[] = { db_param_int(status, PAYMENT_REFUND_REQUIRED),
-                        db_param_int(outcome, PAYMENT_REFUND_REQUIRED), req->pay_no };
+    int64_t outcome = 0, status = 0, stored = 0;
 
-    return db_exec(c, ST_PAY_MARK_REFUND, p, 3, NULL);
+    if (db_row_int(row, PCC_OUTCOME, PAY_CALL_PAID, PAY_CALL_MISMATCH, &outcome) != 0 ||
+        (!db_row_is_null(row, PCC_ORDER_STATUS) &&
+         (db_row_int(row, PCC_ORDER_STATUS, 0, 99, &status) != 0 ||
+          !order_state_valid((int)status))))
+        goto malformed;
+    out->order_status = (int)status;
+    switch (outcome) {
+    case PAY_CALL_PAID:
+        out->outcome = PAYMENT_PAID;
+        return PAY_PAID;
+    case PAY_CALL_REFUND:
+        out->outcome = PAYMENT_REFUND_REQUIRED;
+        return PAY_REFUND_REQUIRED;
+    case PAY_CALL_NOT_FOUND:
+        return PAY_NOT_FOUND;
+    case PAY_CALL_MISMATCH:
+        if (db_row_cents(row, PCC_ORDER_AMOUNT, &out->order_amount_cents) != 0)
+            goto malformed;
+        return PAY_MISMATCH;
+    default:                                  /* PAY_CALL_SEEN */
+        if (db_row_is_null(row, PCC_STORED_ORDER_NO)) {
+            db_fail(c, "pay_no %s is a duplicate key, yet has no record", req->pay_no);
+            return PAY_ERROR;
+        }
+        if (db_row_str(row, PCC_STORED_ORDER_NO, out->stored_order_no,
+                       sizeof(out->stored_order_no)) != 0 ||
+            db_row_cents(row, PCC_STORED_AMOUNT, &out->stored_amount_cents) != 0 ||
+            db_row_int(row, PCC_STORED_OUTCOME, PAYMENT_PAID, PAYMENT_REFUND_REQUIRED,
+                       &stored) != 0)
+            goto malformed;
+        out->outcome = (int)stored;
+        return record_result(req, out);
+    }
+malformed:
+    db_fail(c, "%s answered a malformed row for pay_no %s", DB_PROC_PAY_CALLBACK, req->pay_no);
+    return PAY_ERROR;
 }
 
-/* The transaction body; re-runnable, it resets its outputs first. */
-static enum db_status pay_txn(struct db_conn *c, void *arg)
-{
-    struct pay_job *j = arg;
-    const struct pay_request *req = j->req;
-    char amount[MONEY_STR_MAX], status[DB_INT_BUF], outcome[DB_INT_BUF];
-    const char *ins[] = { req->pay_no, req->order_no,
-                          money_format(req->amount_cents, amount, sizeof(amount)),
-                          db_param_int(status, PAYMENT_PAID), db_param_int(outcome, PAYMENT_PAID) };
-    bool found = false, moved = false;
-    enum db_status st;
-
-    j->result = PAY_REPLAY;
-    j->order_status = 0;
-    j->order_amount_cents = 0;
-    if ((st = db_exec(c, ST_PAY_INSERT, ins, 5, NULL)) == DB_DUPLICATE)
-        return DB_ROLLBACK;                   /* seen before: answer from the record */
-    if (st != DB_OK)
-        return st;
-    if ((st = lock_order(c, j, &found)) != DB_OK)
-        return st;
-    if (!found) {
-        j->result = PAY_NOT_FOUND;
-        return DB_ROLLBACK;
-    }
-    if (j->order_amount_cents != req->amount_cents) {
-        j->result = PAY_MISMATCH;
-        return DB_ROLLBACK;
-    }
-    if ((st = mark_paid(c, j, &moved)) != DB_OK)
-        return st;
-    if (moved) {
-        j->result = PAY_PAID;
-        return DB_OK;
-    }
-    if ((st = mark_refund(c, req)) != DB_OK)
-        return st;
-    j->result = PAY_REFUND_REQUIRED;
-    return DB_OK;
-}
-
-enum pay_result pay_apply(struct db_conn *c, const struct pay_request *req,
+enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
                           struct pay_outcome *out)
 {
-    struct pay_job j = { .req = req };
+    struct pay_call j = { .req = req };
+    enum pay_result r;
     enum db_status st;
     bool found = false;
 
     memset(out, 0, sizeof(*out));
-    /* Fast path for gateway retries: a recorded pay_no needs no write. The
-     * insert in the transaction stays the authority for races. */
-    if ((st = load_seen(c, req, out, &found)) != DB_OK)
-        return from_db(st);
-    if (found)
-        return seen_result(req, out);
-    st = db_txn(c, pay_txn, &j);
-    if (st != DB_OK && st != DB_ROLLBACK)
-        return from_db(st);
-    if (j.result == PAY_REPLAY) {             /* lost a race to the same pay_no */
-        if ((st = load_seen(c, req, out, &found)) != DB_OK)
+    /* A pay_no this process saw committed is most likely a gateway retry:
+     * one indexed read answers it without a write. Anything else goes
+     * straight to the one call, which inserts first; it stays the
+     * authority, so a wrong hint only costs the read. */
+    if (seen_has(recent, req->pay_no)) {
+        if ((st = load_record(c, req, out, &found)) != DB_OK)
             return from_db(st);
-        if (!found) {
-            db_fail(c, "pay_no %s is a duplicate key, yet has no record", req->pay_no);
-            return PAY_ERROR;
-        }
-        return seen_result(req, out);
+        if (found)
+            return record_result(req, out);
     }
-    out->order_status = j.order_status;
-    out->outcome = j.result == PAY_REFUND_REQUIRED ? PAYMENT_REFUND_REQUIRED : PAYMENT_PAID;
-    out->order_amount_cents = j.order_amount_cents;
-    return j.result;
+    if ((st = db_retry(c, pay_call_body, &j)) != DB_OK)
+        return from_db(st);
+    if (!j.found) {
+        db_fail(c, "%s answered no row", DB_PROC_PAY_CALLBACK);
+        return PAY_ERROR;
+    }
+    r = from_call(c, req, &j.row, out);
+    if (r == PAY_PAID || r == PAY_REFUND_REQUIRED || r == PAY_REPLAY || r == PAY_CONFLICT)
+        seen_add(recent, req->pay_no);          /* a record exists, committed */
+    return r;
 }
 
 void pay_report(struct metrics *m, const struct pay_request *req, enum pay_result r,

@@ -20,16 +20,10 @@ const char *const stmt_sql[ST_COUNT] = {
         "SET STATEMENT max_statement_time = 1, wsrep_sync_wait = 0 FOR "
         "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
         "WHERE VARIABLE_NAME IN ('WSREP_READY', 'WSREP_LOCAL_STATE')",
-    [ST_PAY_INSERT] =
-        "INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
-        "VALUES (?, ?, ?, ?, ?)",
+    [ST_PAY_CALL] = "CALL " DB_PROC_PAY_CALLBACK "(?, ?, ?, ?)",
     [ST_PAY_SELECT] =
         "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
         "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
-    [ST_PAY_MARK_REFUND] =
-        "UPDATE payment_record SET status = ?, outcome = ? WHERE pay_no = ?",
-    [ST_ORDER_LOCK] =
-        "SELECT amount, status, sku, quantity FROM orders WHERE order_no = ? FOR UPDATE",
     [ST_ORDER_CAS] =
         "UPDATE orders SET status = ? WHERE order_no = ? AND status = ?",
     [ST_OUTBOX_INSERT] =

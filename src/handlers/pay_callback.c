@@ -111,7 +111,7 @@ void handle_pay_callback(struct server *srv, const struct http_req *req, struct 
         return;
     if ((conn = db_acquire_or_reply(srv, resp)) == NULL)
         return;
-    r = pay_apply(conn, &pr, &out);
+    r = pay_apply(conn, srv->paid, &pr, &out);
     pay_report(srv->m, &pr, r, &out, req->request_id);
     render(req, resp, conn, &pr, r, &out);
     db_release(srv->db, conn);
