@@ -120,6 +120,8 @@ CREATE TABLE IF NOT EXISTS idem_token (
 -- longer waiting. The procedure commits or rolls back itself; any other
 -- error rolls back and reaches the caller unchanged, so a deadlock (1213)
 -- is re-run by the caller like any transaction.
+-- It runs with the caller's privileges (SQL SECURITY INVOKER), not those
+-- of whoever applied this file, usually root.
 -- The version is part of the name: a change of behaviour or parameters is
 -- a new procedure (pay_callback_v2) next to the old one, and the service
 -- checks at start for exactly the version it calls.
@@ -132,6 +134,7 @@ DELIMITER //
 CREATE PROCEDURE pay_callback_v1(IN p_pay_no VARCHAR(64), IN p_order_no VARCHAR(64),
                                  IN p_amount DECIMAL(12,2), IN p_payload TEXT)
     MODIFIES SQL DATA
+    SQL SECURITY INVOKER
 BEGIN
     DECLARE v_dup TINYINT DEFAULT 0;
     DECLARE v_rows INT DEFAULT 0;
