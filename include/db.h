@@ -57,6 +57,14 @@ struct db_pool *db_pool_create(const struct config *cfg, struct metrics *m);
 /* Closes every connection. All connections must have been released. NULL-safe. */
 void db_pool_destroy(struct db_pool *pool);
 
+/* Asks MySQL, over a connection of its own, to abort the statement each
+ * pooled session is running (KILL QUERY; idle sessions are unaffected).
+ * For a stop that cuts requests in flight: a CALL runs to its COMMIT on
+ * the server even after its client is gone, so without this a cut request
+ * could still commit after the process exited. Best effort, blocking (at
+ * most the connect timeout); any thread, while the pool exists. */
+void db_pool_interrupt(struct db_pool *pool);
+
 /* Borrows a connection, waiting at most wait_ms. NULL on timeout. The
  * connection may not be connected yet: db_exec/db_query/db_txn connect it.
  * Its error detail is cleared. */

@@ -13,6 +13,7 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <errmsg.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ struct db_conn {
     MYSQL_STMT *st[ST_COUNT];
     struct db_pool *pool;
     bool was_connected;           /* a connect now is a reconnect */
+    atomic_ulong server_id;       /* MySQL's id of the session, 0 while disconnected */
     unsigned int err;             /* last failure: MySQL errno, 0 for none */
     char errstr[DB_ERRSTR_MAX];   /* last failure, one line */
 };
@@ -108,6 +110,7 @@ static void disconnect(struct db_conn *c)
         stmt_close(c->st[i]);
         c->st[i] = NULL;
     }
+    atomic_store(&c->server_id, 0);
     if (c->my != NULL)
         mysql_close(c->my);
     c->my = NULL;
@@ -199,6 +202,7 @@ static enum db_status connect_conn(struct db_conn *c)
         disconnect(c);
         return DB_UNAVAILABLE;
     }
+    atomic_store(&c->server_id, mysql_thread_id(c->my));
     metrics_inc(c->pool->m, M_MYSQL_CONNECTS);
     if (c->was_connected)
         metrics_inc(c->pool->m, M_MYSQL_RECONNECTS);
@@ -622,6 +626,28 @@ enum db_status db_probe(const struct config *cfg, char *err, size_t errsz)
 out:
     mysql_close(my);
     return st;
+}
+
+void db_pool_interrupt(struct db_pool *p)
+{
+    char sql[48];
+    MYSQL *my;
+
+    if (p == NULL || (my = mysql_init(NULL)) == NULL)
+        return;
+    session_options(my, p->cfg);
+    if (mysql_real_connect(my, p->cfg->mysql_host, p->cfg->mysql_user, p->cfg->mysql_password,
+                           p->cfg->mysql_database, (unsigned int)p->cfg->mysql_port, NULL,
+                           0) != NULL) {
+        for (int i = 0; i < p->size; i++) {
+            unsigned long id = atomic_load(&p->conns[i].server_id);
+            if (id == 0)
+                continue;
+            snprintf(sql, sizeof(sql), "KILL QUERY %lu", id);
+            mysql_real_query(my, sql, strlen(sql));   /* best effort: it may be done */
+        }
+    }
+    mysql_close(my);
 }
 
 const char *db_status_str(enum db_status st)

@@ -307,8 +307,10 @@ int main(int argc, char **argv)
     while (sigwait(&stop_set, &sig) != 0)
         ;
     log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
-    if (graceful_stop(&srv, &stop_set) != 0)
+    if (graceful_stop(&srv, &stop_set) != 0) {
+        db_pool_interrupt(srv.db);            /* a cut CALL rolls back, not on by itself */
         _exit(1);                             /* MySQL rolls the cut transactions back */
+    }
     log_info("stopped", "%s", "");
     rc = 0;
     goto out;
