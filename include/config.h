@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "gateway_cfg.h"
+
 #define CFG_STR_MAX 256
 #define CFG_DEFAULT_PATH "config/paycallback.json"
 #define CFG_DEV_SECRET "dev-secret"    /* the shipped value: refused outside development */
@@ -66,6 +68,8 @@ struct config {
     int retention_batch;          /* rows deleted per statement */
 
     int dev;                      /* development switch: the shipped values are allowed */
+
+    struct gateway_cfg gateways;  /* "gateways": one profile per gateway route */
 };
 
 /* Fills cfg with defaults, reads path (a JSON object of sections; NULL for

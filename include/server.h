@@ -12,6 +12,7 @@ struct http_state;
 struct delivery;
 struct reconcile;
 struct seen;
+struct gateways;
 
 struct server {
     const struct config *cfg;
@@ -22,6 +23,7 @@ struct server {
     struct http_state *http;      /* owned by http.c */
     struct delivery *relay;       /* outbox delivery; NULL without webhook.url */
     struct reconcile *recon;      /* periodic reconciliation and retention */
+    const struct gateways *gw;    /* configured payment gateways, keys loaded */
 };
 
 #endif

@@ -19,6 +19,7 @@
 
 #define CFG_FILE_MAX_BYTES (1 << 20)
 #define CFG_ENV_PREFIX     "PAYCALLBACK_"
+#define CFG_GATEWAYS_KEY "gateways"
 
 enum key_type { KEY_INT, KEY_STR };
 
@@ -244,6 +245,8 @@ static int check_unknown(const cJSON *root, const char *file, char *err, size_t 
         return -1;
     }
     cJSON_ArrayForEach(it, root) {
+        if (strcmp(it->string, CFG_GATEWAYS_KEY) == 0)
+            continue;                         /* checked by gateway_cfg_parse */
         known = 0;
         for (i = 0; i < NKEYS && !known; i++) {
             if (keys[i].section == NULL && strcmp(keys[i].name, it->string) == 0)
@@ -301,6 +304,9 @@ static int apply_file(struct config *cfg, const char *path, char *err, size_t er
     }
     if (check_unknown(root, path, err, errsz) != 0)
         goto out;
+    item = cJSON_GetObjectItemCaseSensitive(root, CFG_GATEWAYS_KEY);
+    if (item != NULL && gateway_cfg_parse(item, &cfg->gateways, path, err, errsz) != 0)
+        goto out;
     for (i = 0; i < NKEYS; i++) {
         item = keys[i].section
                    ? cJSON_GetObjectItemCaseSensitive(
@@ -337,8 +343,8 @@ static const char *env_get(const char *const *envp, const char *name)
 }
 
 /* True when the variable named by the first n bytes of s is one this
- * module reads. */
-static int env_known(const char *s, size_t n)
+ * module reads, or the secret of a configured gateway. */
+static int env_known(const struct config *cfg, const char *s, size_t n)
 {
     char name[96];
     size_t i;
@@ -350,13 +356,19 @@ static int env_known(const char *s, size_t n)
         if (strlen(name) == n && strncmp(name, s, n) == 0)
             return 1;
     }
+    for (i = 0; i < cfg->gateways.n; i++) {
+        const char *gw = cfg->gateways.profile[i].secret_env;
+        if (strlen(gw) == n && strncmp(gw, s, n) == 0)
+            return 1;
+    }
     return 0;
 }
 
 /* The service owns the PAYCALLBACK_ prefix: every variable under it must
  * be one it reads, so that a misspelt PAYCALLBACK_CALLBACK_SECRT stops the
  * start instead of leaving the file's value in force. */
-static int check_env_names(const char *const *envp, char *err, size_t errsz)
+static int check_env_names(const struct config *cfg, const char *const *envp, char *err,
+                           size_t errsz)
 {
     size_t plen = strlen(CFG_ENV_PREFIX), n;
     const char *eq;
@@ -366,7 +378,7 @@ static int check_env_names(const char *const *envp, char *err, size_t errsz)
             continue;
         eq = strchr(*envp, '=');
         n = eq != NULL ? (size_t)(eq - *envp) : strlen(*envp);
-        if (!env_known(*envp, n)) {
+        if (!env_known(cfg, *envp, n)) {
             snprintf(err, errsz, "unknown environment variable %.*s: not a configuration key "
                      "(paycallback --help lists them)", (int)(n < 96 ? n : 96), *envp);
             return -1;
@@ -480,10 +492,12 @@ int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsi
     for (i = 0; i < NKEYS; i++)
         if (set_value(cfg, &keys[i], keys[i].def, "default", err, errsz) != 0)
             return -1;
-    if (check_env_names(envp, err, errsz) != 0 ||
-        dev_switch(envp, flags, &cfg->dev, err, errsz) != 0)
+    if (dev_switch(envp, flags, &cfg->dev, err, errsz) != 0)
         return -1;
     if (path != NULL && apply_file(cfg, path, err, errsz) != 0)
+        return -1;
+    /* After the file, which names the gateways' secret variables. */
+    if (check_env_names(cfg, envp, err, errsz) != 0)
         return -1;
     for (i = 0; i < NKEYS; i++) {
         env_name(&keys[i], name, sizeof(name));

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "db.h"
 #include "delivery.h"
+#include "gateway.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -210,9 +211,10 @@ static int check_schema_at_start(const struct config *cfg)
 /* --check-config, once the configuration has loaded: MySQL must answer
  * and hold the schema; Redis down is a warning, since the service would
  * run degraded. Returns the exit status, 0 or 1. */
-static int check_config(const struct config *cfg, const char *path)
+static int check_config(const struct config *cfg, const struct gateways *gws, const char *path)
 {
     char err[512];
+    size_t i;
 
     if (db_probe(cfg, err, sizeof(err)) != DB_OK) {
         fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", cfg->mysql_host, cfg->mysql_port,
@@ -226,6 +228,11 @@ static int check_config(const struct config *cfg, const char *path)
                 "(tokens in MySQL, no stock lock)\n", cfg->redis_host, cfg->redis_port, err);
     else
         printf("redis %s:%d db %d: ok\n", cfg->redis_host, cfg->redis_port, cfg->redis_db);
+    for (i = 0; i < gateways_count(gws); i++) {
+        const struct gateway *gw = gateways_at(gws, i);
+        printf("gateway %s (%s): keys ok, route POST /pay/callback/%s\n", gw->cfg->name,
+               gateway_kind_name(gw->cfg->kind), gw->cfg->name);
+    }
     printf("configuration %s is valid\n", path);
     return 0;
 }
@@ -234,6 +241,7 @@ int main(int argc, char **argv)
 {
     struct config cfg;
     struct server srv = { .cfg = &cfg };
+    struct gateways *gws = NULL;
     struct opts o = { 0 };
     char err[512];
     enum log_level lvl = LOG_INFO;
@@ -248,6 +256,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "paycallback: %s\n", err);
         return 2;
     }
+    /* Every gateway key and secret is loaded now, so a missing one stops
+     * the start (and --check-config) instead of failing each callback. */
+    if ((gws = gateways_create(&cfg, err, sizeof(err))) == NULL) {
+        fprintf(stderr, "paycallback: %s\n", err);
+        return 2;
+    }
+    srv.gw = gws;
     log_level_parse(cfg.log_level, &lvl);
     log_set_level(lvl);
     if (cfg.dev)
@@ -264,15 +279,17 @@ int main(int argc, char **argv)
     rc = 1;
     if (mysql_library_init(0, NULL, NULL) != 0) {
         fprintf(stderr, "paycallback: cannot initialise the mysql client library\n");
+        gateways_destroy(gws);
         return 1;
     }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "paycallback: cannot initialise libcurl\n");
         mysql_library_end();
+        gateways_destroy(gws);
         return 1;
     }
     if (o.check_only) {
-        rc = check_config(&cfg, o.config);
+        rc = check_config(&cfg, gws, o.config);
         goto out;
     }
     if (check_schema_at_start(&cfg) != 0)
@@ -324,6 +341,7 @@ out:
     db_pool_destroy(srv.db);
     metrics_destroy(srv.m);
     curl_global_cleanup();
+    gateways_destroy(gws);
     mysql_library_end();
     return rc;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../testkeys.h"
 
 #define RUN_TIMEOUT_MS 20000
 #define TC_TIMEOUT_S   60
@@ -150,6 +151,11 @@ static const struct bad_config {
     { "{\"log_level\": \"debugdebugdebugdebugdebugdebugdebugdebugde\"}", NULL,
       "log_level is longer than 15 bytes" },
     { "{}", "PAYCALLBACK_CALLBACK_SECRT=x", "unknown environment variable PAYCALLBACK_CALLBACK_SECRT" },
+    { "{\"gateways\": {}}", NULL, "gateways must be an array" },
+    { "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\", \"secrte_env\": \"X\"}]}", NULL,
+      "unknown member \"secrte_env\"" },
+    { "{\"gateways\": [{\"name\": \"a\", \"kind\": \"alipay\", \"public_key\": \"x\"}]}", NULL,
+      "needs app_id" },
 };
 
 START_TEST(bad_configuration_exits_2_with_the_reason)
@@ -353,6 +359,85 @@ START_TEST(check_config_does_not_start_serving)
 }
 END_TEST
 
+/* ---- --check-config loads every gateway key ----------------------------- */
+
+/* A config of gateways only (the rest comes from defaults and the test
+ * environment) with an alipay key at key_path and a stripe profile. */
+static void gateway_config(char path[64], const char *key_path)
+{
+    char text[1024];
+
+    snprintf(text, sizeof text,
+             "{\"gateways\": ["
+             "{\"name\": \"alipay\", \"kind\": \"alipay\", \"app_id\": \"2021000000000001\","
+             " \"public_key_file\": \"%s\"},"
+             "{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\": \"TEST_STRIPE_SECRET\"}]}",
+             key_path);
+    temp_config(path, text);
+}
+
+START_TEST(check_config_loads_every_gateway_key)
+{
+    static const char *const env[] = { "TEST_STRIPE_SECRET=whsec_test", NULL };
+    const char *args[] = { "-c", NULL, "--check-config", NULL };
+    char key_path[64], path[64];
+    struct testkey *k = testkey_create();
+    struct h_run r;
+
+    temp_config(key_path, "");
+    testkey_write_public(k, key_path);
+    gateway_config(path, key_path);
+    args[1] = path;
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    unlink(path);
+    unlink(key_path);
+    testkey_destroy(k);
+    ck_assert_msg(r.status == 0, "expected exit 0, got %d; stderr:\n%s", r.status, r.err);
+    assert_contains(r.out, "gateway alipay (alipay): keys ok", "stdout");
+    assert_contains(r.out, "gateway stripe (stripe): keys ok", "stdout");
+    h_run_free(&r);
+}
+END_TEST
+
+START_TEST(check_config_fails_closed_on_a_missing_gateway_key)
+{
+    static const char *const env[] = { "TEST_STRIPE_SECRET=whsec_test", NULL };
+    const char *args[] = { "-c", NULL, "--check-config", NULL };
+    char path[64];
+    struct h_run r;
+
+    gateway_config(path, "/nonexistent/alipay_public.pem");
+    args[1] = path;
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    unlink(path);
+    ck_assert_int_eq(2, r.status);
+    assert_contains(r.err, "gateway alipay: key 0: cannot open public key file", "stderr");
+    ck_assert_msg(strstr(r.out, "is valid") == NULL, "a failed check must not say valid");
+    h_run_free(&r);
+}
+END_TEST
+
+START_TEST(check_config_fails_closed_on_an_unset_gateway_secret)
+{
+    const char *args[] = { "-c", NULL, "--check-config", NULL };
+    char key_path[64], path[64];
+    struct testkey *k = testkey_create();
+    struct h_run r;
+
+    temp_config(key_path, "");
+    testkey_write_public(k, key_path);
+    gateway_config(path, key_path);
+    args[1] = path;
+    h_run(args, NULL, RUN_TIMEOUT_MS, &r);
+    unlink(path);
+    unlink(key_path);
+    testkey_destroy(k);
+    ck_assert_int_eq(2, r.status);
+    assert_contains(r.err, "gateway stripe: TEST_STRIPE_SECRET is not set", "stderr");
+    h_run_free(&r);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *cli_suite(void)
@@ -393,6 +478,13 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, check_config_fails_for_a_database_it_cannot_use);
     tcase_add_test(tc, check_config_only_warns_when_redis_is_down);
     tcase_add_test(tc, check_config_does_not_start_serving);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("check-config loads gateway keys");
+    tcase_set_timeout(tc, TC_TIMEOUT_S);
+    tcase_add_test(tc, check_config_loads_every_gateway_key);
+    tcase_add_test(tc, check_config_fails_closed_on_a_missing_gateway_key);
+    tcase_add_test(tc, check_config_fails_closed_on_an_unset_gateway_secret);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -262,6 +262,21 @@ START_TEST(cfg_load_ignores_other_prefixes)
 }
 END_TEST
 
+START_TEST(cfg_load_knows_the_secret_variables_of_its_gateways)
+{
+    const char *env[] = { "PAYCALLBACK_GATEWAY_STRIPE_EU_SECRET=whsec_x", NULL };
+    struct config *cfg = malloc(sizeof(*cfg));
+
+    ck_assert_ptr_nonnull(cfg);
+    ck_assert_int_eq(0, load(cfg, "{\"gateways\": [{\"name\": \"stripe-eu\", \"kind\": \"stripe\"}]}",
+                             env));
+    ck_assert_uint_eq(1, cfg->gateways.n);
+    ck_assert_str_eq("PAYCALLBACK_GATEWAY_STRIPE_EU_SECRET", cfg->gateways.profile[0].secret_env);
+    refused("{}", env, "unknown environment variable PAYCALLBACK_GATEWAY_STRIPE_EU_SECRET");
+    free(cfg);
+}
+END_TEST
+
 START_TEST(cfg_load_checks_names_even_without_a_file)
 {
     const char *env[] = { "PAYCALLBACK_LISTEN_PROT=1", NULL };
@@ -379,6 +394,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_refuses_an_unknown_paycallback_variable);
     tcase_add_test(tc, cfg_load_refuses_a_paycallback_variable_without_a_value);
     tcase_add_test(tc, cfg_load_ignores_other_prefixes);
+    tcase_add_test(tc, cfg_load_knows_the_secret_variables_of_its_gateways);
     tcase_add_test(tc, cfg_load_checks_names_even_without_a_file);
     suite_add_tcase(s, tc);
 

@@ -1,0 +1,58 @@
+/* gateway_cfg.h - the "gateways" array of the config file: one profile per
+ * payment gateway that may call POST /pay/callback/{name}. Plain data,
+ * parsed and checked once at start; keys and secrets are only named here
+ * (gateway.c loads them). */
+#ifndef PAYCALLBACK_GATEWAY_CFG_H
+#define PAYCALLBACK_GATEWAY_CFG_H
+
+#include <stddef.h>
+
+struct cJSON;
+
+#define GATEWAYS_MAX 8
+#define GATEWAY_NAME_MAX 32           /* [a-z0-9_-]{1,32}: a path segment */
+#define GATEWAY_KEYS_MAX 4            /* WeChat platform keys kept during rotation */
+#define GATEWAY_KEY_TEXT_MAX 2048     /* an inline PEM key or certificate */
+#define GATEWAY_STR_MAX 256
+#define GATEWAY_TOLERANCE_S_DEFAULT 300
+
+enum gateway_kind { GATEWAY_ALIPAY, GATEWAY_WECHATPAY_V3, GATEWAY_STRIPE };
+
+/* One public key: inline text (PEM or bare base64) or a file path. */
+struct gateway_key_cfg {
+    char serial[65];                  /* WeChat: Wechatpay-Serial it answers to */
+    char file[GATEWAY_STR_MAX];
+    char text[GATEWAY_KEY_TEXT_MAX];
+};
+
+struct gateway_profile_cfg {
+    char name[GATEWAY_NAME_MAX + 1];
+    enum gateway_kind kind;
+    char app_id[65];                  /* Alipay app_id; WeChat appid (optional) */
+    char mchid[33];                   /* WeChat merchant id */
+    char currency[4];                 /* for notifications that name none (Alipay) */
+    int tolerance_s;                  /* signed timestamp window (WeChat, Stripe) */
+    struct gateway_key_cfg keys[GATEWAY_KEYS_MAX];
+    size_t nkeys;
+    char secret_env[GATEWAY_STR_MAX]; /* environment variable holding the secret */
+};
+
+struct gateway_cfg {
+    struct gateway_profile_cfg profile[GATEWAYS_MAX];
+    size_t n;
+};
+
+/* Parses the "gateways" JSON array into *out (reset first). Every profile
+ * needs a unique name and a known kind; unknown members are refused, as
+ * are the keys a kind needs but lacks: alipay needs app_id and one of
+ * public_key / public_key_file; wechatpay_v3 needs mchid and 1..4
+ * platform_keys, each with a serial; stripe needs nothing but its secret.
+ * secret_env defaults to PAYCALLBACK_GATEWAY_<NAME>_SECRET. Returns 0, or
+ * -1 with a one-line reason in err naming file and member. */
+int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const char *file,
+                      char *err, size_t errsz);
+
+/* The kind's name as written in the config ("wechatpay_v3"). */
+const char *gateway_kind_name(enum gateway_kind kind);
+
+#endif

@@ -1,0 +1,278 @@
+/* gateway_cfg.c - the "gateways" profiles of the config file, checked
+ * member by member. A profile that lacks what its kind needs, or carries a
+ * member nobody reads, stops the start: a gateway half configured would
+ * refuse or, worse, accept the wrong notifications. */
+#include "gateway_cfg.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "currency.h"
+
+#define TOLERANCE_S_MAX 86400
+
+static const char *const kind_names[] = { "alipay", "wechatpay_v3", "stripe" };
+
+/* Members each profile may carry; anything else is a typo. */
+static const char *const profile_members[] = {
+    "name", "kind", "app_id", "mchid", "currency", "tolerance_s",
+    "public_key", "public_key_file", "platform_keys", "secret_env",
+};
+
+const char *gateway_kind_name(enum gateway_kind kind)
+{
+    return (size_t)kind < sizeof(kind_names) / sizeof(kind_names[0]) ? kind_names[kind] : "?";
+}
+
+static int valid_name(const char *s)
+{
+    size_t i, n = strlen(s);
+
+    if (n == 0 || n > GATEWAY_NAME_MAX)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+              s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* Copies the optional string member name of obj into dst (dstsz bytes).
+ * Absent leaves dst alone; a non-string or too long value is an error. */
+static int get_str(const cJSON *obj, const char *name, char *dst, size_t dstsz,
+                   const char *where, char *err, size_t errsz)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+    if (it == NULL)
+        return 0;
+    if (!cJSON_IsString(it) || strlen(it->valuestring) >= dstsz) {
+        snprintf(err, errsz, "%s.%s must be a string shorter than %zu bytes", where, name, dstsz);
+        return -1;
+    }
+    memcpy(dst, it->valuestring, strlen(it->valuestring) + 1);
+    return 0;
+}
+
+static int check_members(const cJSON *obj, const char *const *allowed, size_t nallowed,
+                         const char *where, char *err, size_t errsz)
+{
+    const cJSON *it;
+    size_t i;
+    int known;
+
+    cJSON_ArrayForEach(it, obj) {
+        for (known = 0, i = 0; i < nallowed && !known; i++)
+            known = strcmp(it->string, allowed[i]) == 0;
+        if (!known) {
+            snprintf(err, errsz, "%s: unknown member \"%s\"", where, it->string);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One key: exactly one of public_key and public_key_file. */
+static int get_key(const cJSON *obj, struct gateway_key_cfg *k, const char *where, char *err,
+                   size_t errsz)
+{
+    if (get_str(obj, "public_key", k->text, sizeof(k->text), where, err, errsz) != 0 ||
+        get_str(obj, "public_key_file", k->file, sizeof(k->file), where, err, errsz) != 0)
+        return -1;
+    if ((k->text[0] == '\0') == (k->file[0] == '\0')) {
+        snprintf(err, errsz, "%s needs exactly one of public_key and public_key_file", where);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_platform_keys(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
+                             char *err, size_t errsz)
+{
+    static const char *const members[] = { "serial", "public_key", "public_key_file" };
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, "platform_keys"), *it;
+    char at[GATEWAY_STR_MAX + 64];
+    size_t i;
+
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 ||
+        cJSON_GetArraySize(arr) > GATEWAY_KEYS_MAX) {
+        snprintf(err, errsz, "%s.platform_keys must be an array of 1..%d keys", where,
+                 GATEWAY_KEYS_MAX);
+        return -1;
+    }
+    cJSON_ArrayForEach(it, arr) {
+        struct gateway_key_cfg *k = &p->keys[p->nkeys];
+
+        snprintf(at, sizeof(at), "%s.platform_keys[%zu]", where, p->nkeys);
+        if (!cJSON_IsObject(it) || check_members(it, members, 3, at, err, errsz) != 0 ||
+            get_str(it, "serial", k->serial, sizeof(k->serial), at, err, errsz) != 0 ||
+            get_key(it, k, at, err, errsz) != 0)
+            goto bad;
+        if (k->serial[0] == '\0') {
+            snprintf(err, errsz, "%s.serial must not be empty", at);
+            return -1;
+        }
+        for (i = 0; i < p->nkeys; i++)
+            if (strcmp(p->keys[i].serial, k->serial) == 0) {
+                snprintf(err, errsz, "%s: serial %s appears twice", at, k->serial);
+                return -1;
+            }
+        p->nkeys++;
+    }
+    return 0;
+bad:
+    if (err[0] == '\0')
+        snprintf(err, errsz, "%s must be an object", at);
+    return -1;
+}
+
+static int get_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
+                    char *err, size_t errsz)
+{
+    char kind[32] = "";
+    size_t i;
+
+    if (get_str(obj, "kind", kind, sizeof(kind), where, err, errsz) != 0)
+        return -1;
+    for (i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
+        if (strcmp(kind, kind_names[i]) == 0) {
+            p->kind = (enum gateway_kind)i;
+            return 0;
+        }
+    snprintf(err, errsz, "%s.kind must be alipay, wechatpay_v3 or stripe, got \"%s\"", where,
+             kind);
+    return -1;
+}
+
+static int get_tolerance(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
+                         char *err, size_t errsz)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, "tolerance_s");
+
+    p->tolerance_s = GATEWAY_TOLERANCE_S_DEFAULT;
+    if (it == NULL)
+        return 0;
+    if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > TOLERANCE_S_MAX ||
+        it->valuedouble != (double)(int)it->valuedouble) {
+        snprintf(err, errsz, "%s.tolerance_s must be an integer in 1..%d", where,
+                 TOLERANCE_S_MAX);
+        return -1;
+    }
+    p->tolerance_s = (int)it->valuedouble;
+    return 0;
+}
+
+/* PAYCALLBACK_GATEWAY_<NAME>_SECRET, '-' as '_'. */
+static void default_secret_env(struct gateway_profile_cfg *p)
+{
+    char name[GATEWAY_NAME_MAX + 1];
+    size_t i;
+
+    memcpy(name, p->name, sizeof(name));
+    snprintf(p->secret_env, sizeof(p->secret_env), "PAYCALLBACK_GATEWAY_%s_SECRET", name);
+    for (i = 0; p->secret_env[i] != '\0'; i++) {
+        char c = p->secret_env[i];
+        p->secret_env[i] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
+    }
+}
+
+/* What each kind needs beyond the common members. */
+static int check_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
+                      char *err, size_t errsz)
+{
+    switch (p->kind) {
+    case GATEWAY_ALIPAY:
+        if (p->app_id[0] == '\0') {
+            snprintf(err, errsz, "%s: an alipay profile needs app_id", where);
+            return -1;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(obj, "platform_keys") != NULL) {
+            snprintf(err, errsz, "%s: platform_keys is for wechatpay_v3 profiles", where);
+            return -1;
+        }
+        p->nkeys = 1;
+        return get_key(obj, &p->keys[0], where, err, errsz);
+    case GATEWAY_WECHATPAY_V3:
+        if (p->mchid[0] == '\0') {
+            snprintf(err, errsz, "%s: a wechatpay_v3 profile needs mchid", where);
+            return -1;
+        }
+        return get_platform_keys(obj, p, where, err, errsz);
+    case GATEWAY_STRIPE:
+        if (cJSON_GetObjectItemCaseSensitive(obj, "public_key") != NULL ||
+            cJSON_GetObjectItemCaseSensitive(obj, "public_key_file") != NULL ||
+            cJSON_GetObjectItemCaseSensitive(obj, "platform_keys") != NULL) {
+            snprintf(err, errsz, "%s: a stripe profile is keyed by its secret only", where);
+            return -1;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+static int parse_profile(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
+                         char *err, size_t errsz)
+{
+    memset(p, 0, sizeof(*p));
+    memcpy(p->currency, CURRENCY_DEFAULT, sizeof(p->currency));
+    if (!cJSON_IsObject(obj)) {
+        snprintf(err, errsz, "%s must be an object", where);
+        return -1;
+    }
+    if (check_members(obj, profile_members, sizeof(profile_members) / sizeof(profile_members[0]),
+                      where, err, errsz) != 0 ||
+        get_str(obj, "name", p->name, sizeof(p->name), where, err, errsz) != 0 ||
+        get_kind(obj, p, where, err, errsz) != 0 ||
+        get_str(obj, "app_id", p->app_id, sizeof(p->app_id), where, err, errsz) != 0 ||
+        get_str(obj, "mchid", p->mchid, sizeof(p->mchid), where, err, errsz) != 0 ||
+        get_str(obj, "currency", p->currency, sizeof(p->currency), where, err, errsz) != 0 ||
+        get_str(obj, "secret_env", p->secret_env, sizeof(p->secret_env), where, err, errsz) != 0 ||
+        get_tolerance(obj, p, where, err, errsz) != 0)
+        return -1;
+    if (!valid_name(p->name)) {
+        snprintf(err, errsz, "%s.name must be 1..%d of [a-z0-9_-], got \"%s\"", where,
+                 GATEWAY_NAME_MAX, p->name);
+        return -1;
+    }
+    if (currency_normalize(p->currency, p->currency) != CURRENCY_OK) {
+        snprintf(err, errsz, "%s.currency is not a known ISO 4217 code", where);
+        return -1;
+    }
+    if (p->secret_env[0] == '\0')
+        default_secret_env(p);
+    return check_kind(obj, p, where, err, errsz);
+}
+
+int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const char *file,
+                      char *err, size_t errsz)
+{
+    const cJSON *it;
+    char where[GATEWAY_STR_MAX + 32];
+    size_t i;
+
+    memset(out, 0, sizeof(*out));
+    err[0] = '\0';
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > GATEWAYS_MAX) {
+        snprintf(err, errsz, "%s: gateways must be an array of at most %d profiles", file,
+                 GATEWAYS_MAX);
+        return -1;
+    }
+    cJSON_ArrayForEach(it, arr) {
+        struct gateway_profile_cfg *p = &out->profile[out->n];
+
+        snprintf(where, sizeof(where), "%s: gateways[%zu]", file, out->n);
+        if (parse_profile(it, p, where, err, errsz) != 0)
+            goto fail;
+        for (i = 0; i < out->n; i++)
+            if (strcmp(out->profile[i].name, p->name) == 0) {
+                snprintf(err, errsz, "%s: gateway name \"%s\" appears twice", where, p->name);
+                goto fail;
+            }
+        out->n++;
+    }
+    return 0;
+fail:
+    memset(out, 0, sizeof(*out));
+    return -1;
+}

@@ -1,0 +1,144 @@
+/* check_gateway_cfg.c - unit tests for gateway_cfg.c: the "gateways"
+ * profiles of the config file, what each kind needs, and the refusals
+ * (unknown members, duplicates, bad names, missing keys). */
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "gateway_cfg.h"
+
+static struct gateway_cfg cfg;
+static char err[512];
+
+/* Parses the JSON text of a gateways array; returns gateway_cfg_parse's
+ * result with err filled. */
+static int parse(const char *json)
+{
+    cJSON *arr = cJSON_Parse(json);
+    int rc;
+
+    ck_assert_msg(arr != NULL, "test JSON does not parse: %s", json);
+    err[0] = '\0';
+    rc = gateway_cfg_parse(arr, &cfg, "test.json", err, sizeof(err));
+    cJSON_Delete(arr);
+    return rc;
+}
+
+static void assert_refused(const char *json, const char *why)
+{
+    ck_assert_msg(parse(json) == -1, "accepted: %s", json);
+    ck_assert_msg(strstr(err, why) != NULL, "reason \"%s\" lacks \"%s\"", err, why);
+    ck_assert_uint_eq(0, cfg.n);
+}
+
+START_TEST(gateway_cfg_reads_the_three_kinds)
+{
+    ck_assert_int_eq(0, parse(
+        "[{\"name\":\"alipay\",\"kind\":\"alipay\",\"app_id\":\"2021\",\"public_key_file\":\"k.pem\"},"
+        " {\"name\":\"wechat\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1230000109\",\"tolerance_s\":60,"
+        "  \"platform_keys\":[{\"serial\":\"S1\",\"public_key\":\"MIIB\"},"
+        "                    {\"serial\":\"S2\",\"public_key_file\":\"p2.pem\"}],"
+        "  \"secret_env\":\"WECHAT_APIV3_KEY\"},"
+        " {\"name\":\"stripe-eu\",\"kind\":\"stripe\",\"currency\":\"eur\"}]"));
+    ck_assert_uint_eq(3, cfg.n);
+    ck_assert_int_eq(GATEWAY_ALIPAY, cfg.profile[0].kind);
+    ck_assert_str_eq("2021", cfg.profile[0].app_id);
+    ck_assert_str_eq("k.pem", cfg.profile[0].keys[0].file);
+    ck_assert_uint_eq(1, cfg.profile[0].nkeys);
+    ck_assert_str_eq("CNY", cfg.profile[0].currency);
+    ck_assert_int_eq(300, cfg.profile[0].tolerance_s);
+    ck_assert_int_eq(GATEWAY_WECHATPAY_V3, cfg.profile[1].kind);
+    ck_assert_uint_eq(2, cfg.profile[1].nkeys);
+    ck_assert_str_eq("S2", cfg.profile[1].keys[1].serial);
+    ck_assert_str_eq("MIIB", cfg.profile[1].keys[0].text);
+    ck_assert_int_eq(60, cfg.profile[1].tolerance_s);
+    ck_assert_str_eq("WECHAT_APIV3_KEY", cfg.profile[1].secret_env);
+    ck_assert_int_eq(GATEWAY_STRIPE, cfg.profile[2].kind);
+    ck_assert_str_eq("EUR", cfg.profile[2].currency);
+    ck_assert_str_eq("PAYCALLBACK_GATEWAY_STRIPE_EU_SECRET", cfg.profile[2].secret_env);
+}
+END_TEST
+
+START_TEST(gateway_cfg_accepts_an_empty_array)
+{
+    ck_assert_int_eq(0, parse("[]"));
+    ck_assert_uint_eq(0, cfg.n);
+}
+END_TEST
+
+START_TEST(gateway_cfg_refuses_unknown_members_and_kinds)
+{
+    assert_refused("{}", "must be an array");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"secret\":\"x\"}]",
+                   "unknown member \"secret\"");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"paypal\"}]", "kind must be");
+    assert_refused("[{\"name\":\"s\"}]", "kind must be");
+    assert_refused("[\"stripe\"]", "must be an object");
+}
+END_TEST
+
+START_TEST(gateway_cfg_refuses_bad_or_duplicate_names)
+{
+    assert_refused("[{\"name\":\"Stripe\",\"kind\":\"stripe\"}]", "name must be");
+    assert_refused("[{\"name\":\"a/b\",\"kind\":\"stripe\"}]", "name must be");
+    assert_refused("[{\"kind\":\"stripe\"}]", "name must be");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\"},{\"name\":\"s\",\"kind\":\"stripe\"}]",
+                   "appears twice");
+}
+END_TEST
+
+START_TEST(gateway_cfg_refuses_profiles_missing_what_their_kind_needs)
+{
+    assert_refused("[{\"name\":\"a\",\"kind\":\"alipay\",\"public_key\":\"x\"}]", "needs app_id");
+    assert_refused("[{\"name\":\"a\",\"kind\":\"alipay\",\"app_id\":\"1\"}]", "exactly one of");
+    assert_refused("[{\"name\":\"a\",\"kind\":\"alipay\",\"app_id\":\"1\",\"public_key\":\"x\","
+                   "\"public_key_file\":\"y\"}]", "exactly one of");
+    assert_refused("[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"platform_keys\":[]}]",
+                   "needs mchid");
+    assert_refused("[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1\",\"platform_keys\":[]}]",
+                   "1..4 keys");
+    assert_refused("[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1\","
+                   "\"platform_keys\":[{\"public_key\":\"x\"}]}]", "serial must not be empty");
+    assert_refused("[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1\","
+                   "\"platform_keys\":[{\"serial\":\"S\",\"public_key\":\"x\"},"
+                   "{\"serial\":\"S\",\"public_key\":\"y\"}]}]", "appears twice");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"public_key\":\"x\"}]", "secret only");
+}
+END_TEST
+
+START_TEST(gateway_cfg_refuses_bad_currency_and_tolerance)
+{
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"currency\":\"XXY\"}]", "ISO 4217");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"tolerance_s\":0}]", "tolerance_s");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"tolerance_s\":1.5}]", "tolerance_s");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"tolerance_s\":\"300\"}]", "tolerance_s");
+}
+END_TEST
+
+static Suite *gateway_cfg_suite(void)
+{
+    Suite *s = suite_create("gateway_cfg");
+    TCase *tc = tcase_create("accept");
+
+    tcase_add_test(tc, gateway_cfg_reads_the_three_kinds);
+    tcase_add_test(tc, gateway_cfg_accepts_an_empty_array);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("refuse");
+    tcase_add_test(tc, gateway_cfg_refuses_unknown_members_and_kinds);
+    tcase_add_test(tc, gateway_cfg_refuses_bad_or_duplicate_names);
+    tcase_add_test(tc, gateway_cfg_refuses_profiles_missing_what_their_kind_needs);
+    tcase_add_test(tc, gateway_cfg_refuses_bad_currency_and_tolerance);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(gateway_cfg_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
