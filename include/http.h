@@ -98,4 +98,13 @@ void http_stop(struct server *srv);
 struct http_route_info { const char *method; const char *pattern; };
 const struct http_route_info *http_routes(size_t *count);
 
+/* The routing decision for a request path as received (percent-escapes
+ * and all), without a connection: the index of the route in http_routes()
+ * with its {param} segment copied to param, or -1 with resp set (400 for a
+ * malformed path, 414 for an over-long one, 404, or 405 with the methods
+ * in allow).
+ * Pure and thread-safe; the fuzzers and tests call it. */
+int http_route_lookup(const char *method, const char *raw_path, char param[HTTP_PARAM_MAX],
+                      struct http_resp *resp, char *allow, size_t allow_sz);
+
 #endif

@@ -343,6 +343,25 @@ static int path_decode(const char *raw, char *out)
     return 0;
 }
 
+int http_route_lookup(const char *method, const char *raw_path, char param[HTTP_PARAM_MAX],
+                      struct http_resp *resp, char *allow, size_t allow_sz)
+{
+    char path[HTTP_PATH_MAX_BYTES + 1];
+    size_t route;
+
+    allow[0] = '\0';
+    if (strlen(raw_path) > HTTP_PATH_MAX_BYTES) {
+        http_reply_error(resp, 414, "URI_TOO_LONG", "request path exceeds 1024 bytes");
+        return -1;
+    }
+    if (path_decode(raw_path, path) != 0) {
+        http_reply_error(resp, 400, "BAD_REQUEST", "malformed path");
+        return -1;
+    }
+    route = dispatch_route(method, path, param, resp, allow, allow_sz);
+    return route < NROUTES ? (int)route : -1;
+}
+
 static uint64_t elapsed_us(const struct timespec *start)
 {
     struct timespec now;
