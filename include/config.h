@@ -88,6 +88,11 @@ struct config {
 int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsigned flags,
              char *err, size_t errsz);
 
+/* cfg_load with the file's text in memory: len bytes at text (NUL not
+ * needed), called name in messages. For the fuzzer and tests. */
+int cfg_load_text(struct config *cfg, const char *name, const char *text, size_t len,
+                  const char *const *envp, unsigned flags, char *err, size_t errsz);
+
 /* Writes the configuration table (json key, env name, default) to stdout,
  * for --help. */
 void cfg_print_keys(void);

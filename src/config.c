@@ -282,15 +282,19 @@ static int check_unknown(const cJSON *root, const char *file, char *err, size_t 
     return 0;
 }
 
-static int apply_file(struct config *cfg, const char *path, char *err, size_t errsz)
+/* Applies the file named path: its text when given (len bytes), else
+ * what reading path yields. */
+static int apply_file(struct config *cfg, const char *path, const char *given, size_t len,
+                      char *err, size_t errsz)
 {
-    char *text = NULL;
+    char *read = NULL;
+    const char *text = given;
     cJSON *root = NULL;
     const cJSON *item;
-    size_t i, len = 0;
+    size_t i;
     int rc = -1;
 
-    if ((text = read_file(path, &len, err, errsz)) == NULL)
+    if (text == NULL && (text = read = read_file(path, &len, err, errsz)) == NULL)
         return -1;
     switch (json_parse_object(text, len, &root)) {
     case JSON_OK:
@@ -318,7 +322,7 @@ static int apply_file(struct config *cfg, const char *path, char *err, size_t er
     rc = 0;
 out:
     cJSON_Delete(root);
-    free(text);
+    free(read);
     return rc;
 }
 
@@ -481,8 +485,9 @@ static int check_values(struct config *cfg, char *err, size_t errsz)
     return check_secrets(cfg, err, errsz);
 }
 
-int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsigned flags,
-             char *err, size_t errsz)
+/* cfg_load, with the file's text in memory when text is not NULL. */
+static int load(struct config *cfg, const char *path, const char *text, size_t len,
+                const char *const *envp, unsigned flags, char *err, size_t errsz)
 {
     char name[96];
     const char *v;
@@ -494,7 +499,7 @@ int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsi
             return -1;
     if (dev_switch(envp, flags, &cfg->dev, err, errsz) != 0)
         return -1;
-    if (path != NULL && apply_file(cfg, path, err, errsz) != 0)
+    if (path != NULL && apply_file(cfg, path, text, len, err, errsz) != 0)
         return -1;
     /* After the file, which names the gateways' secret variables. */
     if (check_env_names(cfg, envp, err, errsz) != 0)
@@ -506,6 +511,18 @@ int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsi
             return -1;
     }
     return check_values(cfg, err, errsz);
+}
+
+int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsigned flags,
+             char *err, size_t errsz)
+{
+    return load(cfg, path, NULL, 0, envp, flags, err, errsz);
+}
+
+int cfg_load_text(struct config *cfg, const char *name, const char *text, size_t len,
+                  const char *const *envp, unsigned flags, char *err, size_t errsz)
+{
+    return load(cfg, name, text, len, envp, flags, err, errsz);
 }
 
 void cfg_print_keys(void)

@@ -357,6 +357,22 @@ START_TEST(cfg_load_reads_the_dev_switch_strictly)
 }
 END_TEST
 
+/* ---- from memory --------------------------------------------------------- */
+
+START_TEST(cfg_load_text_reads_only_len_bytes_and_names_the_origin)
+{
+    static const char text[] = "{\"workers\": 3}{\"workers\": 4}";
+    struct config cfg;
+
+    ck_assert_int_eq(0, cfg_load_text(&cfg, "mem.json", text, 14, NULL, CFG_LOAD_DEV, err,
+                                      sizeof err));
+    ck_assert_int_eq(3, cfg.workers);
+    ck_assert_int_eq(-1, cfg_load_text(&cfg, "mem.json", text, strlen(text), NULL,
+                                       CFG_LOAD_DEV, err, sizeof err));
+    ck_assert_msg(strstr(err, "mem.json") != NULL, "reason: %s", err);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -405,6 +421,10 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_allows_the_shipped_secret_with_the_dev_switch);
     tcase_add_test(tc, cfg_load_never_leaves_the_secret_empty_in_development);
     tcase_add_test(tc, cfg_load_reads_the_dev_switch_strictly);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("from memory");
+    tcase_add_test(tc, cfg_load_text_reads_only_len_bytes_and_names_the_origin);
     suite_add_tcase(s, tc);
     return s;
 }
