@@ -1,5 +1,5 @@
 # paycallback - idempotent payment callback service.
-# make run | test | unit | integration | asan | valgrind | bench | lint | test-faults | test-scale | clean
+# make run | test | unit | integration | asan | valgrind | bench | lint | test-faults | test-scale | fuzz | clean
 PKGS   := libmicrohttpd libmariadb hiredis libcjson libcrypto libcurl
 # Goals that compile need the libraries: name a missing one in one line.
 ifneq ($(filter-out deps services stop clean lint test test-faults test-scale run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
@@ -20,12 +20,20 @@ ifeq ($(SANITIZE),1)
   CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
   LDFLAGS += -fsanitize=address,undefined
 endif
+ifeq ($(SANITIZE),fuzz)
+  BUILD   := build/fuzz
+  CC      := clang
+  CFLAGS  += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+  LDFLAGS += -fsanitize=fuzzer,address,undefined
+endif
+FUZZ_SECONDS ?= 15
 BIN       := $(BUILD)/paycallback
 SRCS      := $(wildcard src/*.c src/handlers/*.c)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out src/main.c,$(SRCS)))
 UNIT      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/check_*.c))
 INTEG     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/check_*.c))
 HARNESS   := $(BUILD)/tests/integration/harness.o
+FUZZERS   := $(patsubst fuzz/%.c,$(BUILD)/%,$(wildcard fuzz/fuzz_*.c))
 CEILING   := $(BUILD)/bench/ceiling
 TESTKEYS  := $(BUILD)/tests/testkeys.o
 ifndef V
@@ -60,10 +68,13 @@ $(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(HARNESS) $(TESTKE
 $(CEILING): $(BUILD)/bench/ceiling.o
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIB_OBJS)
+	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:
 
-.PHONY: all deps services run test unit integration asan valgrind bench lint test-faults test-scale clean stop
+.PHONY: all deps services run test unit integration asan valgrind bench lint test-faults test-scale fuzz fuzz-run clean stop
 deps:
 	@scripts/deps.sh
 services: deps
@@ -101,6 +112,11 @@ bench: services
 test-faults: services
 	@$(MAKE) --no-print-directory all
 	@PCB_BIN=$(BIN) timeout -k 10 900 tests/faults/faults.py
+
+fuzz:
+	@$(MAKE) --no-print-directory SANITIZE=fuzz fuzz-run
+fuzz-run: $(FUZZERS)
+	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZERS)
 
 lint:
 	@scripts/lint.sh
