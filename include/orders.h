@@ -34,8 +34,23 @@ enum orders_result {
     ORDERS_NO_STOCK,              /* create: not enough stock for the quantity */
     ORDERS_TOO_LARGE,             /* create: price x quantity past DECIMAL(12,2) */
     ORDERS_ILLEGAL,               /* transition: the state table forbids it */
+    ORDERS_ABORTED,               /* the caller's hook rolled the effect back */
     ORDERS_UNAVAILABLE,           /* MySQL unreachable or busy: retry later; nothing written */
     ORDERS_ERROR                  /* a bug, a schema problem or a malformed row */
+};
+
+/* A caller's step inside the transaction of a create or a transition, run
+ * once the effect is written and before COMMIT (result ORDERS_OK), so that
+ * the caller's own rows commit or roll back with the effect: the stored
+ * answer of an Idempotency-Key. data is the struct order_view * of a create
+ * or the struct order_change * of a transition, as the call will return
+ * it. DB_OK goes on to COMMIT; DB_ROLLBACK rolls the effect back and the
+ * call returns ORDERS_ABORTED; any other status fails the call as a
+ * database failure would. It may run more than once (a retried
+ * transaction), and must reset what it sets. */
+struct orders_hook {
+    enum db_status (*fn)(struct db_conn *c, const void *data, void *arg);
+    void *arg;
 };
 
 /* An order to make: validated identifiers, quantity in
@@ -46,6 +61,7 @@ struct order_create_req {
     char request_id[ID_BUF];
     char sku[ID_BUF];
     int64_t quantity;
+    const struct orders_hook *hook;   /* may be NULL */
 };
 
 /* A status change: order_no (validated) to status to (ORDER_SHIPPED,
@@ -53,6 +69,7 @@ struct order_create_req {
 struct order_transition_req {
     const char *order_no;
     int to;
+    const struct orders_hook *hook;   /* may be NULL */
 };
 
 /* A payment a cancel turned REFUND_REQUIRED. */
@@ -91,7 +108,8 @@ struct order_detail {
  * or, when no order has this request, that two random order numbers
  * collided: another is drawn (a few times, then ORDERS_ERROR). Returns
  * ORDERS_OK (*out is the new order), ORDERS_DUPLICATE, ORDERS_NO_SKU,
- * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_UNAVAILABLE or ORDERS_ERROR. */
+ * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_ABORTED (req->hook),
+ * ORDERS_UNAVAILABLE or ORDERS_ERROR. */
 enum orders_result orders_create(struct db_conn *c, const struct order_create_req *req,
                                  struct order_view *out);
 
@@ -101,7 +119,7 @@ enum orders_result orders_create(struct db_conn *c, const struct order_create_re
  * PAID order turns its PAID payments REFUND_REQUIRED (listed in out).
  * Returns ORDERS_OK, ORDERS_DUPLICATE (already there; nothing written),
  * ORDERS_NOT_FOUND, ORDERS_ILLEGAL (nothing written; out->from says from
- * where), ORDERS_UNAVAILABLE or ORDERS_ERROR. */
+ * where), ORDERS_ABORTED (req->hook), ORDERS_UNAVAILABLE or ORDERS_ERROR. */
 enum orders_result orders_transition(struct db_conn *c, const struct order_transition_req *req,
                                      struct order_change *out);
 

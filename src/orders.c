@@ -59,6 +59,20 @@ static enum db_status order_from_row(struct db_conn *c, const struct db_row *r,
     return DB_OK;
 }
 
+/* Runs the caller's hook (if any) at the end of a transaction body whose
+ * effect is written; a DB_ROLLBACK from it makes the result ORDERS_ABORTED. */
+static enum db_status run_hook(struct db_conn *c, const struct orders_hook *hook,
+                               const void *data, enum orders_result *result)
+{
+    enum db_status st;
+
+    if (hook == NULL)
+        return DB_OK;
+    if ((st = hook->fn(c, data, hook->arg)) == DB_ROLLBACK)
+        *result = ORDERS_ABORTED;
+    return st;
+}
+
 /* ---- create -------------------------------------------------------------- */
 
 struct create_job {
@@ -130,7 +144,7 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
     snprintf(o->sku, sizeof(o->sku), "%s", rq->sku);
     o->quantity = rq->quantity;
     o->status = ORDER_WAIT_PAY;
-    return DB_OK;
+    return run_hook(c, rq->hook, o, &j->result);
 }
 
 /* The order already made for (user_id, request_id), read outside the
@@ -303,7 +317,7 @@ static enum db_status transition_txn(struct db_conn *c, void *arg)
     if ((st = write_event(c, ch, to)) != DB_OK)
         return st;
     ch->order.status = to;
-    return DB_OK;
+    return run_hook(c, j->req->hook, ch, &j->result);
 }
 
 enum orders_result orders_transition(struct db_conn *c, const struct order_transition_req *req,
@@ -387,7 +401,8 @@ enum orders_result orders_view(struct db_conn *c, const char *order_no, struct o
 const char *orders_result_str(enum orders_result r)
 {
     static const char *const names[] = { "OK", "DUPLICATE", "NOT_FOUND", "NO_SKU", "NO_STOCK",
-                                         "TOO_LARGE", "ILLEGAL", "UNAVAILABLE", "ERROR" };
+                                         "TOO_LARGE", "ILLEGAL", "ABORTED", "UNAVAILABLE",
+                                         "ERROR" };
 
     return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "UNKNOWN";
 }
