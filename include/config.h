@@ -69,6 +69,10 @@ struct config {
 
     int dev;                      /* development switch: the shipped values are allowed */
 
+    int idem_wait_ms;             /* a repeat waits this long for the first attempt, then 409 */
+    int idem_lease_ms;            /* a first attempt silent this long may be taken over */
+    int idem_ttl_s;               /* Idempotency-Key records are kept this long */
+
     struct gateway_cfg gateways;  /* "gateways": one profile per gateway route */
 };
 

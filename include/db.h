@@ -106,6 +106,15 @@ enum db_status db_query_one(struct db_conn *c, enum db_stmt id,
                             const char *const *params, size_t nparams,
                             struct db_row *row, bool *found);
 
+/* db_query_one for a row with one column too long for a db_row (a stored
+ * reply): column long_col goes into buf (bufsz bytes, NUL-terminated, its
+ * length in *len) and reads as "" in *row. A value that does not fit is
+ * DB_ERROR. */
+enum db_status db_query_one_long(struct db_conn *c, enum db_stmt id,
+                                 const char *const *params, size_t nparams,
+                                 struct db_row *row, unsigned int long_col,
+                                 char *buf, size_t bufsz, size_t *len, bool *found);
+
 /* The body of a transaction. It must be safe to run again: it resets its
  * own outputs first. Return DB_OK to commit, DB_ROLLBACK to roll back and
  * stop, DB_RETRY to roll back and run again, anything else to roll back

@@ -41,6 +41,7 @@ struct http_resp {
     int retry_after_s;            /* > 0 adds Retry-After */
     const char *code;             /* error code of the reply, for logs */
     enum http_outcome outcome;
+    int replayed;                 /* 1: a stored answer, sent with Idempotent-Replayed: true */
 };
 
 typedef void (*http_handler)(struct server *srv, const struct http_req *req,
@@ -73,8 +74,18 @@ void http_reply_unavailable(struct http_resp *resp, const char *message);
  * as /readyz does), code UNAVAILABLE and Retry-After: 1; retryable. */
 void http_reply_json_unavailable(struct http_resp *resp, const struct cJSON *obj);
 
-/* True when the reply is a retryable 503: nothing was done, and the same
- * request may be sent again. */
+/* 409 {"code":code,"message"} with Retry-After: retry_after_s: the same
+ * request is still being served by an earlier attempt; a retryable answer
+ * (nothing was done by this one). code must be a string literal. */
+void http_reply_in_progress(struct http_resp *resp, const char *code, const char *message,
+                            int retry_after_s);
+
+/* Sends a stored answer again, byte for byte (body copied; len bytes), as
+ * JSON with the header Idempotent-Replayed: true; a definite answer. */
+void http_reply_replay(struct http_resp *resp, int status, const char *body, size_t len);
+
+/* True when the reply is retryable (a 503, or a 409 in progress): nothing
+ * was done, and the same request may be sent again. */
 int http_resp_retryable(const struct http_resp *resp);
 
 /* Starts the daemon on cfg's address and port with cfg->workers threads.

@@ -32,6 +32,10 @@ enum metric_counter {
     M_OUTBOX_DEAD,                /* events that ran out of attempts */
     M_PURGED_OUTBOX,              /* delivered events purged by retention */
     M_PURGED_PAYMENTS,            /* payment records purged by retention */
+    M_IDEM_REPLAYS,               /* Idempotency-Key repeats answered with the stored reply */
+    M_IDEM_MISMATCHES,            /* a key reused with another request -> 422 */
+    M_IDEM_WAITS,                 /* repeats that waited for the first attempt */
+    M_IDEM_BUSY,                  /* repeats still waiting past the bound -> 409 */
     M_COUNT
 };
 
@@ -73,6 +77,9 @@ void metrics_observe(struct metrics *m, size_t route, int status, uint64_t usec)
 
 /* Sets gauge g to v. Any thread. */
 void metrics_set_gauge(struct metrics *m, enum metric_gauge g, int64_t v);
+/* Records how long an Idempotency-Key repeat waited for its first attempt
+ * (microseconds), in the histogram paycallback_idempotency_wait_seconds. */
+void metrics_observe_idem_wait(struct metrics *m, uint64_t usec);
 
 /* Sets the gauge of Redis state: 1 degraded, 0 up. */
 void metrics_set_redis_degraded(struct metrics *m, int degraded);

@@ -23,6 +23,13 @@ enum payment_status {
     PAYMENT_REFUND_SETTLED = 3    /* an operator refunded the double charge */
 };
 
+/* idem_key.state: an Idempotency-Key whose first request is running, or
+ * whose answer is stored. */
+enum idem_state {
+    IDEM_STATE_RUNNING = 1,
+    IDEM_STATE_DONE = 2
+};
+
 /* True when code is one of the five statuses above. */
 bool order_state_valid(int code);
 

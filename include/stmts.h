@@ -52,6 +52,14 @@ enum db_stmt {
     ST_REFUND_SETTLE,             /* settled, reference, actor, pay_no, required */
     ST_PAY_PURGE,                 /* days, paid, settled, batch */
     ST_AUDIT_INSERT,              /* actor, action, subject, detail, request_id */
+    /* Idempotency-Key records (idem.c) */
+    ST_IDEM_CLAIM,                /* scope, key, fingerprint, state, owner, lease_ms, ttl_s */
+    ST_IDEM_GET,                  /* scope, key -> enum idem_col */
+    ST_IDEM_TAKEOVER,             /* owner, lease_ms, scope, key, state, old owner */
+    ST_IDEM_DONE,                 /* state, status, body, scope, key, owner, running state */
+    ST_IDEM_RELEASE,              /* scope, key, owner, state */
+    ST_IDEM_DROP_EXPIRED,         /* scope, key */
+    ST_IDEM_PURGE,                /* at most 100 expired records */
     ST_COUNT
 };
 
@@ -91,6 +99,11 @@ enum pay_list_col { PLC_PAY_NO, PLC_AMOUNT, PLC_STATUS, PLC_CREATE_TIME };
 
 /* ST_PAY_BY_ORDER_STATUS_LOCK */
 enum pay_lock_col { PKC_PAY_NO, PKC_AMOUNT };
+
+/* ST_IDEM_GET: a key's record; LIVE is 1 while the lease runs, EXPIRED 1
+ * once the record is past its window (both by the database's clock, which
+ * every instance shares). BODY is long: db_query_one_long. */
+enum idem_col { IC_FINGERPRINT, IC_STATE, IC_OWNER, IC_STATUS, IC_LIVE, IC_EXPIRED, IC_BODY };
 
 /* The stored procedures this build calls. Their names carry the version of
  * sql/schema.sql they belong to; db_probe checks that each exists. */

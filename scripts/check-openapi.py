@@ -23,9 +23,11 @@ CONTRACT_CODES = {
     "URI_TOO_LONG",
     "ORDER_NOT_FOUND", "SKU_NOT_FOUND", "PAY_NO_CONFLICT", "AMOUNT_MISMATCH", "REPEAT_SUBMIT",
     "OUT_OF_STOCK", "ILLEGAL_TRANSITION", "BUSY", "UNAVAILABLE", "INTERNAL",
+    "IDEMPOTENCY_KEY_IN_USE", "IDEMPOTENCY_KEY_MISMATCH",
 }
 HEADERS = ("name: Idempotent-Token", "name: X-Timestamp", "name: X-Signature",
-           "name: X-Request-Id", "Retry-After:", "Allow:")
+           "name: X-Request-Id", "Retry-After:", "Allow:", "name: Idempotency-Key",
+           "Idempotent-Replayed:")
 ROUTE_SOURCE = os.path.join(ROOT, "src", "http.c")
 # One entry of the route table: { "POST", "/pay/callback", handle_pay_callback },
 ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+\s*\}')

@@ -101,6 +101,25 @@ CREATE TABLE IF NOT EXISTS audit_log (
     PRIMARY KEY (id),
     KEY idx_subject (subject)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+-- Idempotency-Key records: one row per (caller scope, key). A first request
+-- claims its key (state 1 RUNNING, with a lease that lets a retry take over
+-- from an attempt that died); its answer is stored (state 2 DONE, status and
+-- body) in the same transaction as its effect, and replayed to every repeat.
+-- Rows expire after idempotency.ttl_s and are purged in small batches.
+CREATE TABLE IF NOT EXISTS idem_key (
+    scope        VARCHAR(128)  NOT NULL COMMENT 'caller: key:<credential> or user:<user_id>',
+    idem_key     VARCHAR(255)  NOT NULL,
+    fingerprint  CHAR(64)      NOT NULL COMMENT 'sha256 of method, path, scope, sha256(body)',
+    state        TINYINT       NOT NULL COMMENT '1 RUNNING 2 DONE',
+    owner        CHAR(32)      NOT NULL COMMENT 'the attempt holding the claim',
+    lease_until  DATETIME(3)   NOT NULL,
+    status       SMALLINT      NULL,
+    body         MEDIUMTEXT    NULL,
+    create_time  DATETIME(3)   NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    expires_at   DATETIME(3)   NOT NULL,
+    PRIMARY KEY (scope, idem_key),
+    KEY idx_expires (expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- Anti-resubmit tokens while Redis is unreachable. Consuming is one DELETE
 -- whose affected-row count says whether this was the first use.

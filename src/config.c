@@ -79,6 +79,9 @@ static const struct cfg_key keys[] = {
     I("retention", "outbox_days", retention_outbox_days, 1, 36500, "7"),
     I("retention", "payment_days", retention_payment_days, 0, 36500, "0"),
     I("retention", "batch", retention_batch, 1, 10000, "500"),
+    I("idempotency", "wait_ms", idem_wait_ms, 0, 60000, "5000"),
+    I("idempotency", "lease_ms", idem_lease_ms, 100, 600000, "10000"),
+    I("idempotency", "ttl_s", idem_ttl_s, 1, 30 * 86400, "86400"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

@@ -284,8 +284,18 @@ enum db_status db_exec(struct db_conn *c, enum db_stmt id, const char *const *pa
     return DB_OK;
 }
 
-enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *params,
-                        size_t nparams, struct db_row *rows, size_t max_rows, size_t *nrows)
+/* A result column read into the caller's buffer instead of a db_row. */
+struct long_col {
+    unsigned int col;
+    char *buf;
+    size_t bufsz;
+    size_t *len;
+};
+
+/* db_query, with lc (may be NULL) naming one column too long for a db_row. */
+static enum db_status query(struct db_conn *c, enum db_stmt id, const char *const *params,
+                            size_t nparams, struct db_row *rows, size_t max_rows, size_t *nrows,
+                            const struct long_col *lc)
 {
     MYSQL_BIND bind[DB_COLS_MAX];
     unsigned long len[DB_COLS_MAX];
@@ -315,6 +325,10 @@ enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *p
         bind[i].buffer_length = DB_COL_MAX - 1;
         bind[i].length = &len[i];
         bind[i].is_null = &null_flag[i];
+        if (lc != NULL && lc->col == i) {
+            bind[i].buffer = lc->buf;
+            bind[i].buffer_length = lc->bufsz - 1;
+        }
     }
     if (mysql_stmt_bind_result(s, bind) != 0)
         return fail(c, mysql_stmt_errno(s), "bind_result", mysql_stmt_error(s));
@@ -324,9 +338,17 @@ enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *p
         struct db_row *r = &rows[*nrows];
         r->ncols = ncols;
         for (unsigned int i = 0; i < ncols; i++) {
+            size_t n = null_flag[i] ? 0 : len[i];
+
             r->is_null[i] = null_flag[i] != 0;
-            memcpy(r->col[i], scratch.col[i], null_flag[i] ? 0 : len[i]);
-            r->col[i][null_flag[i] ? 0 : len[i]] = '\0';
+            if (lc != NULL && lc->col == i) {
+                lc->buf[n] = '\0';
+                *lc->len = n;
+                n = 0;
+            } else {
+                memcpy(r->col[i], scratch.col[i], n);
+            }
+            r->col[i][n] = '\0';
         }
         (*nrows)++;
     }
@@ -345,6 +367,27 @@ enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *p
     if (rc > 0)
         return fail(c, mysql_stmt_errno(s), "next_result", mysql_stmt_error(s));
     return DB_OK;
+}
+
+enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *params,
+                        size_t nparams, struct db_row *rows, size_t max_rows, size_t *nrows)
+{
+    return query(c, id, params, nparams, rows, max_rows, nrows, NULL);
+}
+
+enum db_status db_query_one_long(struct db_conn *c, enum db_stmt id, const char *const *params,
+                                 size_t nparams, struct db_row *row, unsigned int long_col,
+                                 char *buf, size_t bufsz, size_t *len, bool *found)
+{
+    struct long_col lc = { long_col, buf, bufsz, len };
+    size_t n = 0;
+    enum db_status st;
+
+    *len = 0;
+    buf[0] = '\0';
+    st = query(c, id, params, nparams, row, 1, &n, &lc);
+    *found = st == DB_OK && n == 1;
+    return st;
 }
 
 enum db_status db_query_one(struct db_conn *c, enum db_stmt id, const char *const *params,
@@ -544,7 +587,7 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 
 /* The tables of sql/schema.sql the service reads and writes. */
 static const char *const schema_tables[] = { "orders", "payment_record", "stock", "outbox",
-                                             "idem_token", "audit_log" };
+                                             "idem_token", "audit_log", "idem_key" };
 #define NSCHEMA_TABLES (sizeof(schema_tables) / sizeof(schema_tables[0]))
 
 /* Checks that the stored procedures of the version this build calls

@@ -130,6 +130,7 @@ static void set_body(struct http_resp *resp, int status, char *body)
     resp->content_type = NULL;
     resp->code = NULL;
     resp->retry_after_s = 0;
+    resp->replayed = 0;
     resp->outcome = HTTP_OUT_DEFINITE;
 }
 
@@ -172,10 +173,11 @@ void http_reply_text(struct http_resp *resp, int status, const char *ctype, cons
     resp->content_type = ctype;
 }
 
-/* Marks a 503 just set as retryable, with its Retry-After. */
-static void set_retryable(struct http_resp *resp, const char *code, int retry_after_s)
+/* Marks the reply just set (status want) as retryable, with its
+ * Retry-After. */
+static void set_retryable(struct http_resp *resp, int want, const char *code, int retry_after_s)
 {
-    if (resp->status != 503)
+    if (resp->status != want)
         return;                               /* out of memory turned it into a 500 */
     resp->code = code;
     resp->retry_after_s = retry_after_s > 0 ? retry_after_s : 1;
@@ -186,7 +188,7 @@ void http_reply_retry(struct http_resp *resp, const char *code, const char *mess
                       int retry_after_s)
 {
     http_reply_error(resp, 503, code, message);
-    set_retryable(resp, code, retry_after_s);
+    set_retryable(resp, 503, code, retry_after_s);
 }
 
 void http_reply_unavailable(struct http_resp *resp, const char *message)
@@ -197,7 +199,28 @@ void http_reply_unavailable(struct http_resp *resp, const char *message)
 void http_reply_json_unavailable(struct http_resp *resp, const struct cJSON *obj)
 {
     http_reply_json(resp, 503, obj);
-    set_retryable(resp, "UNAVAILABLE", 1);
+    set_retryable(resp, 503, "UNAVAILABLE", 1);
+}
+
+void http_reply_in_progress(struct http_resp *resp, const char *code, const char *message,
+                            int retry_after_s)
+{
+    http_reply_error(resp, 409, code, message);
+    set_retryable(resp, 409, code, retry_after_s);
+}
+
+void http_reply_replay(struct http_resp *resp, int status, const char *body, size_t len)
+{
+    char *copy = malloc(len + 1);
+
+    if (copy == NULL) {
+        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        return;
+    }
+    memcpy(copy, body, len);
+    copy[len] = '\0';
+    set_body(resp, status, copy);
+    resp->replayed = 1;
 }
 
 int http_resp_retryable(const struct http_resp *resp)
@@ -410,6 +433,8 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
         MHD_add_response_header(r, "Allow", allow);
     if (atomic_load(&srv->http->stopping))        /* keep-alive clients go elsewhere */
         MHD_add_response_header(r, "Connection", "close");
+    if (resp->replayed)
+        MHD_add_response_header(r, "Idempotent-Replayed", "true");
     if (resp->retry_after_s > 0) {
         snprintf(num, sizeof(num), "%d", resp->retry_after_s);
         MHD_add_response_header(r, "Retry-After", num);

@@ -47,6 +47,8 @@ struct metrics {
     char version[32], commit[48];             /* set once before threads start */
     struct timespec start;                    /* wall clock at creation */
     atomic_llong gauge[G_COUNT];
+    atomic_ullong idem_wait_bucket[NBUCKETS + 1];   /* non-cumulative; last = +Inf */
+    atomic_ullong idem_wait_sum_us;
 };
 
 static const struct {
@@ -94,6 +96,14 @@ static const struct {
                           "Rows deleted by retention, by table." },
     [M_PURGED_PAYMENTS] = { "paycallback_retention_purged_total", "table=\"payment_record\"",
                             NULL },
+    [M_IDEM_REPLAYS] = { "paycallback_idempotency_replays_total", NULL,
+                         "Idempotency-Key repeats answered with the stored reply." },
+    [M_IDEM_MISMATCHES] = { "paycallback_idempotency_mismatches_total", NULL,
+                            "Idempotency-Keys reused with another request (422)." },
+    [M_IDEM_WAITS] = { "paycallback_idempotency_waits_total", NULL,
+                       "Idempotency-Key repeats that waited for the first attempt." },
+    [M_IDEM_BUSY] = { "paycallback_idempotency_busy_total", NULL,
+                      "Idempotency-Key repeats still waiting past idempotency.wait_ms (409)." },
 };
 
 static const struct {
@@ -207,6 +217,18 @@ void metrics_observe(struct metrics *m, size_t route, int status, uint64_t usec)
     atomic_fetch_add_explicit(&rs->bucket[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&rs->sum_us, usec, memory_order_relaxed);
     atomic_fetch_add_explicit(&rs->count, 1, memory_order_relaxed);
+}
+
+void metrics_observe_idem_wait(struct metrics *m, uint64_t usec)
+{
+    size_t b = 0;
+
+    if (m == NULL)
+        return;
+    while (b < NBUCKETS && usec > bucket_us[b])
+        b++;
+    atomic_fetch_add_explicit(&m->idem_wait_bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->idem_wait_sum_us, usec, memory_order_relaxed);
 }
 
 /* A growing text buffer; on allocation failure it stops growing and
@@ -328,6 +350,25 @@ static void render_latency(const struct metrics *m, struct buf *b)
     }
 }
 
+static void render_idem_wait(const struct metrics *m, struct buf *b)
+{
+    unsigned long long cum = 0, sum = ld(&m->idem_wait_sum_us);
+    char le[32];
+
+    bprintf(b, "# HELP paycallback_idempotency_wait_seconds Time an Idempotency-Key repeat waited for its first attempt.\n"
+               "# TYPE paycallback_idempotency_wait_seconds histogram\n");
+    for (size_t i = 0; i < NBUCKETS; i++) {
+        cum += ld(&m->idem_wait_bucket[i]);
+        seconds_label(bucket_us[i], le, sizeof(le));
+        bprintf(b, "paycallback_idempotency_wait_seconds_bucket{le=\"%s\"} %llu\n", le, cum);
+    }
+    cum += ld(&m->idem_wait_bucket[NBUCKETS]);
+    bprintf(b, "paycallback_idempotency_wait_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
+    bprintf(b, "paycallback_idempotency_wait_seconds_sum %llu.%06llu\n", sum / 1000000ULL,
+            sum % 1000000ULL);
+    bprintf(b, "paycallback_idempotency_wait_seconds_count %llu\n", cum);
+}
+
 static void render_counters(const struct metrics *m, struct buf *b)
 {
     for (int c = 0; c < M_COUNT; c++) {
@@ -443,6 +484,7 @@ char *metrics_render(const struct metrics *m, size_t *len)
     render_counters(m, &b);
     render_build_info(m, &b);
     render_process(m, &b);
+    render_idem_wait(m, &b);
     if (b.failed) {
         free(b.p);
         return NULL;

@@ -116,6 +116,23 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_AUDIT_INSERT] =
         "INSERT INTO audit_log (actor, action, subject, detail, request_id) "
         "VALUES (?, ?, ?, ?, ?)",
+    [ST_IDEM_CLAIM] =
+        "INSERT INTO idem_key (scope, idem_key, fingerprint, state, owner, lease_until, expires_at) "
+        "VALUES (?, ?, ?, ?, ?, NOW(3) + INTERVAL ? * 1000 MICROSECOND, NOW(3) + INTERVAL ? SECOND)",
+    [ST_IDEM_GET] =
+        "SELECT fingerprint, state, owner, status, lease_until > NOW(3), expires_at <= NOW(3), body "
+        "FROM idem_key WHERE scope = ? AND idem_key = ?",
+    [ST_IDEM_TAKEOVER] =
+        "UPDATE idem_key SET owner = ?, lease_until = NOW(3) + INTERVAL ? * 1000 MICROSECOND "
+        "WHERE scope = ? AND idem_key = ? AND state = ? AND owner = ? AND lease_until <= NOW(3)",
+    [ST_IDEM_DONE] =
+        "UPDATE idem_key SET state = ?, status = ?, body = ? "
+        "WHERE scope = ? AND idem_key = ? AND owner = ? AND state = ?",
+    [ST_IDEM_RELEASE] =
+        "DELETE FROM idem_key WHERE scope = ? AND idem_key = ? AND owner = ? AND state = ?",
+    [ST_IDEM_DROP_EXPIRED] =
+        "DELETE FROM idem_key WHERE scope = ? AND idem_key = ? AND expires_at <= NOW(3)",
+    [ST_IDEM_PURGE] = "DELETE FROM idem_key WHERE expires_at <= NOW(3) LIMIT 100",
 };
 
 const char *const stmt_procedures[DB_PROC_COUNT] = { DB_PROC_PAY_CALLBACK };

@@ -52,7 +52,7 @@ struct stock_lock {
 
 /* Reads the token header and the body into rq, replying 400 on anything
  * wrong. Nothing has been consumed yet when this fails. */
-static int parse_or_reply(const struct http_req *req, struct order_req *rq,
+static int parse_or_reply(const struct http_req *req, bool keyed, struct order_req *rq,
                           struct http_resp *resp)
 {
     const char *token = http_req_header(req, TOKEN_HEADER);
@@ -60,17 +60,19 @@ static int parse_or_reply(const struct http_req *req, struct order_req *rq,
     int rc = -1;
 
     memset(rq, 0, sizeof(*rq));
-    if (token == NULL || token[0] == '\0') {
+    if (!keyed && (token == NULL || token[0] == '\0')) {
         http_reply_error(resp, 400, "BAD_REQUEST",
-                         TOKEN_HEADER " header is required: apply for one at /token/apply");
+                         TOKEN_HEADER " header (apply for one at /token/apply) or "
+                         IDEM_HEADER " header is required");
         return -1;
     }
-    if (!validate_token(token)) {
+    if (!keyed && !validate_token(token)) {
         http_reply_error(resp, 400, "BAD_REQUEST",
                          TOKEN_HEADER " must be 32 lowercase hex digits");
         return -1;
     }
-    snprintf(rq->token, sizeof(rq->token), "%s", token);
+    if (!keyed)                               /* with a key, the key stands in for it */
+        snprintf(rq->token, sizeof(rq->token), "%s", token);
     if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
         return -1;
     if (json_get_id_or_reply(body, "user_id", rq->order.user_id, resp) != 0 ||
@@ -162,6 +164,24 @@ static void reply_order(struct http_resp *resp, int status, const struct order_v
     cJSON_Delete(j);
 }
 
+/* The answer of a new order; also what the Idempotency-Key hook stores. */
+static void render_created(struct http_resp *resp, const void *data)
+{
+    reply_order(resp, 201, data, false);
+}
+
+static void log_created(const struct http_req *req, const struct order_view *o,
+                        const struct token_receipt *rcpt)
+{
+    char amount[MONEY_STR_MAX];
+
+    log_info("order created",
+             "order_no=%s user_id=%s request_id=%s sku=%s quantity=%lld amount=%s "
+             "token_store=%s http_request_id=%s", o->order_no, o->user_id, o->request_id,
+             o->sku, (long long)o->quantity, money_format(o->amount_cents, amount, sizeof(amount)),
+             rcpt->store ? rcpt->store->name : "none", req->request_id);
+}
+
 /* Creates the order and renders the result. */
 static void create_and_reply(struct server *srv, const struct http_req *req,
                              struct token_ctx *ctx, const struct order_req *rq,
@@ -169,7 +189,6 @@ static void create_and_reply(struct server *srv, const struct http_req *req,
 {
     struct db_conn *c = token_ctx_conn(ctx);
     struct order_view o;
-    char amount[MONEY_STR_MAX];
     enum orders_result r;
 
     if (c == NULL) {
@@ -178,12 +197,8 @@ static void create_and_reply(struct server *srv, const struct http_req *req,
     }
     switch ((r = orders_create(c, &rq->order, &o))) {
     case ORDERS_OK:
-        log_info("order created",
-                 "order_no=%s user_id=%s request_id=%s sku=%s quantity=%lld amount=%s "
-                 "token_store=%s http_request_id=%s", o.order_no, o.user_id, o.request_id,
-                 o.sku, (long long)o.quantity, money_format(o.amount_cents, amount, sizeof(amount)),
-                 rcpt->store ? rcpt->store->name : "none", req->request_id);
-        reply_order(resp, 201, &o, false);
+        log_created(req, &o, rcpt);
+        render_created(resp, &o);
         break;
     case ORDERS_DUPLICATE:
         metrics_inc(srv->m, M_DUP_ORDER);
@@ -202,10 +217,26 @@ static void create_and_reply(struct server *srv, const struct http_req *req,
         http_reply_error(resp, 400, "BAD_REQUEST",
                          "quantity times the price exceeds the largest amount");
         break;
+    case ORDERS_ABORTED:
+        break;                                /* idem_end answers as a repeat */
     default:
         reply_db_failure(req, resp, c, "orders_create", r == ORDERS_UNAVAILABLE);
         break;
     }
+}
+
+/* With an Idempotency-Key: the caller is the shopper (user_id), so two
+ * shoppers' keys never meet. Claims the key or answers from its record. */
+static int claim_key_or_reply(struct server *srv, const struct http_req *req,
+                              struct order_req *rq, struct idem_req *ir, struct http_resp *resp)
+{
+    char scope[IDEM_SCOPE_MAX + 1];
+
+    snprintf(scope, sizeof(scope), "user:%s", rq->order.user_id);
+    if (idem_begin_or_reply(srv, req, scope, ir, resp) != 0)
+        return -1;
+    rq->order.hook = idem_hook(ir, resp, render_created);
+    return 0;
 }
 
 void handle_order_create(struct server *srv, const struct http_req *req, struct http_resp *resp)
@@ -213,11 +244,13 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
     struct token_ctx ctx = { .srv = srv };
     struct token_receipt rcpt = { 0 };
     struct stock_lock lk = { .held = false };
+    struct idem_req ir = { .on = false };
     struct order_req rq;
 
-    if (parse_or_reply(req, &rq, resp) != 0)
+    if (idem_key_or_reply(req, &ir, resp) != 0 || parse_or_reply(req, ir.on, &rq, resp) != 0)
         goto out;
-    if (consume_or_reply(srv, &ctx, &rq, &rcpt, req, resp) != 0)
+    if (ir.on ? claim_key_or_reply(srv, req, &rq, &ir, resp) != 0
+              : consume_or_reply(srv, &ctx, &rq, &rcpt, req, resp) != 0)
         goto out;
     if (lock_or_reply(srv, &lk, rq.order.sku, resp) != 0)
         goto out;
@@ -228,5 +261,6 @@ out:
      * token again. */
     if (http_resp_retryable(resp))
         token_store_restore(&ctx, &rcpt);
+    idem_end(srv, req, &ir, ctx.conn, resp);
     db_release(srv->db, ctx.conn);
 }

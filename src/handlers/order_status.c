@@ -42,6 +42,14 @@ static void reply_order(struct http_resp *resp, const struct order_view *o, bool
     cJSON_Delete(j);
 }
 
+/* The answer of a change made; also what the Idempotency-Key hook stores. */
+static void render_changed(struct http_resp *resp, const void *data)
+{
+    const struct order_change *ch = data;
+
+    reply_order(resp, &ch->order, false);
+}
+
 /* Logs a change that happened, with one alert per payment to refund. */
 static void log_change(const struct http_req *req, const struct order_transition_req *tr,
                        const struct order_change *ch)
@@ -67,7 +75,7 @@ static void render_transition(struct server *srv, const struct http_req *req,
     switch (r) {
     case ORDERS_OK:
         log_change(req, tr, ch);
-        reply_order(resp, &ch->order, false);
+        render_changed(resp, ch);
         break;
     case ORDERS_DUPLICATE:
         metrics_inc(srv->m, M_DUP_TRANSITION);
@@ -84,6 +92,8 @@ static void render_transition(struct server *srv, const struct http_req *req,
                  order_state_name(ch->from), order_state_name(tr->to));
         http_reply_error(resp, 409, "ILLEGAL_TRANSITION", msg);
         break;
+    case ORDERS_ABORTED:
+        break;                                /* idem_end answers as a repeat */
     default:
         reply_db_failure(req, resp, c, "orders_transition", r == ORDERS_UNAVAILABLE);
         break;
@@ -91,21 +101,31 @@ static void render_transition(struct server *srv, const struct http_req *req,
 }
 
 /* Moves the order named by the path to status to; serves ship, finish and
- * cancel alike. */
+ * cancel alike. An Idempotency-Key is optional here (a repeated change is
+ * answered as a duplicate anyway); with one, the caller gets the first
+ * answer again byte for byte. Transitions carry no caller credential yet,
+ * so their keys share one scope. */
 static void transition_and_reply(struct server *srv, const struct http_req *req,
                                  struct http_resp *resp, int to)
 {
     struct order_transition_req tr = { .order_no = req->param, .to = to };
+    struct idem_req ir = { .on = false };
     struct order_change ch;
     struct db_conn *conn = NULL;
     enum orders_result r;
 
-    if (order_no_or_reply(req, resp) != 0)
+    if (idem_key_or_reply(req, &ir, resp) != 0 || order_no_or_reply(req, resp) != 0)
         return;
-    if ((conn = db_acquire_or_reply(srv, resp)) == NULL)
-        return;
-    r = orders_transition(conn, &tr, &ch);
-    render_transition(srv, req, conn, &tr, r, &ch, resp);
+    if (ir.on) {
+        if (idem_begin_or_reply(srv, req, "key:", &ir, resp) != 0)
+            return;
+        tr.hook = idem_hook(&ir, resp, render_changed);
+    }
+    if ((conn = db_acquire_or_reply(srv, resp)) != NULL) {
+        r = orders_transition(conn, &tr, &ch);
+        render_transition(srv, req, conn, &tr, r, &ch, resp);
+    }
+    idem_end(srv, req, &ir, conn, resp);
     db_release(srv->db, conn);
 }
 

@@ -1104,6 +1104,7 @@ void h_db_reset(void)
         "TRUNCATE TABLE outbox",
         "TRUNCATE TABLE idem_token",
         "TRUNCATE TABLE audit_log",
+        "TRUNCATE TABLE idem_key",
         "TRUNCATE TABLE stock",
         "INSERT INTO stock (sku, price, num) VALUES "
         "('SHOE-42', 899.00, 100), ('SOCK-01', 19.90, 500), ('HAT-7', 129.50, 10)",
