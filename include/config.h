@@ -34,6 +34,7 @@ struct config {
     int mysql_connect_timeout_ms;
     int mysql_wait_ms;            /* bound on waiting for a pooled connection */
     char mysql_init_command[CFG_STR_MAX]; /* operator SQL run on every new session; may be empty */
+    int mysql_io_timeout_s;       /* read and write timeout of a MySQL socket */
 
     char redis_host[CFG_STR_MAX];
     int redis_port;

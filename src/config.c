@@ -53,6 +53,7 @@ static const struct cfg_key keys[] = {
     I("mysql", "connect_timeout_ms", mysql_connect_timeout_ms, 100, 60000, "1000"),
     I("mysql", "wait_ms", mysql_wait_ms, 1, 60000, "1000"),
     S("mysql", "init_command", mysql_init_command, 0, ""),
+    I("mysql", "io_timeout_s", mysql_io_timeout_s, 2, 3600, "2"),
     S("redis", "host", redis_host, 1, "127.0.0.1"),
     I("redis", "port", redis_port, 1, 65535, "6379"),
     I("redis", "db", redis_db, 0, 255, "0"),

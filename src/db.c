@@ -28,7 +28,6 @@
 
 #define DB_PARAMS_MAX        12
 #define DB_BACKOFF_BASE_MS   20   /* 20, 40, 80 ms between attempts */
-#define DB_IO_TIMEOUT_S      30   /* read/write timeout on a socket */
 #define DB_LOCK_WAIT_S       3    /* innodb_lock_wait_timeout per session */
 
 struct db_conn {
@@ -169,11 +168,15 @@ enum db_status db_fail(struct db_conn *c, const char *fmt, ...)
 static void session_options(MYSQL *my, const struct config *cfg)
 {
     unsigned int connect_s = (unsigned int)(cfg->mysql_connect_timeout_ms + 999) / 1000;
-    unsigned int io_s = DB_IO_TIMEOUT_S;
+    unsigned int io_s = (unsigned int)cfg->mysql_io_timeout_s; /* well below the HTTP bounds */
+    /* A lock wait must end on the server before the socket times out on
+     * our side: a statement we gave up on would otherwise go on waiting
+     * there and could still commit after we answered. */
+    int lock_s = (int)io_s - 1 < DB_LOCK_WAIT_S ? (int)io_s - 1 : DB_LOCK_WAIT_S;
     char init[128];
 
     snprintf(init, sizeof(init), "SET time_zone = '+00:00', innodb_lock_wait_timeout = %d",
-             DB_LOCK_WAIT_S);
+             lock_s);
     /* mysql_options copies string values, so init may live on the stack. */
     mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
     mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &io_s);
