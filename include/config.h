@@ -20,10 +20,17 @@
 struct config {
     char listen_address[CFG_STR_MAX];
     int listen_port;              /* 0 = pick a free port */
-    int workers;                  /* MHD thread pool size */
+    int listen_reuse_port;        /* 1 = SO_REUSEPORT: share the port with other processes */
+    int workers;                  /* handler threads (the work pool) */
     int body_max_bytes;
     int grace_s;                  /* graceful stop bound */
     char log_level[16];
+
+    int http_max_connections;     /* open client connections in all */
+    int http_max_connections_per_ip; /* per client address; 0 = no cap */
+    int http_header_timeout_ms;   /* deadline for a request's header block */
+    int http_body_timeout_ms;     /* deadline for a request's body */
+    int http_queue_wait_ms;       /* bound on waiting for a handler thread (then 503) */
 
     char mysql_host[CFG_STR_MAX];
     int mysql_port;

@@ -36,6 +36,11 @@ enum metric_counter {
     M_IDEM_MISMATCHES,            /* a key reused with another request -> 422 */
     M_IDEM_WAITS,                 /* repeats that waited for the first attempt */
     M_IDEM_BUSY,                  /* repeats still waiting past the bound -> 409 */
+    M_HTTP_REFUSED_TOTAL_CAP,     /* connections closed at accept: http.max_connections */
+    M_HTTP_REFUSED_ADDR_CAP,      /* ... http.max_connections_per_ip */
+    M_HTTP_HEADER_TIMEOUTS,       /* connections shut down past http.header_timeout_ms */
+    M_HTTP_BODY_TIMEOUTS,         /* ... past http.body_timeout_ms */
+    M_HTTP_QUEUE_EXPIRED,         /* requests answered 503 past http.queue_wait_ms */
     M_COUNT
 };
 

@@ -14,21 +14,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "connguard.h"
 #include "handlers.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
 #include "validate.h"
+#include "workq.h"
 
-#define HTTP_CONN_TIMEOUT_S   30
-#define HTTP_CONN_LIMIT       4096
-#define HTTP_BODY_INIT_BYTES  1024
-#define HTTP_PATH_MAX_BYTES   1024
+#define HTTP_BODY_INIT_BYTES   1024
+#define HTTP_PATH_MAX_BYTES    1024
+#define HTTP_HEADER_MAX_BYTES  8192   /* request line and headers; the library's own
+                                         limit (its 32 KiB memory pool) is above it */
+#define HTTP_IO_THREADS_MAX    4      /* libmicrohttpd polling threads */
+#define HTTP_OPS_THREADS       1      /* the /readyz lane */
+#define HTTP_FD_RESERVE        64     /* descriptors for logs, listeners, epoll, spare */
 
 struct route {
     const char *method;
@@ -59,19 +66,47 @@ struct http_state {
     atomic_bool stopping;         /* quiesced: replies close their connection */
     uint64_t req_id_key;          /* random at start, so ids differ between runs */
     atomic_uint_fast64_t req_id_seq;
+    struct connguard *guard;      /* connection caps and deadlines */
+    struct workq *work;           /* runs the handlers, off the polling threads */
+    struct workq *ops;            /* runs /readyz, never behind a business request */
 };
 
-/* Per-request state, born on the first access callback and freed in the
- * completed callback. */
+/* Where a route's handler runs. The polling threads must never block, or
+ * every connection they serve (a /healthz probe among them) waits too. */
+enum lane {
+    LANE_INLINE,                  /* no I/O: on the polling thread */
+    LANE_OPS,                     /* bounded MySQL probe: the ops pool */
+    LANE_WORK,                    /* MySQL and Redis: the work pool */
+};
+
+enum req_phase {
+    RS_READING,                   /* headers or body arriving */
+    RS_QUEUED,                    /* connection suspended, handler queued or running */
+    RS_DONE,                      /* resp is ready to send */
+};
+
+/* Per-request state, born in the URI callback and freed in the completed
+ * callback. While RS_QUEUED, a pool thread owns req and resp. */
 struct req_state {
+    struct workq_job job;         /* first: the job is the state */
+    struct server *srv;
+    struct MHD_Connection *conn;
+    struct connguard_conn *guard;
     char *body;
     size_t len, cap;
     bool started;                 /* the access callback has seen the headers */
     bool too_large;
     bool replied;
+    bool close;                   /* reply with Connection: close */
+    _Atomic int phase;            /* enum req_phase */
     struct timespec start;
     char path[HTTP_PATH_MAX_BYTES + 1]; /* raw path, before percent-decoding */
+    char dpath[HTTP_PATH_MAX_BYTES + 1]; /* decoded path, what req.path points at */
     bool path_too_long;
+    struct http_req req;
+    struct http_resp resp;
+    size_t route;
+    char allow[64];
 };
 
 const struct http_route_info *http_routes(size_t *count)
@@ -408,9 +443,10 @@ static const char *log_safe(const char *s, char *out, size_t n)
 }
 
 static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *conn,
-                                  struct req_state *rs, const struct http_req *req,
-                                  struct http_resp *resp, size_t route, const char *allow)
+                                  struct req_state *rs)
 {
+    const struct http_req *req = &rs->req;
+    struct http_resp *resp = &rs->resp;
     struct MHD_Response *r;
     enum MHD_Result ret;
     char num[16], safe_path[128];
@@ -421,6 +457,7 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
     r = MHD_create_response_from_buffer_with_free_callback(strlen(resp->body), resp->body, free);
     if (r == NULL) {
         free(resp->body);
+        resp->body = NULL;
         return MHD_NO;
     }
     resp->body = NULL;                                /* owned by r now */
@@ -429,9 +466,9 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
                                                : "application/json; charset=utf-8");
     MHD_add_response_header(r, "X-Request-Id", req->request_id);
     MHD_add_response_header(r, "Cache-Control", "no-store");
-    if (allow != NULL && allow[0] != '\0')
-        MHD_add_response_header(r, "Allow", allow);
-    if (atomic_load(&srv->http->stopping))        /* keep-alive clients go elsewhere */
+    if (rs->allow[0] != '\0')
+        MHD_add_response_header(r, "Allow", rs->allow);
+    if (rs->close || atomic_load(&srv->http->stopping)) /* keep-alive clients go elsewhere */
         MHD_add_response_header(r, "Connection", "close");
     if (resp->replayed)
         MHD_add_response_header(r, "Idempotent-Replayed", "true");
@@ -443,7 +480,7 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
     MHD_destroy_response(r);
     rs->replied = true;
     us = elapsed_us(&rs->start);
-    metrics_observe(srv->m, route, resp->status, us);
+    metrics_observe(srv->m, rs->route, resp->status, us);
     log_write(resp->status >= 500 ? LOG_WARN : LOG_INFO, "request",
               "method=%s path=\"%s\" status=%d duration_us=%llu request_id=%s%s%s",
               req->method, log_safe(req->path, safe_path, sizeof(safe_path)), resp->status,
@@ -452,35 +489,108 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
     return ret;
 }
 
+/* Fills rs->req from the connection and decides the route. Returns the
+ * lane to run the handler in, or -1 when rs->resp already holds the
+ * answer (404, 405, 400 for a bad path, 413). */
+static int prepare_request(struct req_state *rs, const char *method)
+{
+    struct http_req *req = &rs->req;
+
+    req->method = method;
+    req->conn = rs->conn;
+    req->path = rs->dpath;
+    req->body = rs->body ? rs->body : "";
+    req->body_len = rs->len;
+    request_id(rs->srv->http, rs->conn, req->request_id);
+    rs->route = NROUTES;
+    if (path_decode(rs->path, rs->dpath) != 0) {
+        snprintf(rs->dpath, sizeof(rs->dpath), "%s", rs->path);
+        http_reply_error(&rs->resp, 400, "BAD_REQUEST",
+                         "malformed path: bad percent-escape, or an escaped '/' or NUL");
+        return -1;
+    }
+    if (rs->too_large) {
+        http_reply_error(&rs->resp, 413, "PAYLOAD_TOO_LARGE", "request body exceeds body_max_bytes");
+        rs->route = find_route(method, rs->dpath);
+        return -1;
+    }
+    rs->route = dispatch_route(method, rs->dpath, req->param, &rs->resp, rs->allow,
+                               sizeof(rs->allow));
+    if (rs->route == NROUTES)
+        return -1;
+    if (routes[rs->route].fn == handle_healthz || routes[rs->route].fn == handle_metrics)
+        return LANE_INLINE;
+    return routes[rs->route].fn == handle_readyz ? LANE_OPS : LANE_WORK;
+}
+
+/* Pool thread: runs the handler, then hands the connection back to its
+ * polling thread, which calls the access callback again to send. */
+static void job_run(struct workq_job *job)
+{
+    struct req_state *rs = (struct req_state *)job;
+
+    routes[rs->route].fn(rs->srv, &rs->req, &rs->resp);
+    atomic_store(&rs->phase, RS_DONE);
+    MHD_resume_connection(rs->conn);
+}
+
+/* Pool or watchdog thread: the request waited past http.queue_wait_ms for
+ * a handler thread (every one is busy, typically blocked on a frozen
+ * database). It is answered 503 rather than left to wait. */
+static void job_expire(struct workq_job *job)
+{
+    struct req_state *rs = (struct req_state *)job;
+
+    metrics_inc(rs->srv->m, M_HTTP_QUEUE_EXPIRED);
+    http_reply_unavailable(&rs->resp, "server busy: no handler free within http.queue_wait_ms");
+    atomic_store(&rs->phase, RS_DONE);
+    MHD_resume_connection(rs->conn);
+}
+
 static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection *conn,
                                       struct req_state *rs, const char *method)
 {
-    struct http_req req = { .method = method, .conn = conn };
-    struct http_resp resp = { .status = 500 };
-    char path[HTTP_PATH_MAX_BYTES + 1];
-    char allow[64];
-    size_t route = NROUTES;
+    struct workq *q;
+    int lane = prepare_request(rs, method);
 
-    request_id(srv->http, conn, req.request_id);
-    req.body = rs->body ? rs->body : "";
-    req.body_len = rs->len;
-    req.path = path;
-    allow[0] = '\0';
-    if (rs->path_too_long) {
-        snprintf(path, sizeof(path), "%.64s...", rs->path);
-        http_reply_error(&resp, 414, "URI_TOO_LONG", "request path exceeds 1024 bytes");
-    } else if (path_decode(rs->path, path) != 0) {
-        snprintf(path, sizeof(path), "%s", rs->path);
-        http_reply_error(&resp, 400, "BAD_REQUEST",
-                         "malformed path: bad percent-escape, or an escaped '/' or NUL");
-    } else if (rs->too_large) {
-        http_reply_error(&resp, 413, "PAYLOAD_TOO_LARGE", "request body exceeds body_max_bytes");
-        route = find_route(method, path);
-    } else if ((route = dispatch_route(method, path, req.param, &resp, allow,
-                                       sizeof(allow))) < NROUTES) {
-        routes[route].fn(srv, &req, &resp);
+    connguard_phase(rs->guard, CONNGUARD_BUSY);
+    if (lane < 0)
+        return send_reply(srv, conn, rs);
+    if (lane == LANE_INLINE) {
+        routes[rs->route].fn(srv, &rs->req, &rs->resp);
+        return send_reply(srv, conn, rs);
     }
-    return send_reply(srv, conn, rs, &req, &resp, route, allow);
+    q = lane == LANE_OPS ? srv->http->ops : srv->http->work;
+    rs->job.run = job_run;
+    rs->job.expire = job_expire;
+    atomic_store(&rs->phase, RS_QUEUED);
+    MHD_suspend_connection(conn);                 /* before the push: a pool thread resumes */
+    if (workq_push(q, &rs->job) != 0) {
+        http_reply_unavailable(&rs->resp, "server stopping");
+        atomic_store(&rs->phase, RS_DONE);
+        MHD_resume_connection(conn);
+    }
+    return MHD_YES;
+}
+
+/* Answers right away with an error, before or instead of reading the body;
+ * the connection is closed after the reply when close is set (the rest of
+ * the request cannot be trusted to be framed right). */
+static enum MHD_Result reply_early(struct server *srv, struct MHD_Connection *conn,
+                                   struct req_state *rs, const char *method, int status,
+                                   const char *code, const char *message, bool close)
+{
+    rs->req.method = method;
+    rs->req.conn = conn;
+    rs->req.path = rs->dpath;
+    request_id(srv->http, conn, rs->req.request_id);
+    if (path_decode(rs->path, rs->dpath) != 0)
+        snprintf(rs->dpath, sizeof(rs->dpath), "%s", rs->path);
+    rs->route = NROUTES;
+    rs->close = close;
+    http_reply_error(&rs->resp, status, code, message);
+    connguard_phase(rs->guard, CONNGUARD_BUSY);
+    return send_reply(srv, conn, rs);
 }
 
 /* Appends an upload chunk, or marks the request too large past the cap. */
@@ -517,12 +627,17 @@ static void append_body(struct req_state *rs, const char *data, size_t n, size_t
 static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct req_state *rs = calloc(1, sizeof(*rs));
+    const union MHD_ConnectionInfo *ci;
     size_t n = strcspn(uri, "?");
 
-    (void)cls;
-    (void)conn;
     if (rs == NULL)
         return NULL;
+    rs->srv = cls;
+    rs->conn = conn;
+    rs->route = NROUTES;
+    rs->resp.status = 500;
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    rs->guard = ci != NULL ? ci->socket_context : NULL;
     clock_gettime(CLOCK_MONOTONIC, &rs->start);
     if (n > HTTP_PATH_MAX_BYTES) {
         rs->path_too_long = true;
@@ -533,6 +648,71 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
     return rs;
 }
 
+/* Counts the request headers called name (case-insensitive). */
+struct header_count {
+    const char *name;
+    int n;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    struct header_count *hc = cls;
+
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, hc->name) == 0)
+        hc->n++;
+    return MHD_YES;
+}
+
+static int header_count(struct MHD_Connection *conn, const char *name)
+{
+    struct header_count hc = { name, 0 };
+
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &hc);
+    return hc.n;
+}
+
+/* The header block is complete: checks the request's framing and size
+ * before any body is read. Request smuggling rides on framing that two
+ * parsers read differently, so anything ambiguous is refused and the
+ * connection closed. */
+static enum MHD_Result on_headers(struct server *srv, struct MHD_Connection *conn,
+                                  struct req_state *rs, const char *method)
+{
+    const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    int ncl = header_count(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    const char *cl;
+
+    if (ci != NULL && ci->header_size > HTTP_HEADER_MAX_BYTES)
+        return reply_early(srv, conn, rs, method, 431, "HEADER_TOO_LARGE",
+                           "request headers exceed 8192 bytes", true);
+    if (rs->path_too_long)
+        return reply_early(srv, conn, rs, method, 414, "URI_TOO_LONG",
+                           "request path exceeds 1024 bytes", false);
+    if (te != NULL && ncl > 0)
+        return reply_early(srv, conn, rs, method, 400, "BAD_REQUEST",
+                           "Content-Length and Transfer-Encoding together", true);
+    if (ncl > 1)
+        return reply_early(srv, conn, rs, method, 400, "BAD_REQUEST",
+                           "more than one Content-Length", true);
+    if (te != NULL && (header_count(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING) > 1 ||
+                       strcasecmp(te, "chunked") != 0))
+        return reply_early(srv, conn, rs, method, 501, "NOT_IMPLEMENTED",
+                           "transfer coding not supported: only chunked", true);
+    cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl != NULL && strtoull(cl, NULL, 10) > (size_t)srv->cfg->body_max_bytes) {
+        rs->too_large = true;                     /* answer now, never read it */
+        return handle_request(srv, conn, rs, method);
+    }
+    connguard_phase(rs->guard, CONNGUARD_BODY);
+    return MHD_YES;
+}
+
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_data_size,
@@ -540,8 +720,6 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 {
     struct server *srv = cls;
     struct req_state *rs = *req_cls;
-    size_t cap = (size_t)srv->cfg->body_max_bytes;
-    const char *cl;
 
     (void)url;                                    /* decoded by libmicrohttpd: see uri_cb */
     (void)version;
@@ -550,42 +728,90 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     if (!rs->started) {                           /* headers complete: a request in flight */
         rs->started = true;
         atomic_fetch_add(&srv->http->inflight, 1);
-        cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl != NULL && strtoull(cl, NULL, 10) > cap) {
-            rs->too_large = true;                 /* answer now, never read it */
-            return handle_request(srv, conn, rs, method);
-        }
-        if (rs->path_too_long)
-            return handle_request(srv, conn, rs, method);
-        return MHD_YES;
+        return on_headers(srv, conn, rs, method);
     }
     if (rs->replied) {
         *upload_data_size = 0;                    /* discard the rest */
         return MHD_YES;
     }
+    if (atomic_load(&rs->phase) == RS_DONE)       /* resumed after the handler ran */
+        return send_reply(srv, conn, rs);
     if (*upload_data_size > 0) {
-        append_body(rs, upload_data, *upload_data_size, cap);
+        append_body(rs, upload_data, *upload_data_size, (size_t)srv->cfg->body_max_bytes);
         *upload_data_size = 0;
+        if (connguard_expired(rs->guard))      /* a trickled body: the deadline is total */
+            return reply_early(srv, conn, rs, method, 408, "REQUEST_TIMEOUT",
+                               "request body not received within http.body_timeout_ms", true);
         return MHD_YES;
     }
     return handle_request(srv, conn, rs, method);
 }
 
+/* Ends a request. A request the library answered itself (a malformed
+ * request line or header, 431 past its own buffer) never reached the
+ * access callback; it is counted and logged here with the status the
+ * library sent. The connection's next request gets a fresh header
+ * deadline. */
 static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct server *srv = cls;
     struct req_state *rs = *req_cls;
+    const union MHD_ConnectionInfo *ci;
+    char safe_path[128];
+    unsigned int status = 0;
 
-    (void)conn;
-    (void)toe;
     if (rs == NULL)
         return;
+    if (!rs->replied) {
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        status = ci != NULL ? ci->http_status : 0;
+        if (status != 0)
+            metrics_observe(srv->m, NROUTES, (int)status, elapsed_us(&rs->start));
+        log_write(status != 0 ? LOG_WARN : LOG_INFO, "request",
+                  "path=\"%s\" status=%u termination=%d code=%s",
+                  log_safe(rs->path, safe_path, sizeof(safe_path)), status, (int)toe,
+                  status != 0 ? "LIBRARY_REPLY" : "NO_REPLY");
+    }
     if (rs->started)
         atomic_fetch_sub(&srv->http->inflight, 1);
+    connguard_phase(rs->guard, CONNGUARD_HEADERS);
+    free(rs->resp.body);
     free(rs->body);
     free(rs);
     *req_cls = NULL;
+}
+
+/* A connection was accepted or is about to be closed: registers it with
+ * the guard (caps, deadlines) or forgets it before its socket closes. */
+static void connection_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct server *srv = cls;
+    const union MHD_ConnectionInfo *fd, *addr;
+    const struct sockaddr *sa;
+
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        connguard_close(srv->http->guard, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (fd == NULL || addr == NULL)
+        return;
+    sa = addr->client_addr;
+    *socket_context = connguard_open(srv->http->guard, fd->connect_fd, sa,
+                                     sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                               : sizeof(struct sockaddr_in));
+}
+
+/* Accept policy: a connection over a cap is closed at once, never queued. */
+static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    struct server *srv = cls;
+
+    return connguard_admit(srv->http->guard, addr, len) ? MHD_YES : MHD_NO;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -602,6 +828,79 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_warn("microhttpd", "detail=\"%s\"", log_safe(msg, safe, sizeof(safe)));
 }
 
+/* Descriptors the process needs besides client connections. */
+static long fd_reserve(const struct config *cfg, int io_threads)
+{
+    return HTTP_FD_RESERVE + cfg->mysql_pool_size + cfg->redis_pool_size + 4L * io_threads;
+}
+
+/* Makes sure the open-file limit holds http.max_connections plus the
+ * reserve, raising the soft limit up to the hard one if it must. Returns
+ * the number of client connections the library may hold, or -1 (logged). */
+static long check_fd_limit(const struct config *cfg, int io_threads)
+{
+    long need = cfg->http_max_connections + fd_reserve(cfg, io_threads);
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        log_error("cannot read the open-file limit", "%s", "");
+        return -1;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < need &&
+        (rl.rlim_max == RLIM_INFINITY || (long)rl.rlim_max >= need)) {
+        rl.rlim_cur = (rlim_t)need;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < need) {
+        log_error("http.max_connections does not fit the open-file limit",
+                  "max_connections=%d reserve=%ld nofile=%ld hint=\"lower "
+                  "http.max_connections or raise ulimit -n\"",
+                  cfg->http_max_connections, fd_reserve(cfg, io_threads), (long)rl.rlim_cur);
+        return -1;
+    }
+    return rl.rlim_cur == RLIM_INFINITY ? need : (long)rl.rlim_cur - fd_reserve(cfg, io_threads);
+}
+
+/* The connection guard and the two handler pools. 0, or -1 (logged). */
+static int start_pools(struct server *srv)
+{
+    const struct config *cfg = srv->cfg;
+    struct connguard_limits lim = {
+        .max_conns = cfg->http_max_connections,
+        .max_per_addr = cfg->http_max_connections_per_ip,
+        .header_ms = cfg->http_header_timeout_ms,
+        .body_ms = cfg->http_body_timeout_ms,
+    };
+
+    if ((srv->http->guard = connguard_create(&lim, srv->m)) == NULL ||
+        (srv->http->work = workq_create(cfg->workers, cfg->http_queue_wait_ms)) == NULL ||
+        (srv->http->ops = workq_create(HTTP_OPS_THREADS, cfg->http_queue_wait_ms)) == NULL) {
+        log_error("cannot start the http threads", "%s", "");
+        return -1;
+    }
+    return 0;
+}
+
+/* The listening address of cfg in a6 or a4. Returns it, or NULL (logged). */
+static const struct sockaddr *listen_addr(const struct config *cfg, struct sockaddr_in6 *a6,
+                                          struct sockaddr_in *a4, unsigned int *flags)
+{
+    if (inet_pton(AF_INET, cfg->listen_address, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)cfg->listen_port);
+        return (const struct sockaddr *)a4;
+    }
+    if (inet_pton(AF_INET6, cfg->listen_address, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)cfg->listen_port);
+        *flags |= MHD_USE_IPv6;
+        return (const struct sockaddr *)a6;
+    }
+    log_error("listen.address is not an IP address", "address=%s", cfg->listen_address);
+    return NULL;
+}
+
 int http_start(struct server *srv, int *port)
 {
     const struct config *cfg = srv->cfg;
@@ -609,41 +908,43 @@ int http_start(struct server *srv, int *port)
     struct sockaddr_in a4 = { 0 };
     const struct sockaddr *sa;
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                         MHD_USE_ERROR_LOG;
+                         MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    int io_threads = cfg->workers < HTTP_IO_THREADS_MAX ? cfg->workers : HTTP_IO_THREADS_MAX;
+    unsigned int idle_s;
     const union MHD_DaemonInfo *info;
+    long lib_limit;
 
     if ((srv->http = calloc(1, sizeof(*srv->http))) == NULL)
         return -1;
     if (getrandom(&srv->http->req_id_key, sizeof(srv->http->req_id_key), 0) !=
         (ssize_t)sizeof(srv->http->req_id_key))
         srv->http->req_id_key = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    if (inet_pton(AF_INET, cfg->listen_address, &a4.sin_addr) == 1) {
-        a4.sin_family = AF_INET;
-        a4.sin_port = htons((uint16_t)cfg->listen_port);
-        sa = (const struct sockaddr *)&a4;
-    } else if (inet_pton(AF_INET6, cfg->listen_address, &a6.sin6_addr) == 1) {
-        a6.sin6_family = AF_INET6;
-        a6.sin6_port = htons((uint16_t)cfg->listen_port);
-        sa = (const struct sockaddr *)&a6;
-        flags |= MHD_USE_IPv6;
-    } else {
-        log_error("listen.address is not an IP address", "address=%s", cfg->listen_address);
+    if ((sa = listen_addr(cfg, &a6, &a4, &flags)) == NULL ||
+        (lib_limit = check_fd_limit(cfg, io_threads)) < 0 || start_pools(srv) != 0)
         return -1;
-    }
+    /* The library's own idle timeout only backs up the guard's deadlines:
+     * it catches a client that stops reading its reply. */
+    idle_s = (unsigned int)((cfg->http_header_timeout_ms > cfg->http_body_timeout_ms
+                                 ? cfg->http_header_timeout_ms
+                                 : cfg->http_body_timeout_ms) + 999) / 1000 + 1;
     srv->http->d = MHD_start_daemon(
-        flags, (uint16_t)cfg->listen_port, NULL, NULL, access_cb, srv,
+        flags, (uint16_t)cfg->listen_port, accept_cb, srv, access_cb, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->workers,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_CONN_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONN_LIMIT,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)io_threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+        /* Above our own cap, so the library never stops accepting (it would
+         * leave new connections waiting in the backlog): the guard refuses. */
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)lib_limit,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)(cfg->listen_reuse_port ? 1 : 0),
         MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
         MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv,
         MHD_OPTION_END);
     if (srv->http->d == NULL) {
-        log_error("cannot start http daemon", "address=%s port=%d", cfg->listen_address,
-                  cfg->listen_port);
+        log_error("cannot start http daemon: address in use or not available (see the "
+                  "microhttpd line above); listen.reuse_port shares a port on purpose",
+                  "address=%s port=%d", cfg->listen_address, cfg->listen_port);
         return -1;
     }
     info = MHD_get_daemon_info(srv->http->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -668,12 +969,17 @@ int http_inflight(const struct server *srv)
     return srv->http ? atomic_load(&srv->http->inflight) : 0;
 }
 
+/* The pools go first, while the daemon can still resume what they hand
+ * back; the guard goes last, after the daemon's close notifications. */
 void http_stop(struct server *srv)
 {
     if (srv->http == NULL)
         return;
+    workq_destroy(srv->http->work);
+    workq_destroy(srv->http->ops);
     if (srv->http->d != NULL)
         MHD_stop_daemon(srv->http->d);
+    connguard_destroy(srv->http->guard);
     free(srv->http);
     srv->http = NULL;
 }

@@ -312,8 +312,9 @@ int main(int argc, char **argv)
         http_stop(&srv);
         goto out;
     }
-    log_info("listening", "address=%s port=%d workers=%d version=%s", cfg.listen_address, port,
-             cfg.workers, PAYCALLBACK_VERSION);
+    log_info("listening", "address=%s port=%d workers=%d max_connections=%d "
+             "max_connections_per_ip=%d version=%s", cfg.listen_address, port, cfg.workers,
+             cfg.http_max_connections, cfg.http_max_connections_per_ip, PAYCALLBACK_VERSION);
     if (cfg.webhook_url[0] == '\0')
         log_warn("outbox delivery is off: webhook.url is empty; events wait in the outbox",
                  "%s", "");

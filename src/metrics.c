@@ -27,7 +27,8 @@ static const uint64_t bucket_us[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100
 #define NBUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
 
 /* Status codes counted one by one; anything else goes in "other". */
-static const int codes[] = { 200, 201, 400, 401, 404, 405, 409, 413, 422, 500, 503 };
+static const int codes[] = { 200, 201, 400, 401, 404, 405, 408, 409, 413, 414, 422, 431,
+                             500, 501, 503, 505 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 
 struct route_stats {
@@ -104,6 +105,17 @@ static const struct {
                        "Idempotency-Key repeats that waited for the first attempt." },
     [M_IDEM_BUSY] = { "paycallback_idempotency_busy_total", NULL,
                       "Idempotency-Key repeats still waiting past idempotency.wait_ms (409)." },
+    [M_HTTP_REFUSED_TOTAL_CAP] = { "paycallback_http_connections_refused_total",
+                                   "reason=\"max_connections\"",
+                                   "Connections closed as soon as accepted, by the cap they hit." },
+    [M_HTTP_REFUSED_ADDR_CAP] = { "paycallback_http_connections_refused_total",
+                                  "reason=\"max_connections_per_ip\"", NULL },
+    [M_HTTP_HEADER_TIMEOUTS] = { "paycallback_http_deadline_closes_total", "phase=\"header\"",
+                                 "Connections shut down past their header or body deadline." },
+    [M_HTTP_BODY_TIMEOUTS] = { "paycallback_http_deadline_closes_total", "phase=\"body\"", NULL },
+    [M_HTTP_QUEUE_EXPIRED] = { "paycallback_http_queue_expired_total", NULL,
+                               "Requests answered 503 after waiting past http.queue_wait_ms for a "
+                               "handler thread." },
 };
 
 static const struct {

@@ -9,10 +9,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include "harness.h"
 
@@ -55,47 +52,6 @@ static int allows(const struct h_resp *r, const char *method)
     return 0;
 }
 
-/* A TCP connection to the server under test with a receive timeout of
- * recv_timeout_s, or -1. */
-static int raw_connect(int port, int recv_timeout_s)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    struct timeval tv = { recv_timeout_s, 0 };
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        return -1;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Reads until EOF (or the receive timeout) into buf, NUL-terminated.
- * Returns the byte count; *eof says whether the peer closed. */
-static size_t raw_read_all(int fd, char *buf, size_t sz, int *eof)
-{
-    size_t len = 0;
-    ssize_t n;
-
-    *eof = 0;
-    while (len + 1 < sz) {
-        n = recv(fd, buf + len, sz - 1 - len, 0);
-        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
-            *eof = 1;
-            break;
-        }
-        if (n < 0)
-            break;
-        len += (size_t)n;
-    }
-    buf[len] = '\0';
-    return len;
-}
-
 /* The first occurrence of needle in hay, ignoring case, or NULL. */
 static const char *find_ci(const char *hay, const char *needle)
 {
@@ -127,10 +83,10 @@ static void head_request(const char *path, struct head_reply *out)
     out->body_bytes = 0;
     snprintf(req, sizeof req, "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
              path);
-    fd = raw_connect(h_port(), 10);
+    fd = h_raw_connect(h_port(), NULL, 10000);
     ck_assert_msg(fd >= 0, "cannot connect: %s", strerror(errno));
     ck_assert_int_eq((ssize_t)strlen(req), send(fd, req, strlen(req), MSG_NOSIGNAL));
-    len = raw_read_all(fd, buf, sizeof buf, &eof);
+    len = h_raw_read_all(fd, buf, sizeof buf, &eof);
     close(fd);
     ck_assert_msg((end = strstr(buf, "\r\n\r\n")) != NULL, "no header end in: %s", buf);
     sscanf(buf, "HTTP/1.1 %d", &out->status);

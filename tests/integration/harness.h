@@ -311,6 +311,27 @@ int h_order_create(int port, const char *token, const char *user_id,
                    const char *request_id, const char *sku, int quantity,
                    struct h_resp *out);
 
+/* ---- raw connections ----------------------------------------------------- */
+
+/* A blocking TCP connection to 127.0.0.1:port from source address src_ip
+ * (another loopback address such as "127.0.0.2" looks like another client;
+ * NULL lets the kernel pick), with send and receive timeouts of
+ * recv_timeout_ms. The descriptor, or -1 with errno set. */
+int h_raw_connect(int port, const char *src_ip, int recv_timeout_ms);
+
+/* Reads until EOF, a reset or the receive timeout into buf (sz bytes,
+ * NUL-terminated). Returns the byte count; *eof is 1 when the peer closed
+ * or reset the connection. */
+size_t h_raw_read_all(int fd, char *buf, size_t sz, int *eof);
+
+/* 1 when the peer has closed or reset fd (checked without blocking and
+ * without consuming data), else 0. */
+int h_raw_closed(int fd);
+
+/* The monotonic clock in microseconds, for measured (never asserted)
+ * latencies. */
+long long h_now_us(void);
+
 /* ---- suite fixtures ------------------------------------------------------ */
 
 /* The server of the running suite. h_fixture_server_up starts it with the

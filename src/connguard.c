@@ -1,0 +1,311 @@
+/* connguard.c - a registry of open connections (a list for the reaper, a
+ * hash of per-address counts for admission) under one mutex, and the
+ * reaper thread that enforces the header and body deadlines. */
+#include "connguard.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "metrics.h"
+
+#define CG_BUCKETS       4096         /* per-address hash buckets */
+#define CG_REAP_EVERY_MS 100          /* reaper pass interval */
+
+/* A client address: the IPv4 or IPv6 bytes, port left out. */
+struct addr_key {
+    unsigned char b[16];
+    unsigned char len;
+};
+
+struct addr_count {
+    struct addr_key key;
+    int n;
+    struct addr_count *next;
+};
+
+struct connguard_conn {
+    int fd;
+    struct addr_key key;
+    atomic_llong deadline_ms;         /* 0 = none */
+    atomic_int phase;
+    const struct connguard *g;
+    bool reaped;
+    struct connguard_conn *prev, *next;
+};
+
+struct connguard {
+    struct connguard_limits lim;
+    struct metrics *m;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;                /* stop */
+    bool stop;
+    pthread_t reaper;
+    int count;
+    struct connguard_conn *head;
+    struct addr_count *bucket[CG_BUCKETS];
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The address part of a socket address (any other family keys as empty,
+ * so such clients share one count). */
+static void make_key(const struct sockaddr *sa, socklen_t len, struct addr_key *k)
+{
+    memset(k, 0, sizeof(*k));
+    if (sa == NULL)
+        return;
+    if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+        memcpy(k->b, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        k->len = 4;
+    } else if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+        memcpy(k->b, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+        k->len = 16;
+    }
+}
+
+static size_t hash_key(const struct addr_key *k)
+{
+    uint32_t h = 2166136261u;                 /* FNV-1a */
+
+    for (unsigned i = 0; i < k->len; i++)
+        h = (h ^ k->b[i]) * 16777619u;
+    return h % CG_BUCKETS;
+}
+
+static bool same_key(const struct addr_key *a, const struct addr_key *b)
+{
+    return a->len == b->len && memcmp(a->b, b->b, a->len) == 0;
+}
+
+/* The count entry of k, or NULL. Called with mu held. */
+static struct addr_count *find_count(struct connguard *g, const struct addr_key *k)
+{
+    struct addr_count *e;
+
+    for (e = g->bucket[hash_key(k)]; e != NULL; e = e->next)
+        if (same_key(&e->key, k))
+            return e;
+    return NULL;
+}
+
+/* Adds delta to k's count, creating or dropping its entry. 0, or -1 when
+ * out of memory. Called with mu held. */
+static int add_count(struct connguard *g, const struct addr_key *k, int delta)
+{
+    struct addr_count *e = find_count(g, k), **pp;
+    size_t h = hash_key(k);
+
+    if (e == NULL) {
+        if (delta <= 0 || (e = calloc(1, sizeof(*e))) == NULL)
+            return delta <= 0 ? 0 : -1;
+        e->key = *k;
+        e->next = g->bucket[h];
+        g->bucket[h] = e;
+    }
+    e->n += delta;
+    if (e->n > 0)
+        return 0;
+    for (pp = &g->bucket[h]; *pp != e; pp = &(*pp)->next)
+        ;
+    *pp = e->next;
+    free(e);
+    return 0;
+}
+
+/* One pass: shuts down every connection past its deadline. shutdown()
+ * rather than close(): the HTTP library owns the descriptor and closes it
+ * once it sees the end of the stream, which keeps the descriptor valid
+ * for as long as the connection is registered here. */
+static void reap(struct connguard *g)
+{
+    long long now = now_ms(), d;
+
+    for (struct connguard_conn *c = g->head; c != NULL; c = c->next) {
+        d = atomic_load(&c->deadline_ms);
+        if (c->reaped || d == 0 || now < d)
+            continue;
+        shutdown(c->fd, SHUT_RDWR);
+        c->reaped = true;
+        metrics_inc(g->m, atomic_load(&c->phase) == CONNGUARD_BODY ? M_HTTP_BODY_TIMEOUTS
+                                                                    : M_HTTP_HEADER_TIMEOUTS);
+    }
+}
+
+static void *reaper_main(void *arg)
+{
+    struct connguard *g = arg;
+    struct timespec until;
+
+    pthread_mutex_lock(&g->mu);
+    while (!g->stop) {
+        reap(g);
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += CG_REAP_EVERY_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&g->cv, &g->mu, &until);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+struct connguard *connguard_create(const struct connguard_limits *lim, struct metrics *m)
+{
+    struct connguard *g = calloc(1, sizeof(*g));
+    pthread_condattr_t ca;
+
+    if (g == NULL)
+        return NULL;
+    g->lim = *lim;
+    g->m = m;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&g->reaper, NULL, reaper_main, g) != 0) {
+        pthread_cond_destroy(&g->cv);
+        pthread_mutex_destroy(&g->mu);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void connguard_destroy(struct connguard *g)
+{
+    struct connguard_conn *c, *cn;
+    struct addr_count *e, *en;
+
+    if (g == NULL)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->stop = true;
+    pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    pthread_join(g->reaper, NULL);
+    for (c = g->head; c != NULL; c = cn) {
+        cn = c->next;
+        free(c);
+    }
+    for (size_t i = 0; i < CG_BUCKETS; i++)
+        for (e = g->bucket[i]; e != NULL; e = en) {
+            en = e->next;
+            free(e);
+        }
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+bool connguard_admit(struct connguard *g, const struct sockaddr *addr, socklen_t len)
+{
+    struct addr_key k;
+    struct addr_count *e;
+    bool ok;
+
+    make_key(addr, len, &k);
+    pthread_mutex_lock(&g->mu);
+    if (g->count >= g->lim.max_conns) {
+        ok = false;
+        metrics_inc(g->m, M_HTTP_REFUSED_TOTAL_CAP);
+    } else if (g->lim.max_per_addr > 0 && (e = find_count(g, &k)) != NULL &&
+               e->n >= g->lim.max_per_addr) {
+        ok = false;
+        metrics_inc(g->m, M_HTTP_REFUSED_ADDR_CAP);
+    } else {
+        ok = true;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+struct connguard_conn *connguard_open(struct connguard *g, int fd, const struct sockaddr *addr,
+                                      socklen_t len)
+{
+    struct connguard_conn *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->fd = fd;
+    c->g = g;
+    make_key(addr, len, &c->key);
+    connguard_phase(c, CONNGUARD_HEADERS);
+    pthread_mutex_lock(&g->mu);
+    if (add_count(g, &c->key, 1) != 0) {
+        pthread_mutex_unlock(&g->mu);
+        free(c);
+        return NULL;
+    }
+    c->next = g->head;
+    if (g->head != NULL)
+        g->head->prev = c;
+    g->head = c;
+    g->count++;
+    pthread_mutex_unlock(&g->mu);
+    return c;
+}
+
+void connguard_close(struct connguard *g, struct connguard_conn *c)
+{
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&g->mu);
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        g->head = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    add_count(g, &c->key, -1);
+    g->count--;
+    pthread_mutex_unlock(&g->mu);
+    free(c);
+}
+
+void connguard_phase(struct connguard_conn *c, enum connguard_phase p)
+{
+    long long d = 0;
+
+    if (c == NULL)
+        return;
+    if (p == CONNGUARD_HEADERS)
+        d = now_ms() + c->g->lim.header_ms;
+    else if (p == CONNGUARD_BODY)
+        d = now_ms() + c->g->lim.body_ms;
+    atomic_store(&c->phase, (int)p);
+    atomic_store(&c->deadline_ms, d);
+}
+
+bool connguard_expired(const struct connguard_conn *c)
+{
+    long long d;
+
+    if (c == NULL)
+        return false;
+    d = atomic_load(&c->deadline_ms);
+    return d != 0 && now_ms() >= d;
+}
+
+int connguard_count(struct connguard *g)
+{
+    int n;
+
+    pthread_mutex_lock(&g->mu);
+    n = g->count;
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}
