@@ -89,8 +89,9 @@ void http_reply_replay(struct http_resp *resp, int status, const char *body, siz
 int http_resp_retryable(const struct http_resp *resp);
 
 /* Starts the daemon on cfg's address and port: the connection guard (caps
- * and deadlines of the http.* keys), cfg->workers handler threads, a
- * thread for /readyz, and up to four polling threads that never block.
+ * and deadlines of the http.* keys), cfg->workers handler threads, two
+ * for /readyz and /metrics, and up to four polling threads that never
+ * block.
  * Checks that http.max_connections fits the open-file limit (raising the
  * soft limit if it must) and binds the port exclusively unless
  * listen.reuse_port is set. Returns 0 and stores the bound port in *port,

@@ -34,7 +34,7 @@
 #define HTTP_HEADER_MAX_BYTES  8192   /* request line and headers; the library's own
                                          limit (its 32 KiB memory pool) is above it */
 #define HTTP_IO_THREADS_MAX    4      /* libmicrohttpd polling threads */
-#define HTTP_OPS_THREADS       1      /* the /readyz lane */
+#define HTTP_OPS_THREADS       2      /* the /readyz and /metrics lane */
 #define HTTP_FD_RESERVE        64     /* descriptors for logs, listeners, epoll, spare */
 
 struct route {
@@ -68,14 +68,14 @@ struct http_state {
     atomic_uint_fast64_t req_id_seq;
     struct connguard *guard;      /* connection caps and deadlines */
     struct workq *work;           /* runs the handlers, off the polling threads */
-    struct workq *ops;            /* runs /readyz, never behind a business request */
+    struct workq *ops;            /* runs /readyz and /metrics, never behind a business request */
 };
 
 /* Where a route's handler runs. The polling threads must never block, or
  * every connection they serve (a /healthz probe among them) waits too. */
 enum lane {
     LANE_INLINE,                  /* no I/O: on the polling thread */
-    LANE_OPS,                     /* bounded MySQL probe: the ops pool */
+    LANE_OPS,                     /* bounded MySQL probe (/readyz, /metrics): the ops pool */
     LANE_WORK,                    /* MySQL and Redis: the work pool */
 };
 
@@ -518,9 +518,11 @@ static int prepare_request(struct req_state *rs, const char *method)
                                sizeof(rs->allow));
     if (rs->route == NROUTES)
         return -1;
-    if (routes[rs->route].fn == handle_healthz || routes[rs->route].fn == handle_metrics)
+    if (routes[rs->route].fn == handle_healthz)
         return LANE_INLINE;
-    return routes[rs->route].fn == handle_readyz ? LANE_OPS : LANE_WORK;
+    if (routes[rs->route].fn == handle_readyz || routes[rs->route].fn == handle_metrics)
+        return LANE_OPS;                          /* both run the bounded readiness probe */
+    return LANE_WORK;
 }
 
 /* Pool thread: runs the handler, then hands the connection back to its
