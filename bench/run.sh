@@ -8,8 +8,10 @@
 # Knobs: BENCH_SECONDS (per run, 3), BENCH_ROUNDS (3), BENCH_CONCURRENCY
 # ("1 16 64"), BENCH_ORDERS (seeded per unique run, 40000), BENCH_DUPS
 # (recorded payments the duplicate storms repeat, 2000), BENCH_THREADS (wrk
-# threads, 2), BENCH_LOG_LEVEL (warn). It uses the test database
-# (paycallback_test, emptied before and after) under var/test.lock.
+# threads, 2), BENCH_LOG_LEVEL (warn), BENCH_BASELINE (another paycallback
+# binary, say an older build, run as a fourth form "before" beside the
+# others). It uses the test database (paycallback_test, emptied before and
+# after) under var/test.lock.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
 
@@ -76,9 +78,9 @@ invariants() {
 measure() {
 	local name=$1 c=$2 expect=$3 setup_q=$4; shift 4
 	local m0 s0 q0 m1 s1 q1 line inv
-	m0=$(ticks "$mdb_pid") s0=$(ticks "$pid") q0=$(questions)
+	m0=$(ticks "$mdb_pid") s0=$(ticks "$svc_pid") q0=$(questions)
 	line=$("$@" 2>>"$work/errors.log" | grep '^RESULT' || true)
-	m1=$(ticks "$mdb_pid") s1=$(ticks "$pid") q1=$(questions)
+	m1=$(ticks "$mdb_pid") s1=$(ticks "$svc_pid") q1=$(questions)
 	inv=$(invariants "$expect")
 	[[ -n $line ]] || line="RESULT rps=0 p50_ms=0 p99_ms=0 errors=1 non2xx=0 requests=0 exhausted=0"
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$name" "$c" "${line#RESULT }" \
@@ -100,15 +102,30 @@ web() {     # NAME C EXPECT REQUESTS_FILE PATH_OR_URL...
 		wrk -t"$t" -c"$c" -d"${secs}s" --latency "$@"
 }
 
-service_unique() {
+service_unique() {    # FORM C: FORM is service or before
 	seed_unique "$orders"
 	python3 "$ROOT/bench/requests.py" callbacks 1 "$orders" "$secret" >"$work/callbacks.tsv"
-	web "unique service" "$1" 0 "$work/callbacks.tsv" -s "$ROOT/bench/requests.lua" "$url"
+	web "unique $1" "$2" 0 "$work/callbacks.tsv" -s "$ROOT/bench/requests.lua" "${urls[$1]}"
 }
 
 service_dup() {
 	python3 "$ROOT/bench/requests.py" callbacks 1 "$dups" "$secret" >"$work/dups.tsv"
-	web "dup service" "$1" "$dups" "$work/dups.tsv" -s "$ROOT/bench/requests.lua" "$url"
+	web "dup $1" "$2" "$dups" "$work/dups.tsv" -s "$ROOT/bench/requests.lua" "${urls[$1]}"
+}
+
+# start FORM BIN: the service on a free port, against the test database;
+# its reconciliation pass runs once at start, not in the middle of a run.
+declare -A urls pids
+start() {
+	rm -f "$work/port.$1"
+	PAYCALLBACK_LISTEN_PORT=0 PAYCALLBACK_MYSQL_DATABASE=$DB_TEST_NAME PAYCALLBACK_REDIS_DB=9 \
+	PAYCALLBACK_MYSQL_PORT=$MYSQL_PORT PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
+	PAYCALLBACK_LOG_LEVEL=${BENCH_LOG_LEVEL:-warn} PAYCALLBACK_RECONCILE_INTERVAL_S=86400 \
+		"$2" --dev -c "$ROOT/config/paycallback.json" --port-file "$work/port.$1" 2>"$work/server.$1.log" &
+	pids[$1]=$!
+	for _ in $(seq 100); do [[ -s $work/port.$1 ]] && break; sleep 0.1; done
+	[[ -s $work/port.$1 ]] || { echo "bench: $2 did not start:" >&2; tail -3 "$work/server.$1.log" >&2; exit 1; }
+	urls[$1]=http://127.0.0.1:$(<"$work/port.$1")
 }
 
 # Order creation: each request with its own token (put into Redis first)
@@ -128,31 +145,32 @@ order_create() {
 }
 
 mdb_pid=$(<"$MYSQL_PIDFILE")
-rm -f "$work/port" "$results" "$work/errors.log"
-PAYCALLBACK_LISTEN_PORT=0 PAYCALLBACK_MYSQL_DATABASE=$DB_TEST_NAME PAYCALLBACK_REDIS_DB=9 \
-PAYCALLBACK_MYSQL_PORT=$MYSQL_PORT PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
-PAYCALLBACK_LOG_LEVEL=${BENCH_LOG_LEVEL:-warn} \
-	"$bin" --dev -c "$ROOT/config/paycallback.json" --port-file "$work/port" 2>"$work/server.log" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; reset; sql "DELETE FROM stock WHERE sku = '"'BENCH-SKU'"'"' EXIT
-for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
-url=http://127.0.0.1:$(<"$work/port")
+rm -f "$results" "$work/errors.log"
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; reset; sql "DELETE FROM stock WHERE sku = '"'BENCH-SKU'"'"' EXIT
+start service "$bin"
+forms=(plain call service)
+if [[ -n ${BENCH_BASELINE:-} ]]; then
+	start before "$(realpath "$BENCH_BASELINE")"
+	forms+=(before)
+fi
+pid=${pids[service]} url=${urls[service]}
 
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD), $(nproc) cores" \
 	"($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)," \
 	"$(mariadbd --version | awk '{ print $3 }')"
 echo "runs of ${secs}s, $rounds rounds, concurrency $concs, service workers=16 mysql.pool_size=16," \
 	"log_level=${BENCH_LOG_LEVEL:-warn}"
-forms=(plain call service)
+nforms=${#forms[@]}
 for round in $(seq "$rounds"); do
 	echo "round $round"
 	# Rotate the order each round, so drift in the machine's speed does not
 	# always favour the same form.
-	order=("${forms[@]:$((round % 3))}" "${forms[@]:0:$((round % 3))}")
+	order=("${forms[@]:$((round % nforms))}" "${forms[@]:0:$((round % nforms))}")
 	for c in $concs; do
 		for f in "${order[@]}"; do
-			if [[ $f == service ]]; then
-				service_unique "$c"
+			svc_pid=${pids[${f}]:-$pid}
+			if [[ $f == service || $f == before ]]; then
+				service_unique "$f" "$c"
 			else
 				seed_unique "$orders"
 				ceil "$f" unique "$c" 1 "$orders"
@@ -162,9 +180,15 @@ for round in $(seq "$rounds"); do
 	seed_paid "$dups"
 	for c in $concs; do
 		for f in "${order[@]}"; do
-			if [[ $f == service ]]; then service_dup "$c"; else ceil "$f" dup "$c" 1 "$dups"; fi
+			svc_pid=${pids[${f}]:-$pid}
+			if [[ $f == service || $f == before ]]; then
+				service_dup "$f" "$c"
+			else
+				ceil "$f" dup "$c" 1 "$dups"
+			fi
 		done
 	done
+	svc_pid=$pid
 	reset
 	BENCH_THREADS=$threads measure "token apply" 16 0 0 \
 		wrk -t"$threads" -c16 -d"${secs}s" --latency -s "$ROOT/bench/plain.lua" "$url/token/apply"

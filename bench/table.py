@@ -50,17 +50,22 @@ def main():
     print("| scenario | c | req/s | p50 ms | p99 ms | MariaDB CPU ms / 1,000 | service CPU ms / 1,000 "
           "| statements / request | × plain client | × one-call | invariants | errors |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
-    order = ["unique plain", "unique call", "unique service", "dup plain", "dup call",
-             "dup service", "token apply", "order create"]
-    keys = sorted(groups, key=lambda k: (order.index(k[0]) // 3 if k[0] in order else 9, k[1],
-                                         order.index(k[0]) if k[0] in order else 9))
+    kinds, forms = ["unique", "dup"], ["plain", "call", "service", "before"]
+
+    def sort_key(k):
+        kind, _, form = k[0].partition(" ")
+        return (kinds.index(kind) if kind in kinds else 9, k[1],
+                forms.index(form) if form in forms else 9, k[0])
+
+    keys = sorted(groups, key=sort_key)
     for name, c in keys:
         g = groups[(name, c)]
         med = {f: statistics.median(r[f] for r in g) for f in ("rps", "p50", "p99", "mdb", "svc",
                                                               "stmts")}
-        svc = "%.0f" % med["svc"] if name.endswith(("service", "apply", "create")) else "-"
-        plain = ratio(by_key, name, c, "plain") if name.endswith("service") else ""
-        call = ratio(by_key, name, c, "call") if name.endswith("service") else ""
+        served = name.endswith(("service", "before"))
+        svc = "%.0f" % med["svc"] if served or name.endswith(("apply", "create")) else "-"
+        plain = ratio(by_key, name, c, "plain") if served else ""
+        call = ratio(by_key, name, c, "call") if served else ""
         ok = sum(r["ok"] for r in g)
         flag = " (exhausted)" if any(r["exhausted"] for r in g) and name.startswith("unique") else ""
         print("| %s%s | %d | %.0f | %.2f | %.2f | %.0f | %s | %.2f | %s | %s | %d/%d ok | %d |" % (
