@@ -37,12 +37,18 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }      # utime + stime
 questions() { sql "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
 rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 
-# WAIT_PAY orders BENCH-1 .. BENCH-n, nothing paid.
+# WAIT_PAY orders BENCH-i for the next n numbers, nothing paid: every
+# unique run pays orders and pay_nos never used before in the sitting, as
+# a gateway's pay_nos are unique forever (a service remembers the pay_nos
+# it has seen). Sets first to the first number.
+next_first=1000001
 seed_unique() {
+	first=$next_first
+	next_first=$((next_first + $1))
 	reset
 	sql "INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status)
 	     SELECT CONCAT('BENCH-', seq), 'bench', CONCAT('req-', seq), 'SHOE-42', 1, 899.00, 1
-	     FROM seq_1_to_$1"
+	     FROM seq_${first}_to_$((first + $1 - 1))"
 }
 
 # Orders BENCH-1 .. BENCH-n already paid by BPAY-i, as the first callbacks leave them.
@@ -104,7 +110,7 @@ web() {     # NAME C EXPECT REQUESTS_FILE PATH_OR_URL...
 
 service_unique() {    # FORM C: FORM is service or before
 	seed_unique "$orders"
-	python3 "$ROOT/bench/requests.py" callbacks 1 "$orders" "$secret" >"$work/callbacks.tsv"
+	python3 "$ROOT/bench/requests.py" callbacks "$first" "$orders" "$secret" >"$work/callbacks.tsv"
 	web "unique $1" "$2" 0 "$work/callbacks.tsv" -s "$ROOT/bench/requests.lua" "${urls[$1]}"
 }
 
@@ -173,7 +179,7 @@ for round in $(seq "$rounds"); do
 				service_unique "$f" "$c"
 			else
 				seed_unique "$orders"
-				ceil "$f" unique "$c" 1 "$orders"
+				ceil "$f" unique "$c" "$first" "$orders"
 			fi
 		done
 	done
