@@ -49,10 +49,7 @@ CLIENT_TIMEOUT_S = BOUND_S + 2  # past the bound: a violation, then a retry
 # Scenarios that cannot pass yet, with the reason printed next to them. A
 # scenario listed here that passes fails the run, so the mark goes once the
 # service holds the guarantee.
-EXPECTED_TO_FAIL = {
-    "freeze-mysql": "the service's MySQL read timeout is not yet below the answer bound, so "
-                    "callbacks in flight when MariaDB freezes wait past it",
-}
+EXPECTED_TO_FAIL = {}
 
 
 def log(msg=""):
