@@ -87,8 +87,10 @@ run: services
 unit: $(UNIT)
 	@scripts/run-tests.sh $(UNIT)
 
+# The server logs of this run (var/test-logs) are read back as logfmt last.
 integration: $(BIN) $(INTEG)
-	@PCB_BIN=$(BIN) scripts/run-tests.sh $(INTEG)
+	@rm -rf var/test-logs
+	@PCB_BIN=$(BIN) scripts/run-tests.sh $(INTEG) scripts/check-logfmt.py
 
 test: services
 	@$(MAKE) --no-print-directory unit integration

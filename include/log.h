@@ -13,7 +13,11 @@ void log_set_level(enum log_level lvl);
 int log_level_parse(const char *s, enum log_level *out);
 
 /* fmt is logfmt key=value pairs after the message, e.g.
- * log_info("listening", "addr=%s port=%d", addr, port). msg is quoted. */
+ * log_info("listening", "addr=%s port=%d", addr, port). msg is quoted.
+ * Every %s value is made safe: escaped when the format quotes it
+ * ("error=\"%s\""), quoted and escaped when bare and it holds a space, '=',
+ * a quote, a backslash or a control character (or is empty); a %s not after '=' is copied as is. Numbers are
+ * written as printf writes them. A line longer than 2 KiB is cut short. */
 void log_write(enum log_level lvl, const char *msg, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
