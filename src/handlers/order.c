@@ -96,7 +96,7 @@ static int consume_or_reply(struct server *srv, struct token_ctx *ctx, const str
         return 0;
     case TOKEN_USED:
         metrics_inc(srv->m, M_DUP_TOKEN);
-        log_info("repeat submit refused", "user_id=%s request_id=%s http_request_id=%s",
+        log_info("repeat submit refused", "user_id=%s checkout_id=%s request_id=%s",
                  rq->order.user_id, rq->order.request_id, req->request_id);
         http_reply_error(resp, 409, "REPEAT_SUBMIT", REPEAT_SUBMIT_MSG);
         return -1;
@@ -176,8 +176,8 @@ static void log_created(const struct http_req *req, const struct order_view *o,
     char amount[MONEY_STR_MAX];
 
     log_info("order created",
-             "order_no=%s user_id=%s request_id=%s sku=%s quantity=%lld amount=%s "
-             "token_store=%s http_request_id=%s", o->order_no, o->user_id, o->request_id,
+             "order_no=%s user_id=%s checkout_id=%s sku=%s quantity=%lld amount=%s "
+             "token_store=%s request_id=%s", o->order_no, o->user_id, o->request_id,
              o->sku, (long long)o->quantity, money_format(o->amount_cents, amount, sizeof(amount)),
              rcpt->store ? rcpt->store->name : "none", req->request_id);
 }
@@ -203,7 +203,7 @@ static void create_and_reply(struct server *srv, const struct http_req *req,
     case ORDERS_DUPLICATE:
         metrics_inc(srv->m, M_DUP_ORDER);
         log_info("duplicate order request answered with the existing order",
-                 "order_no=%s user_id=%s request_id=%s http_request_id=%s", o.order_no,
+                 "order_no=%s user_id=%s checkout_id=%s request_id=%s", o.order_no,
                  o.user_id, o.request_id, req->request_id);
         reply_order(resp, 200, &o, true);
         break;
