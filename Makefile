@@ -1,6 +1,6 @@
 # paycallback - idempotent payment callback service.
 # make run | test | unit | integration | asan | valgrind | bench | lint | test-faults | test-scale | fuzz | clean
-PKGS   := libmicrohttpd libmariadb hiredis libcjson libcrypto libcurl
+PKGS   := libmicrohttpd libmariadb hiredis libcjson libcrypto libcurl libsystemd
 # Goals that compile need the libraries: name a missing one in one line.
 ifneq ($(filter-out deps services stop clean lint test test-faults test-scale run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
   MISSING := $(shell for p in $(PKGS) $(if $(filter-out all,$(or $(MAKECMDGOALS),all)),check); \

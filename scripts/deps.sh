@@ -5,7 +5,7 @@ set -euo pipefail
 
 pkgs=(
 	build-essential pkg-config
-	libmicrohttpd-dev libmariadb-dev libhiredis-dev libcjson-dev libssl-dev check
+	libmicrohttpd-dev libmariadb-dev libhiredis-dev libcjson-dev libssl-dev libsystemd-dev check
 	libcurl4-openssl-dev
 	mariadb-server mariadb-client redis-server
 	galera-4 rsync mariadb-backup haproxy socat  # deploy/: Galera nodes, state transfer, the proxy

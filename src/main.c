@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,8 +323,13 @@ int main(int argc, char **argv)
         goto stop_http;
     if ((srv.recon = reconcile_start(&srv)) == NULL)
         goto stop_http;
+    /* Under systemd (Type=notify) the unit is started only now that the
+     * socket listens; elsewhere NOTIFY_SOCKET is unset and this does nothing. */
+    sd_notifyf(0, "READY=1\nSTATUS=listening on %s:%d\nMAINPID=%lu", cfg.listen_address, port,
+               (unsigned long)getpid());
     while (sigwait(&stop_set, &sig) != 0)
         ;
+    sd_notify(0, "STOPPING=1\nSTATUS=draining requests in flight");
     log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
     if (graceful_stop(&srv, &stop_set) != 0) {
         db_pool_interrupt(srv.db);            /* a cut CALL rolls back, not on by itself */
