@@ -128,3 +128,36 @@ stop:
 
 clean:
 	rm -rf build
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, man pages generated
+# from its --help key table, the SQL, the systemd unit, and the shipped config
+# (not over an existing one). uninstall removes all but the config.
+PREFIX  ?= /usr/local
+SBINDIR := $(PREFIX)/sbin
+DATADIR := $(PREFIX)/share/paycallback
+MANDIR  := $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+.PHONY: man install uninstall deb test-deb
+man: $(BIN)
+	@scripts/gen-man.py $(BIN) $(BUILD)/man
+install: man
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/paycallback
+	install -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/paycallback
+	install -m 0644 sql/*.sql $(DESTDIR)$(DATADIR)/
+	install -m 0644 $(BUILD)/man/paycallback.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 $(BUILD)/man/paycallback.json.5 $(DESTDIR)$(MANDIR)/man5/
+	sed -e 's|@sbindir@|$(SBINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' \
+		deploy/systemd/paycallback.service.in >$(DESTDIR)$(UNITDIR)/paycallback.service
+	test -e $(DESTDIR)$(SYSCONFDIR)/paycallback/paycallback.json || \
+		install -m 0640 config/paycallback.json $(DESTDIR)$(SYSCONFDIR)/paycallback/
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/paycallback $(DESTDIR)$(MANDIR)/man8/paycallback.8 \
+		$(DESTDIR)$(MANDIR)/man5/paycallback.json.5 $(DESTDIR)$(UNITDIR)/paycallback.service
+	rm -rf $(DESTDIR)$(DATADIR)
+deb:
+	dpkg-buildpackage -us -uc -b
+	@mkdir -p $(BUILD)/deb && mv ../paycallback_$(VERSION)_* ../paycallback-dbgsym_$(VERSION)_* $(BUILD)/deb/
+test-deb:
+	@scripts/check-deb.sh

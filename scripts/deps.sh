@@ -11,6 +11,7 @@ pkgs=(
 	galera-4 rsync mariadb-backup haproxy socat  # deploy/: Galera nodes, state transfer, the proxy
 	curl openssl python3 python3-yaml procps valgrind wrk
 	clang libfuzzer-14-dev  # make fuzz
+	dpkg-dev debhelper lintian systemd  # make deb and its check; systemd-analyze rates the unit
 	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
 )
 # The OpenAPI linter (scripts/lint-openapi.sh) runs on Node.js: Debian's
