@@ -71,7 +71,15 @@ MUTATIONS = [
      "MySQL user differs from the config's"),
     ("docker-compose.yml", "stop_grace_period: 15s", "stop_grace_period: 5s",
      "SIGKILL before the grace period"),
-    ("docker-compose.yml", '"8080:8080"', '"8080:9090"', "port not published"),
+    ("docker-compose.yml", ':8080:8080"', ':8080:9090"', "port not published"),
+    ("docker-compose.yml", '"${PUBLISH_ADDRESS:-127.0.0.1}:8080:8080"', '"8080:8080"',
+     "port published on every interface"),
+    ("docker-compose.yml", "${PUBLISH_ADDRESS:-127.0.0.1}", "${PUBLISH_ADDRESS:-0.0.0.0}",
+     "port published on every interface by default"),
+    ("docker-compose.yml", "read_only: true", "read_only: false", "a writable container"),
+    ("docker-compose.yml", "cap_drop: [ALL]", "cap_drop: [NET_RAW]", "capabilities kept"),
+    ("docker-compose.yml", "- no-new-privileges:true", "- apparmor:unconfined",
+     "privileges can be gained"),
     ("Dockerfile", "USER paycallback:paycallback", "USER root", "runs as root"),
     ("Dockerfile", "FROM debian:12-slim", "FROM ubuntu:24.04", "runtime base"),
     ("Dockerfile", "libhiredis0.14 ", "", "a runtime library missing"),
@@ -242,6 +250,23 @@ def check_services(c, compose):
     return mysql, svc
 
 
+def check_hardening(c, svc):
+    """Published on loopback by default, read-only, no capabilities, no
+    privilege gain."""
+    for p in svc.get("ports") or []:
+        p = str(p)
+        m = re.fullmatch(r"\$\{[A-Z_]+:-([^}]+)\}:(.+)", p)
+        host = m.group(1) if m else (p.split(":")[0] if p.count(":") == 2 else "")
+        c.expect(host == "127.0.0.1" or host.startswith("127.") or host == "[::1]",
+                 f"compose: port {p} must be bound to 127.0.0.1 by default")
+    c.expect(svc.get("read_only") is True, "compose: paycallback must be read_only: true")
+    c.expect("ALL" in [str(x).upper() for x in svc.get("cap_drop") or []],
+             "compose: paycallback must cap_drop: [ALL]")
+    opts = [str(x).replace("=", ":") for x in svc.get("security_opt") or []]
+    c.expect(any(o in ("no-new-privileges", "no-new-privileges:true") for o in opts),
+             "compose: paycallback must set security_opt no-new-privileges:true")
+
+
 def check_init_volume(c, mysql):
     mounts = [str(v) for v in mysql.get("volumes") or []]
     init = [m for m in mounts if m.split(":")[1:2] == [INIT_DIR]]
@@ -304,6 +329,7 @@ def check(compose_path, dockerfile_path):
     if not c.expect(isinstance(compose, dict), f"{compose_path}: not a YAML mapping"):
         return c.problems
     mysql, svc = check_services(c, compose)
+    check_hardening(c, svc)
     check_init_volume(c, mysql)
     image_env, cfg_path, exposed = check_dockerfile(c, dockerfile_path)
 
