@@ -331,8 +331,9 @@ static void owner_id(char out[OUTBOX_OWNER_MAX], int index)
     for (char *p = host; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
             *p = '-';
-    snprintf(out, OUTBOX_OWNER_MAX, "%s-%d-%02x%02x%02x%02x%02x%02x%02x%02x", host, index, b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+    /* at most 15 + 1 + 3 + 1 + 16 bytes: fits OUTBOX_OWNER_MAX */
+    snprintf(out, OUTBOX_OWNER_MAX, "%.15s-%u-%02x%02x%02x%02x%02x%02x%02x%02x", host,
+             (unsigned)(unsigned char)index, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
 }
 
 struct delivery *delivery_start(struct server *srv)
