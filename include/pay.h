@@ -28,9 +28,9 @@ struct pay_request {
     char order_no[ID_BUF];
     int64_t amount_cents;         /* > 0 */
     /* ISO 4217 code the gateway stated ("CNY"), or "" when its format has
-     * none. Orders carry no currency yet, so it is not compared today: when
-     * orders gain one, pay_apply checks it next to the amount and answers
-     * PAY_MISMATCH (out->currency_mismatch) on a difference. */
+     * none (then it is not compared). A code other than the order's is
+     * PAY_MISMATCH with out->currency_mismatch set: currency is part of
+     * the amount. */
     char currency[PAY_CURRENCY_BUF];
 };
 
@@ -56,6 +56,7 @@ struct pay_outcome {
     int64_t stored_amount_cents;
     /* MISMATCH: what the order expects. */
     int64_t order_amount_cents;
+    char order_currency[PAY_CURRENCY_BUF]; /* set when the currency was compared */
     int currency_mismatch;        /* 1 when the currency, not the amount, differs */
 };
 

@@ -14,6 +14,7 @@ enum db_stmt {
     /* payments (pay.c) */
     ST_PAY_CALL,                  /* pay_no, order_no, amount, payload -> enum pay_call_col */
     ST_PAY_SELECT,                /* pay_no -> enum pay_seen_col */
+    ST_ORDER_CURRENCY,            /* order_no -> enum order_currency_col */
     /* outbox (outbox.c) */
     ST_OUTBOX_INSERT,             /* event_type, order_no, payload */
     /* orders (orders.c) */
@@ -72,6 +73,9 @@ enum order_col {
 /* ST_PAY_SELECT: a payment_record joined with its order's status (NULL
  * when the order is gone). */
 enum pay_seen_col { PSC_ORDER_NO, PSC_AMOUNT, PSC_OUTCOME, PSC_ORDER_STATUS };
+
+/* ST_ORDER_CURRENCY: what a payment in a stated currency is checked against. */
+enum order_currency_col { OCC_CURRENCY, OCC_AMOUNT };
 
 /* ST_PAY_CALL: the one row CALL pay_callback_v1 answers (sql/schema.sql).
  * ORDER_STATUS is NULL when there is no order; ORDER_AMOUNT is set for

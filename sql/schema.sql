@@ -18,6 +18,12 @@ CREATE TABLE IF NOT EXISTS orders (
     UNIQUE KEY uk_user_request (user_id, request_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+-- Currency is part of the amount: a payment in another currency than the
+-- order's does not pay it. ISO 4217 alpha code, set when the order is made
+-- and never changed; existing orders are CNY. ADD COLUMN IF NOT EXISTS
+-- keeps the file re-runnable on an older schema.
+ALTER TABLE orders ADD COLUMN IF NOT EXISTS currency CHAR(3) NOT NULL DEFAULT 'CNY' AFTER amount;
+
 -- One row per bank payment. UNIQUE(pay_no) is the first line of defence of
 -- the callback. outcome is what the first callback answered and never
 -- changes (replays repeat it); status is the payment's current state.

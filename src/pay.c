@@ -142,6 +142,36 @@ malformed:
     return PAY_ERROR;
 }
 
+/* A payment that states its currency is checked against the order's
+ * before the call. The read is outside the call's transaction, which is
+ * safe because an order's currency is set when it is made and never
+ * changes. An absent order is left to the call (NOT_FOUND). Returns
+ * PAY_PAID to mean "go on", PAY_MISMATCH with out filled, or a failure. */
+static enum pay_result check_currency(struct db_conn *c, const struct pay_request *req,
+                                      struct pay_outcome *out)
+{
+    const char *p[] = { req->order_no };
+    struct db_row row;
+    bool found = false;
+    enum db_status st;
+
+    if (req->currency[0] == '\0')
+        return PAY_PAID;
+    if ((st = db_query_one(c, ST_ORDER_CURRENCY, p, 1, &row, &found)) != DB_OK)
+        return from_db(st);
+    if (!found)
+        return PAY_PAID;
+    if (db_row_str(&row, OCC_CURRENCY, out->order_currency, sizeof(out->order_currency)) != 0 ||
+        db_row_cents(&row, OCC_AMOUNT, &out->order_amount_cents) != 0) {
+        db_fail(c, "order %s is malformed", req->order_no);
+        return PAY_ERROR;
+    }
+    if (strcmp(out->order_currency, req->currency) == 0)
+        return PAY_PAID;
+    out->currency_mismatch = 1;
+    return PAY_MISMATCH;
+}
+
 enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
                           struct pay_outcome *out)
 {
@@ -161,6 +191,8 @@ enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct p
         if (found)
             return record_result(req, out);
     }
+    if ((r = check_currency(c, req, out)) != PAY_PAID)
+        return r;
     if ((st = db_retry(c, pay_call_body, &j)) != DB_OK)
         return from_db(st);
     if (!j.found) {
@@ -206,9 +238,12 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
         break;
     case PAY_MISMATCH:
         metrics_inc(m, M_AMOUNT_MISMATCH);
-        log_alert("AMOUNT_MISMATCH", "order_no=%s pay_no=%s amount=%s order_amount=%s request_id=%s",
-                  req->order_no, req->pay_no, amount,
-                  money_format(out->order_amount_cents, other, sizeof(other)), request_id);
+        log_alert("AMOUNT_MISMATCH",
+                  "order_no=%s pay_no=%s amount=%s currency=%s order_amount=%s "
+                  "order_currency=%s request_id=%s",
+                  req->order_no, req->pay_no, amount, req->currency[0] ? req->currency : "-",
+                  money_format(out->order_amount_cents, other, sizeof(other)),
+                  out->order_currency[0] ? out->order_currency : "-", request_id);
         break;
     case PAY_UNAVAILABLE:
     case PAY_ERROR:

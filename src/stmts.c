@@ -21,6 +21,7 @@ const char *const stmt_sql[ST_COUNT] = {
         "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
         "WHERE VARIABLE_NAME IN ('WSREP_READY', 'WSREP_LOCAL_STATE')",
     [ST_PAY_CALL] = "CALL " DB_PROC_PAY_CALLBACK "(?, ?, ?, ?)",
+    [ST_ORDER_CURRENCY] = "SELECT currency, amount FROM orders WHERE order_no = ?",
     [ST_PAY_SELECT] =
         "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
         "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
