@@ -11,6 +11,7 @@
 #include "gw_wechat.h"
 
 struct config;
+struct metrics;
 struct pubkey;
 
 #define GATEWAY_SECRET_MAX 256
@@ -18,6 +19,7 @@ struct pubkey;
 /* One usable gateway. Borrowed from the registry until gateways_destroy. */
 struct gateway {
     const struct gateway_profile_cfg *cfg;      /* borrowed from the config */
+    size_t index;                               /* position: its metrics label slot */
     const struct pubkey *alipay_key;            /* alipay: Alipay's public key */
     struct gw_wechat_key wechat_keys[GATEWAY_KEYS_MAX];
     size_t nwechat_keys;                        /* wechatpay_v3: platform keys */
@@ -44,5 +46,16 @@ const struct gateway *gateways_find(const struct gateways *g, const char *name);
  * --check-config. */
 size_t gateways_count(const struct gateways *g);
 const struct gateway *gateways_at(const struct gateways *g, size_t i);
+
+/* The result label of a verified notification that pays nothing (a closed
+ * trade, another event type): acknowledged, nothing applied. The other
+ * results are the enum pay_result values. */
+#define GATEWAY_RESULT_IGNORED 8
+
+/* Gives metrics the gateway names and the label values of their counters:
+ * results (enum pay_result, then GATEWAY_RESULT_IGNORED) and refusal
+ * reasons (enum gw_status from GW_MALFORMED on, counted at st - 1). Call
+ * once before the HTTP threads start; g must outlive m's use of it. */
+void gateways_register_metrics(const struct gateways *g, struct metrics *m);
 
 #endif

@@ -5,6 +5,7 @@
 #define PAYCALLBACK_GW_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "currency.h"
@@ -42,6 +43,10 @@ struct gw_notice {
 
 /* Stable snake_case reason for metrics labels ("signature_mismatch"). */
 const char *gw_status_reason(enum gw_status st);
+
+/* The reasons of every failure status, GW_MALFORMED first: reason i
+ * belongs to status i + 1. *n is set to their number. For metrics labels. */
+const char *const *gw_failure_reasons(size_t *n);
 
 /* Human-readable message for a status, for failure replies and logs. */
 const char *gw_status_str(enum gw_status st);

@@ -86,6 +86,23 @@ void metrics_set_gauge(struct metrics *m, enum metric_gauge g, int64_t v);
  * (microseconds), in the histogram paycallback_idempotency_wait_seconds. */
 void metrics_observe_idem_wait(struct metrics *m, uint64_t usec);
 
+#define METRICS_GATEWAYS_MAX 8
+#define METRICS_GW_LABELS_MAX 16
+
+/* Names the payment gateways (labels gateway="name", index = position)
+ * and the label values of their two counter families: results (what a
+ * verified notification did) and reasons (why one was refused). Call once
+ * before the HTTP threads start; the arrays must outlive m. Extra entries
+ * past the maxima are not counted. */
+void metrics_set_gateways(struct metrics *m, const char *const *names, size_t n,
+                          const char *const *results, size_t nresults,
+                          const char *const *reasons, size_t nreasons);
+
+/* Counts one notification of gateway gw by result or by refusal reason
+ * (indices into the arrays given to metrics_set_gateways). */
+void metrics_gateway_result(struct metrics *m, size_t gw, size_t result);
+void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason);
+
 /* Sets the gauge of Redis state: 1 degraded, 0 up. */
 void metrics_set_redis_degraded(struct metrics *m, int degraded);
 

@@ -10,13 +10,22 @@
 #include <openssl/crypto.h>
 
 #include "config.h"
+#include "metrics.h"
+#include "pay.h"
 #include "pubkey.h"
 
 struct gateways {
     struct gateway gw[GATEWAYS_MAX];
     struct pubkey *keys[GATEWAYS_MAX][GATEWAY_KEYS_MAX];   /* owned */
     size_t n;
+    const char *names[GATEWAYS_MAX];                       /* metrics labels */
 };
+
+/* Result label values, in enum pay_result order, then IGNORED. */
+static const char *const result_labels[] = { "PAID", "REFUND_REQUIRED", "REPLAY", "CONFLICT",
+                                             "NOT_FOUND", "MISMATCH", "UNAVAILABLE", "ERROR",
+                                             "IGNORED" };
+_Static_assert(PAY_ERROR + 1 == GATEWAY_RESULT_IGNORED, "IGNORED follows enum pay_result");
 
 static struct pubkey *load_key(const struct gateway_key_cfg *k, char *err, size_t errsz)
 {
@@ -58,6 +67,8 @@ static int load_gateway(struct gateways *g, const struct gateway_profile_cfg *p,
     size_t i;
 
     gw->cfg = p;
+    gw->index = g->n;
+    g->names[g->n] = p->name;
     for (i = 0; i < p->nkeys; i++) {
         if ((g->keys[g->n][i] = load_key(&p->keys[i], why, sizeof(why))) == NULL) {
             snprintf(err, errsz, "gateway %s: key %zu%s%s: %s", p->name, i,
@@ -132,4 +143,13 @@ size_t gateways_count(const struct gateways *g)
 const struct gateway *gateways_at(const struct gateways *g, size_t i)
 {
     return g == NULL || i >= g->n ? NULL : &g->gw[i];
+}
+
+void gateways_register_metrics(const struct gateways *g, struct metrics *m)
+{
+    size_t nreasons = 0;
+    const char *const *reasons = gw_failure_reasons(&nreasons);
+
+    metrics_set_gateways(m, g->names, g->n, result_labels,
+                         sizeof(result_labels) / sizeof(result_labels[0]), reasons, nreasons);
 }

@@ -8,33 +8,30 @@
 /* 2^53: every integer below it has an exact double. */
 #define GW_JSON_EXACT_MAX INT64_C(9007199254740992)
 
+/* Indexed by enum gw_status. */
+static const char *const reasons[] = {
+    [GW_OK] = "ok",
+    [GW_MALFORMED] = "malformed",
+    [GW_SIG_MISSING] = "signature_missing",
+    [GW_SIG_STALE] = "timestamp_stale",
+    [GW_SIG_UNKNOWN_KEY] = "unknown_serial",
+    [GW_SIG_MISMATCH] = "signature_mismatch",
+    [GW_DECRYPT_FAILED] = "decrypt_failed",
+    [GW_WRONG_APP] = "wrong_app",
+    [GW_BAD_AMOUNT] = "bad_amount",
+    [GW_BAD_CURRENCY] = "bad_currency",
+    [GW_ERROR] = "internal",
+};
+
 const char *gw_status_reason(enum gw_status st)
 {
-    switch (st) {
-    case GW_OK:
-        return "ok";
-    case GW_MALFORMED:
-        return "malformed";
-    case GW_SIG_MISSING:
-        return "signature_missing";
-    case GW_SIG_STALE:
-        return "timestamp_stale";
-    case GW_SIG_UNKNOWN_KEY:
-        return "unknown_serial";
-    case GW_SIG_MISMATCH:
-        return "signature_mismatch";
-    case GW_DECRYPT_FAILED:
-        return "decrypt_failed";
-    case GW_WRONG_APP:
-        return "wrong_app";
-    case GW_BAD_AMOUNT:
-        return "bad_amount";
-    case GW_BAD_CURRENCY:
-        return "bad_currency";
-    case GW_ERROR:
-        return "internal";
-    }
-    return "unknown";
+    return (size_t)st < sizeof(reasons) / sizeof(reasons[0]) ? reasons[st] : "unknown";
+}
+
+const char *const *gw_failure_reasons(size_t *n)
+{
+    *n = GW_ERROR;
+    return reasons + GW_MALFORMED;
 }
 
 const char *gw_status_str(enum gw_status st)

@@ -303,6 +303,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "paycallback: out of memory\n");
         goto out;
     }
+    gateways_register_metrics(gws, srv.m);
     metrics_set_build_info(srv.m, PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT);
     if (http_start(&srv, &port) != 0) {
         http_stop(&srv);                      /* frees what a failed start left */

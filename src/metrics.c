@@ -27,7 +27,7 @@ static const uint64_t bucket_us[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100
 #define NBUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
 
 /* Status codes counted one by one; anything else goes in "other". */
-static const int codes[] = { 200, 201, 400, 401, 404, 405, 408, 409, 413, 414, 422, 431,
+static const int codes[] = { 200, 201, 204, 400, 401, 404, 405, 408, 409, 413, 414, 422, 431,
                              500, 501, 503, 505 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 
@@ -46,6 +46,12 @@ struct metrics {
     atomic_int redis_degraded;
     atomic_int ready;
     char version[32], commit[48];             /* set once before threads start */
+    /* Payment gateways: names and label values set once before threads
+     * start (the arrays belong to the caller), counts by gateway. */
+    const char *const *gw_names, *const *gw_results, *const *gw_reasons;
+    size_t ngw, ngw_results, ngw_reasons;
+    atomic_ullong gw_result[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
+    atomic_ullong gw_reject[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
     struct timespec start;                    /* wall clock at creation */
     atomic_llong gauge[G_COUNT];
     atomic_ullong idem_wait_bucket[NBUCKETS + 1];   /* non-cumulative; last = +Inf */
@@ -414,6 +420,59 @@ static void render_counters(const struct metrics *m, struct buf *b)
     }
 }
 
+void metrics_set_gateways(struct metrics *m, const char *const *names, size_t n,
+                          const char *const *results, size_t nresults,
+                          const char *const *reasons, size_t nreasons)
+{
+    if (m == NULL)
+        return;
+    m->gw_names = names;
+    m->ngw = n < METRICS_GATEWAYS_MAX ? n : METRICS_GATEWAYS_MAX;
+    m->gw_results = results;
+    m->ngw_results = nresults < METRICS_GW_LABELS_MAX ? nresults : METRICS_GW_LABELS_MAX;
+    m->gw_reasons = reasons;
+    m->ngw_reasons = nreasons < METRICS_GW_LABELS_MAX ? nreasons : METRICS_GW_LABELS_MAX;
+}
+
+void metrics_gateway_result(struct metrics *m, size_t gw, size_t result)
+{
+    if (m != NULL && gw < m->ngw && result < m->ngw_results)
+        atomic_fetch_add_explicit(&m->gw_result[gw][result], 1, memory_order_relaxed);
+}
+
+void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason)
+{
+    if (m != NULL && gw < m->ngw && reason < m->ngw_reasons)
+        atomic_fetch_add_explicit(&m->gw_reject[gw][reason], 1, memory_order_relaxed);
+}
+
+/* One labelled series per gateway and label value, zeros included, so a
+ * rate() sees a series before its first increment. */
+static void render_gateway_family(const struct metrics *m, struct buf *b, const char *name,
+                                  const char *help, const char *label,
+                                  const char *const *values, size_t nvalues,
+                                  const atomic_ullong (*count)[METRICS_GW_LABELS_MAX])
+{
+    if (m->ngw == 0)
+        return;
+    bprintf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (size_t g = 0; g < m->ngw; g++)
+        for (size_t v = 0; v < nvalues; v++)
+            bprintf(b, "%s{gateway=\"%s\",%s=\"%s\"} %llu\n", name, m->gw_names[g], label,
+                    values[v], ld(&count[g][v]));
+}
+
+static void render_gateways(const struct metrics *m, struct buf *b)
+{
+    render_gateway_family(m, b, "paycallback_gateway_notifications_total",
+                          "Verified gateway notifications by gateway and what applying them did "
+                          "(IGNORED: a status that pays nothing, acknowledged).",
+                          "result", m->gw_results, m->ngw_results, m->gw_result);
+    render_gateway_family(m, b, "paycallback_gateway_rejected_total",
+                          "Gateway notifications refused before anything was written, by reason.",
+                          "reason", m->gw_reasons, m->ngw_reasons, m->gw_reject);
+}
+
 static void render_build_info(const struct metrics *m, struct buf *b)
 {
     bprintf(b, "# HELP paycallback_build_info The running build: version and commit, always 1.\n"
@@ -494,6 +553,7 @@ char *metrics_render(const struct metrics *m, size_t *len)
     render_requests(m, &b);
     render_latency(m, &b);
     render_counters(m, &b);
+    render_gateways(m, &b);
     render_build_info(m, &b);
     render_process(m, &b);
     render_idem_wait(m, &b);
