@@ -67,6 +67,12 @@ void http_reply_text(struct http_resp *resp, int status, const char *ctype,
 void http_reply_retry(struct http_resp *resp, const char *code, const char *message,
                       int retry_after_s);
 
+/* 503 with a plain-text body (a gateway's own "try again" answer) and
+ * Retry-After: retry_after_s (>= 1); a retryable answer. code is kept for
+ * logs and must be a string literal. */
+void http_reply_text_retry(struct http_resp *resp, const char *ctype, const char *text,
+                           size_t len, const char *code, int retry_after_s);
+
 /* 503 UNAVAILABLE with Retry-After: 1; a retryable answer. */
 void http_reply_unavailable(struct http_resp *resp, const char *message);
 

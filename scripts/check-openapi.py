@@ -114,7 +114,10 @@ def check_operation(doc, path, method, op, seen_ids, problems):
         if not str(code).startswith(("4", "5")):
             continue
         schema = (resp.get("content", {}).get("application/json", {}) or {}).get("schema", {})
-        refs = [schema.get("$ref")] + [s.get("$ref") for s in schema.get("allOf", [])]
+        # oneOf: a gateway route answers in the gateway's failure format
+        # where it has one; the service's Error must still be among them.
+        refs = [schema.get("$ref")] + [s.get("$ref") for k in ("allOf", "oneOf")
+                                       for s in schema.get(k, [])]
         if "#/components/schemas/Error" not in refs:
             problems.append(f"{where}: {code} reply is not the Error schema")
 

@@ -45,6 +45,7 @@ struct route {
 
 static const struct route routes[] = {
     { "POST", "/pay/callback", handle_pay_callback },
+    { "POST", "/pay/callback/{gateway}", handle_pay_gateway },
     { "GET", "/healthz", handle_healthz },
     { "GET", "/readyz", handle_readyz },
     { "GET", "/metrics", handle_metrics },
@@ -223,6 +224,13 @@ void http_reply_retry(struct http_resp *resp, const char *code, const char *mess
                       int retry_after_s)
 {
     http_reply_error(resp, 503, code, message);
+    set_retryable(resp, 503, code, retry_after_s);
+}
+
+void http_reply_text_retry(struct http_resp *resp, const char *ctype, const char *text,
+                           size_t len, const char *code, int retry_after_s)
+{
+    http_reply_text(resp, 503, ctype, text, len);
     set_retryable(resp, 503, code, retry_after_s);
 }
 

@@ -395,6 +395,11 @@ static int wait_for_port(pid_t pid, const char *port_file, int timeout_ms)
 
 struct h_server *h_server_start(const char *const *extra_env)
 {
+    return h_server_start_config(NULL, extra_env);
+}
+
+struct h_server *h_server_start_config(const char *config_path, const char *const *extra_env)
+{
     char root[PATH_MAX], bin[PATH_MAX + 64], cfg[PATH_MAX + 64];
     char tmpdir[] = "/tmp/paycallback-test-XXXXXX";
     char port_file[sizeof tmpdir + 16];
@@ -406,7 +411,10 @@ struct h_server *h_server_start(const char *const *extra_env)
 
     root_dir(root, sizeof root);
     server_bin(root, bin, sizeof bin);
-    snprintf(cfg, sizeof cfg, "%s/config/paycallback.json", root);
+    if (config_path != NULL)
+        snprintf(cfg, sizeof cfg, "%s", config_path);
+    else
+        snprintf(cfg, sizeof cfg, "%s/config/paycallback.json", root);
     timeout_ms = strstr(bin, "/asan/") != NULL ? H_START_TIMEOUT_ASAN_MS : H_START_TIMEOUT_MS;
     if (access(bin, X_OK) != 0) {
         fprintf(stderr, "harness: cannot execute %s: %s\n", bin, strerror(errno));
@@ -1116,6 +1124,25 @@ void h_db_reset(void)
     mysql_close(m);
 }
 
+void h_temp_file(char path[H_TEMP_PATH_MAX], const char *text)
+{
+    size_t len = strlen(text);
+    int fd;
+
+    snprintf(path, H_TEMP_PATH_MAX, "/tmp/paycallback-test-XXXXXX");
+    fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp: %s", strerror(errno));
+    ck_assert_msg(write(fd, text, len) == (ssize_t)len, "write %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+void h_db_insert_order_in(const char *order_no, const char *amount, const char *currency)
+{
+    h_db_exec("INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, currency, "
+              "status) VALUES ('%s', 'u1001', LEFT('req-%s', 64), 'SHOE-42', 1, %s, '%s', 1)",
+              order_no, order_no, amount, currency);
+}
+
 void h_db_insert_order(const char *order_no, const char *user_id,
                        const char *amount, int status)
 {
@@ -1588,6 +1615,13 @@ void h_fixture_server_up_env(const char *const *extra_env)
     ck_assert_msg(h_srv != NULL, "cannot start the server; see var/test-logs/");
 }
 
+void h_fixture_server_up_config(const char *config_path, const char *const *extra_env)
+{
+    h_srv = h_server_start_config(config_path, extra_env);
+    ck_assert_msg(h_srv != NULL, "cannot start the server with %s; see var/test-logs/",
+                  config_path);
+}
+
 void h_fixture_server_up(void)
 {
     h_fixture_server_up_env(NULL);
@@ -1616,6 +1650,51 @@ void h_fixture_clean(void)
 void h_fixture_mysql_back(void)
 {
     h_services("start-mysql");
+}
+
+TCase *h_tcase_with(const char *name, int timeout_s, void (*up)(void), void (*down)(void))
+{
+    TCase *tc = tcase_create(name);
+
+    tcase_add_unchecked_fixture(tc, up, down);
+    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
+    tcase_set_timeout(tc, timeout_s);
+    return tc;
+}
+
+long long h_metric(const char *series)
+{
+    struct h_resp r;
+    const char *p;
+    long long v = -1;
+
+    h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, &r);
+    ck_assert_int_eq(200, r.status);
+    if ((p = strstr(r.body, series)) != NULL && p[strlen(series)] == ' ')
+        v = strtoll(p + strlen(series) + 1, NULL, 10);
+    h_resp_free(&r);
+    return v;
+}
+
+long long h_payment_records(void)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM payment_record");
+}
+
+long long h_order_status(const char *order_no)
+{
+    return h_db_scalar_ll("SELECT status FROM orders WHERE order_no = '%s'", order_no);
+}
+
+long long h_outbox_rows(void)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM outbox");
+}
+
+void h_assert_nothing_paid(void)
+{
+    ck_assert_int_eq(0, h_payment_records());
+    ck_assert_int_eq(0, h_outbox_rows());
 }
 
 TCase *h_tcase(const char *name, int timeout_s)

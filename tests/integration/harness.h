@@ -35,6 +35,10 @@ struct h_server;
  * server started in an unchecked fixture survives Check's forked tests. */
 struct h_server *h_server_start(const char *const *extra_env);
 
+/* Same, with the config file at config_path instead of the shipped one
+ * (NULL: the shipped one). */
+struct h_server *h_server_start_config(const char *config_path, const char *const *extra_env);
+
 /* The bound TCP port and the process id. */
 int h_server_port(const struct h_server *s);
 pid_t h_server_pid(const struct h_server *s);
@@ -246,6 +250,14 @@ void h_db_reset(void);
 void h_db_insert_order(const char *order_no, const char *user_id,
                        const char *amount, int status);
 
+/* A WAIT_PAY order of amount ("899.00") in currency ("USD"). */
+void h_db_insert_order_in(const char *order_no, const char *amount, const char *currency);
+
+/* Writes text to a new file under /tmp; its path goes in path. The caller
+ * unlinks it. */
+#define H_TEMP_PATH_MAX 64
+void h_temp_file(char path[H_TEMP_PATH_MAX], const char *text);
+
 /* A connection of its own, kept open across calls, so a test can hold a
  * transaction and its row locks while the server works. h_db_open and
  * h_db_sql assert success; h_db_sql discards any rows. h_db_close is
@@ -343,6 +355,22 @@ void h_fixture_server_up(void);
 /* The same with extra environment (as h_server_start), for a fixture of
  * its own: static void small_server_up(void) { h_fixture_server_up_env(env); } */
 void h_fixture_server_up_env(const char *const *extra_env);
+/* A TCase whose server is started by up and stopped by down (unchecked
+ * fixtures), cleaned before each test like h_tcase's. */
+TCase *h_tcase_with(const char *name, int timeout_s, void (*up)(void), void (*down)(void));
+
+/* The value of one series line of the server's /metrics ("name{labels}"),
+ * or -1 when it is absent. */
+long long h_metric(const char *series);
+
+/* Rows of payment_record, the status of an order, rows of outbox; and the
+ * assertion that no payment and no event were written. */
+long long h_payment_records(void);
+long long h_order_status(const char *order_no);
+long long h_outbox_rows(void);
+void h_assert_nothing_paid(void);
+
+void h_fixture_server_up_config(const char *config_path, const char *const *extra_env);
 void h_fixture_server_down(void);
 int h_port(void);
 

@@ -1,0 +1,48 @@
+/* pay_alipay.c - Alipay's side of POST /pay/callback/{gateway}: the form
+ * notify read and verified by gw_alipay.c, and Alipay's answers. Alipay
+ * stops resending only on a body of exactly "success"; anything else is
+ * "try again" (8 times over about 25 hours). */
+#include <string.h>
+
+#include "form.h"
+#include "gateway.h"
+#include "gw_alipay.h"
+#include "http.h"
+#include "pay_gateway.h"
+
+#define ALIPAY_CTYPE "text/plain; charset=utf-8"
+
+static enum gw_status alipay_read(const struct gateway *gw, const struct http_req *req,
+                                  int64_t now_s, struct gw_notice *n)
+{
+    struct form *f = NULL;
+    enum gw_status st;
+
+    (void)now_s;                              /* Alipay signs no timestamp to bound */
+    memset(n, 0, sizeof(*n));
+    if (form_parse(req->body, req->body_len, &f) != FORM_OK)
+        return GW_MALFORMED;
+    st = gw_alipay_verify(f, gw->alipay_key);
+    if (st == GW_OK)
+        st = gw_alipay_notice(f, gw->cfg->app_id, gw->cfg->currency, n);
+    form_destroy(f);
+    return st;
+}
+
+static void alipay_ack(struct http_resp *resp)
+{
+    http_reply_text(resp, 200, ALIPAY_CTYPE, GW_ALIPAY_ACK, strlen(GW_ALIPAY_ACK));
+}
+
+/* The status tells operators and proxies what happened; Alipay itself
+ * reads only the body, which is never "success" here. */
+static void alipay_fail(struct http_resp *resp, int status, const char *code, const char *message)
+{
+    (void)message;
+    if (status == 503)
+        http_reply_text_retry(resp, ALIPAY_CTYPE, GW_ALIPAY_NACK, strlen(GW_ALIPAY_NACK), code, 1);
+    else
+        http_reply_text(resp, status, ALIPAY_CTYPE, GW_ALIPAY_NACK, strlen(GW_ALIPAY_NACK));
+}
+
+const struct pay_gateway_kind pay_alipay_kind = { alipay_read, alipay_ack, alipay_fail };

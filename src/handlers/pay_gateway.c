@@ -1,0 +1,158 @@
+/* pay_gateway.c - POST /pay/callback/{gateway}: a payment notification in
+ * a configured gateway's own format. The kind reads and verifies it
+ * (pay_alipay.c, pay_wechat.c, pay_stripe.c); a paying notification then
+ * goes through the same pay_apply as the native callback, so dedupe, CAS,
+ * REFUND_REQUIRED and the outbox behave identically; the answer is given in
+ * the gateway's words, so that it stops resending exactly when the payment
+ * is recorded. A refused notification writes nothing. */
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+#include "db.h"
+#include "gateway.h"
+#include "handler_util.h"
+#include "handlers.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "pay.h"
+#include "pay_gateway.h"
+#include "server.h"
+
+static const struct pay_gateway_kind *kind_of(const struct gateway *gw)
+{
+    switch (gw->cfg->kind) {
+    case GATEWAY_ALIPAY:
+        return &pay_alipay_kind;
+    case GATEWAY_WECHATPAY_V3:
+        return &pay_wechat_kind;
+    case GATEWAY_STRIPE:
+        return &pay_stripe_kind;
+    }
+    return NULL;
+}
+
+/* HTTP status and code of a refusal. Verification failures are 401, a
+ * notification for another app 403, anything unreadable 400. */
+static int refusal_status(enum gw_status st, const char **code)
+{
+    switch (st) {
+    case GW_SIG_MISSING:
+    case GW_SIG_STALE:
+    case GW_SIG_UNKNOWN_KEY:
+    case GW_SIG_MISMATCH:
+    case GW_DECRYPT_FAILED:
+        *code = "BAD_SIGNATURE";
+        return 401;
+    case GW_WRONG_APP:
+        *code = "WRONG_APP";
+        return 403;
+    case GW_ERROR:
+        *code = "INTERNAL";
+        return 500;
+    case GW_OK:
+    case GW_MALFORMED:
+    case GW_BAD_AMOUNT:
+    case GW_BAD_CURRENCY:
+        break;
+    }
+    *code = "BAD_REQUEST";
+    return 400;
+}
+
+static void refuse(struct server *srv, const struct gateway *gw, const struct pay_gateway_kind *k,
+                   const struct http_req *req, struct http_resp *resp, enum gw_status st)
+{
+    const char *code = "BAD_REQUEST";
+    int status = refusal_status(st, &code);
+
+    metrics_gateway_reject(srv->m, gw->index, (size_t)st - 1);
+    log_warn("gateway notification refused", "gateway=%s reason=%s request_id=%s",
+             gw->cfg->name, gw_status_reason(st), req->request_id);
+    k->fail(resp, status, code, gw_status_str(st));
+}
+
+/* The answer to what pay_apply did: recorded (now or before) is the ack;
+ * an unmatched payment is refused so the gateway keeps it visible; a
+ * database that is away is the gateway's "try again". */
+static void render(const struct pay_gateway_kind *k, const struct http_req *req,
+                   struct http_resp *resp, const struct db_conn *c, enum pay_result r)
+{
+    switch (r) {
+    case PAY_PAID:
+    case PAY_REFUND_REQUIRED:
+    case PAY_REPLAY:
+        k->ack(resp);
+        break;
+    case PAY_CONFLICT:
+        k->fail(resp, 409, "PAY_NO_CONFLICT", "pay_no already recorded with another order or amount");
+        break;
+    case PAY_NOT_FOUND:
+        k->fail(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
+        break;
+    case PAY_MISMATCH:
+        k->fail(resp, 422, "AMOUNT_MISMATCH", "amount or currency differs from the order's");
+        break;
+    case PAY_UNAVAILABLE:
+        log_db_failure(req, c, "pay_apply", true);
+        k->fail(resp, 503, "UNAVAILABLE", "database unavailable, retry later");
+        break;
+    case PAY_ERROR:
+        log_db_failure(req, c, "pay_apply", false);
+        k->fail(resp, 500, "INTERNAL", "internal error");
+        break;
+    }
+}
+
+/* Applies a verified, paying notification and answers. */
+static void apply(struct server *srv, const struct gateway *gw, const struct pay_gateway_kind *k,
+                  const struct http_req *req, struct http_resp *resp, const struct gw_notice *n)
+{
+    struct pay_request pr = { .amount_cents = n->amount_cents };
+    struct pay_outcome out;
+    struct db_conn *conn;
+    enum pay_result r;
+
+    memcpy(pr.pay_no, n->pay_no, sizeof(pr.pay_no));
+    memcpy(pr.order_no, n->order_no, sizeof(pr.order_no));
+    memcpy(pr.currency, n->currency, sizeof(pr.currency));
+    if ((conn = db_acquire_or_reply(srv, resp)) == NULL) {
+        metrics_gateway_result(srv->m, gw->index, PAY_UNAVAILABLE);
+        k->fail(resp, 503, "UNAVAILABLE", "database busy, retry later");
+        return;
+    }
+    r = pay_apply(conn, srv->paid, &pr, &out);
+    pay_report(srv->m, &pr, r, &out, req->request_id);
+    metrics_gateway_result(srv->m, gw->index, r);
+    log_info("gateway notification applied", "gateway=%s pay_no=%s order_no=%s result=%s "
+             "request_id=%s", gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r),
+             req->request_id);
+    render(k, req, resp, conn, r);
+    db_release(srv->db, conn);
+}
+
+void handle_pay_gateway(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    const struct gateway *gw = gateways_find(srv->gw, req->param);
+    const struct pay_gateway_kind *k;
+    struct gw_notice n;
+    enum gw_status st;
+
+    if (gw == NULL || (k = kind_of(gw)) == NULL) {
+        http_reply_error(resp, 404, "NOT_FOUND", "no gateway with this name is configured");
+        return;
+    }
+    if ((st = k->read(gw, req, (int64_t)time(NULL), &n)) != GW_OK) {
+        refuse(srv, gw, k, req, resp, st);
+        return;
+    }
+    if (!n.pays) {
+        metrics_gateway_result(srv->m, gw->index, GATEWAY_RESULT_IGNORED);
+        log_info("gateway notification acknowledged, nothing to apply",
+                 "gateway=%s state=%s request_id=%s", gw->cfg->name, n.state, req->request_id);
+        k->ack(resp);
+        return;
+    }
+    apply(srv, gw, k, req, resp, &n);
+}
