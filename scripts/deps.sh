@@ -9,7 +9,7 @@ pkgs=(
 	libcurl4-openssl-dev
 	mariadb-server mariadb-client redis-server
 	galera-4 rsync mariadb-backup haproxy socat  # deploy/: Galera nodes, state transfer, the proxy
-	curl openssl python3 python3-yaml procps valgrind wrk
+	curl openssl python3 python3-yaml python3-cryptography procps valgrind wrk
 	clang libfuzzer-14-dev  # make fuzz
 	dpkg-dev debhelper lintian systemd  # make deb and its check; systemd-analyze rates the unit
 	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
