@@ -138,7 +138,7 @@ DATADIR := $(PREFIX)/share/paycallback
 MANDIR  := $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
-.PHONY: man install uninstall deb test-deb
+.PHONY: man install uninstall deb test-deb test-readme
 man: $(BIN)
 	@scripts/gen-man.py $(BIN) $(BUILD)/man
 install: man
@@ -161,3 +161,6 @@ deb:
 	@mkdir -p $(BUILD)/deb && mv ../paycallback_$(VERSION)_* ../paycallback-dbgsym_$(VERSION)_* $(BUILD)/deb/
 test-deb:
 	@scripts/check-deb.sh
+test-readme: services
+	@$(MAKE) --no-print-directory all
+	@scripts/check-readme.sh $(BIN)

@@ -10,6 +10,7 @@ pkgs=(
 	mariadb-server mariadb-client redis-server
 	galera-4 rsync mariadb-backup haproxy socat  # deploy/: Galera nodes, state transfer, the proxy
 	curl openssl python3 python3-yaml python3-cryptography procps valgrind wrk
+	uuid-runtime  # uuidgen, used by the README walkthrough that make test-readme runs
 	clang libfuzzer-14-dev  # make fuzz
 	dpkg-dev debhelper lintian systemd  # make deb and its check; systemd-analyze rates the unit
 	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
