@@ -259,8 +259,7 @@ START_TEST(kill_9_mid_delivery_loses_nothing)
     h_await(receiver_count("\"key\": \"OB6:order.paid\"", NULL) >= 1, 10000,
             "no attempt began");
     ck_assert_int_eq(0, h_server_signal(s, SIGKILL));
-    h_server_wait(s, 5000);
-    h_server_stop(s);
+    ck_assert_int_eq(128 + SIGKILL, h_server_wait(s, 5000));      /* frees s */
     ck_assert_int_eq(0, outbox_ll("state", "OB6", "order.paid"));
     ck_assert_int_eq(0, outbox_ll("attempts", "OB6", "order.paid"));
     receiver_mode("200");
