@@ -946,11 +946,15 @@ int http_start(struct server *srv, int *port)
         /* Above our own cap, so the library never stops accepting (it would
          * leave new connections waiting in the backlog): the guard refuses. */
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)lib_limit,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)(cfg->listen_reuse_port ? 1 : 0),
         MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
         MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
         MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv,
-        MHD_OPTION_END);
+        /* Last, so that leaving it out ends the list. Without it the
+         * library sets SO_REUSEADDR, which still refuses a port another
+         * socket listens on but lets a restart after a crash bind past the
+         * old connections' TIME_WAIT; "reuse 0" would drop that too. */
+        cfg->listen_reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END,
+        (unsigned int)1, MHD_OPTION_END);
     if (srv->http->d == NULL) {
         log_error("cannot start http daemon: address in use or not available (see the "
                   "microhttpd line above); listen.reuse_port shares a port on purpose",

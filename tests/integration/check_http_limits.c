@@ -463,6 +463,30 @@ START_TEST(second_instance_on_a_port_in_use_fails_to_start)
 }
 END_TEST
 
+/* A crashed instance leaves its closed connections in TIME_WAIT; the one
+ * started in its place must still get the port. */
+START_TEST(restart_after_kill_9_gets_the_same_port)
+{
+    struct h_server *a = h_server_start(NULL), *b;
+    char port_env[64];
+    const char *env[] = { port_env, NULL };
+    struct h_resp r;
+
+    ck_assert_msg(a != NULL, "cannot start the first instance");
+    for (int i = 0; i < 5; i++) {               /* the server closes: TIME_WAIT on its side */
+        h_http(h_server_port(a), "GET", "/healthz", NULL, NULL, 0, &r);
+        h_assert_status(&r, 200);
+        h_resp_free(&r);
+    }
+    snprintf(port_env, sizeof port_env, "PAYCALLBACK_LISTEN_PORT=%d", h_server_port(a));
+    ck_assert_int_eq(0, h_server_signal(a, SIGKILL));
+    ck_assert_int_eq(128 + SIGKILL, h_server_wait(a, 10000));
+    b = h_server_start(env);
+    ck_assert_msg(b != NULL, "the restarted instance could not bind the port; see var/test-logs/");
+    ck_assert_int_eq(0, h_server_stop(b));
+}
+END_TEST
+
 START_TEST(reuse_port_lets_two_instances_share_a_port_on_purpose)
 {
     static const char *const first_env[] = { "PAYCALLBACK_LISTEN_REUSE_PORT=1", NULL };
@@ -661,6 +685,7 @@ static Suite *limits_suite(void)
     tc = tcase("the listen port is exclusive", h_fixture_server_up, h_fixture_server_down,
                TC_TIMEOUT_S);
     tcase_add_test(tc, second_instance_on_a_port_in_use_fails_to_start);
+    tcase_add_test(tc, restart_after_kill_9_gets_the_same_port);
     tcase_add_test(tc, reuse_port_lets_two_instances_share_a_port_on_purpose);
     tcase_add_test(tc, cap_above_the_open_file_limit_stops_the_start);
     suite_add_tcase(s, tc);
