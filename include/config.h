@@ -13,6 +13,22 @@
 #define CFG_DEV_SECRET "dev-secret"    /* the shipped value: refused outside development */
 #define CFG_DEV_ENV    "PAYCALLBACK_DEV"
 
+#define CFG_AUTH_KEYS_MAX    16
+#define CFG_AUTH_NAME_MAX    33       /* 1..32 of [A-Za-z0-9_.-] and the NUL */
+#define CFG_AUTH_KEY_MIN_LEN 16
+#define CFG_AUTH_KEY_MAX     129      /* 16..128 of the bearer token alphabet and the NUL */
+#define CFG_DEV_AUTH_NAME    "dev"
+#define CFG_DEV_AUTH_KEY     "dev-operator-key"   /* development only, like CFG_DEV_SECRET */
+
+/* One operator credential: callers send "Authorization: Bearer <key>";
+ * the name goes into the request log, never the key. Both fields are
+ * zero-padded to their full size, which the constant-time compare of
+ * auth.c relies on. */
+struct cfg_auth_key {
+    char name[CFG_AUTH_NAME_MAX];
+    char key[CFG_AUTH_KEY_MAX];
+};
+
 /* cfg_load flags. */
 #define CFG_LOAD_DEV (1u << 0)        /* development switch (--dev), as PAYCALLBACK_DEV=1 */
 #define CFG_PAYMENT_DAYS_MIN 35     /* longer than any gateway retries a callback (Adyen: 30 d) */
@@ -75,6 +91,9 @@ struct config {
     int retention_payment_days;   /* 0: payment records are kept; else >= CFG_PAYMENT_DAYS_MIN */
     int retention_batch;          /* rows deleted per statement */
 
+    struct cfg_auth_key auth_keys[CFG_AUTH_KEYS_MAX]; /* auth.keys: names and keys unique */
+    int auth_nkeys;               /* >= 1 after cfg_load */
+
     int dev;                      /* development switch: the shipped values are allowed */
 
     int idem_wait_ms;             /* a repeat waits this long for the first attempt, then 409 */
@@ -91,7 +110,11 @@ struct config {
  * Fails closed: without the development switch (CFG_LOAD_DEV in flags, or
  * PAYCALLBACK_DEV=1 in envp) an empty callback.secret, or the shipped
  * CFG_DEV_SECRET as either callback secret, is an error. With it, an empty
- * secret becomes CFG_DEV_SECRET: signatures are always checked. The file is read
+ * secret becomes CFG_DEV_SECRET: signatures are always checked. Likewise
+ * auth.keys (PAYCALLBACK_AUTH_KEYS="name:key,name:key", which replaces the
+ * file's list) must hold a key outside development, and none may be
+ * CFG_DEV_AUTH_KEY; in development an empty list gets that key, named
+ * CFG_DEV_AUTH_NAME. Error messages name keys, never print them. The file is read
  * strictly: one JSON object, each key known and present once, nothing
  * after it; numbers are range-checked before conversion and strings
  * against their field's size. Every PAYCALLBACK_* name in envp must be a

@@ -11,6 +11,7 @@ struct cJSON;
 #define HTTP_PARAM_MAX 66         /* one {param} segment: 64 chars, one more so that a
                                      longer one stays too long, and the NUL */
 #define HTTP_REQ_ID_MAX 65
+#define HTTP_CALLER_MAX 33        /* an operator key's name (auth.keys) and the NUL */
 
 /* One request as a handler sees it. Borrowed for the handler call only. */
 struct http_req {
@@ -20,6 +21,8 @@ struct http_req {
     size_t body_len;
     char param[HTTP_PARAM_MAX];   /* the {param} segment of the route, if any */
     char request_id[HTTP_REQ_ID_MAX];
+    char caller[HTTP_CALLER_MAX]; /* name of the operator key that authenticated the
+                                     request (operator routes), else "" */
     void *conn;                   /* opaque: for http_req_header only */
 };
 
@@ -40,6 +43,7 @@ struct http_resp {
     const char *content_type;     /* NULL = application/json */
     int retry_after_s;            /* > 0 adds Retry-After */
     const char *code;             /* error code of the reply, for logs */
+    const char *www_authenticate; /* static text; non-NULL adds WWW-Authenticate */
     enum http_outcome outcome;
     int replayed;                 /* 1: a stored answer, sent with Idempotent-Replayed: true */
 };
@@ -57,6 +61,9 @@ void http_reply_json(struct http_resp *resp, int status, const struct cJSON *obj
 /* Sets a {"code","message"} error reply; a definite answer. */
 void http_reply_error(struct http_resp *resp, int status, const char *code,
                       const char *message);
+
+/* Adds WWW-Authenticate: challenge (a static string) to a 401 reply. */
+void http_reply_challenge(struct http_resp *resp, const char *challenge);
 
 /* Sets a plain-text reply (copied), e.g. for /metrics; a definite answer. */
 void http_reply_text(struct http_resp *resp, int status, const char *ctype,

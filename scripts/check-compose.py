@@ -35,7 +35,8 @@ ENDPOINT_KEYS = {"listen.address", "mysql.host", "mysql.port", "redis.host", "re
 # Secrets: never a value in the compose file or the image; each is passed
 # through from the environment of `docker compose`, the required ones as
 # ${NAME:?message} so that compose itself refuses to start without them.
-SECRET_KEYS = {"callback.secret": True, "callback.previous_secret": False}  # key: required
+SECRET_KEYS = {"callback.secret": True, "callback.previous_secret": False,  # key: required
+               "auth.keys": True}
 DEV_SWITCH = "PAYCALLBACK_DEV"
 RUNTIME_PACKAGES = {"libmicrohttpd12", "libmariadb3", "libhiredis0.14", "libcjson1", "libssl3"}
 INIT_DIR = "/docker-entrypoint-initdb.d"
@@ -49,6 +50,11 @@ MUTATIONS = [
      "the secret optional, so compose starts without it"),
     ("docker-compose.yml", "      PAYCALLBACK_CALLBACK_SECRET: ", "      PAYCALLBACK_X_SECRET: ",
      "the secret not passed to the service"),
+    ("docker-compose.yml", "${PAYCALLBACK_AUTH_KEYS:?", "${PAYCALLBACK_AUTH_KEYS:-",
+     "the operator keys optional, so compose starts without them"),
+    ("Dockerfile", "ENV PAYCALLBACK_LISTEN_ADDRESS=0.0.0.0",
+     "ENV PAYCALLBACK_LISTEN_ADDRESS=0.0.0.0 PAYCALLBACK_AUTH_KEYS=ops:baked-into-the-image",
+     "an operator key baked into the image"),
     ("docker-compose.yml", '      PAYCALLBACK_REDIS_PORT: "6379"\n',
      '      PAYCALLBACK_REDIS_PORT: "6379"\n      PAYCALLBACK_DEV: "1"\n',
      "the development switch set in the stack"),
@@ -101,9 +107,9 @@ def config_keys():
     """(section or None, name, type) for every key of src/config.c's table."""
     text = open(os.path.join(ROOT, "src", "config.c"), encoding="utf-8").read()
     keys = {}
-    for kind, section, name in re.findall(r'^\s*([IS])\((NULL|"\w+"), "(\w+)",', text, re.M):
+    for kind, section, name in re.findall(r'^\s*([ISK])\((NULL|"\w+"), "(\w+)",', text, re.M):
         path = name if section == "NULL" else f"{section.strip(chr(34))}.{name}"
-        keys[path] = int if kind == "I" else str
+        keys[path] = int if kind == "I" else str      # K: the auth.keys list, "name:key,..."
     return keys
 
 

@@ -19,24 +19,52 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 CONTRACT_CODES = {
-    "BAD_REQUEST", "BAD_SIGNATURE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "PAYLOAD_TOO_LARGE",
-    "URI_TOO_LONG", "HEADER_TOO_LARGE", "REQUEST_TIMEOUT", "NOT_IMPLEMENTED",
+    "BAD_REQUEST", "BAD_SIGNATURE", "UNAUTHORIZED", "NOT_FOUND", "METHOD_NOT_ALLOWED",
+    "PAYLOAD_TOO_LARGE", "URI_TOO_LONG", "HEADER_TOO_LARGE", "REQUEST_TIMEOUT", "NOT_IMPLEMENTED",
     "ORDER_NOT_FOUND", "SKU_NOT_FOUND", "PAY_NO_CONFLICT", "AMOUNT_MISMATCH", "REPEAT_SUBMIT",
     "OUT_OF_STOCK", "ILLEGAL_TRANSITION", "BUSY", "UNAVAILABLE", "INTERNAL",
     "IDEMPOTENCY_KEY_IN_USE", "IDEMPOTENCY_KEY_MISMATCH",
 }
 HEADERS = ("name: Idempotent-Token", "name: X-Timestamp", "name: X-Signature",
            "name: X-Request-Id", "Retry-After:", "Allow:", "name: Idempotency-Key",
-           "Idempotent-Replayed:")
+           "Idempotent-Replayed:", "WWW-Authenticate:")
 ROUTE_SOURCE = os.path.join(ROOT, "src", "http.c")
-# One entry of the route table: { "POST", "/pay/callback", handle_pay_callback },
-ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+\s*\}')
+# One entry of the route table:
+#   { "POST", "/pay/callback", handle_pay_callback, 0 },
+#   { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },
+ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+(?:,\s*([\w|\s]+?))?\s*\}')
+OPERATOR_FLAG = "ROUTE_OPERATOR"
+OPERATOR_SCHEME = "operatorKey"
+
+
+def route_table():
+    """(method, pattern, flags text) of every entry of the route table."""
+    with open(ROUTE_SOURCE, encoding="utf-8") as f:
+        return [(m.lower(), p, flags or "") for m, p, flags in ROUTE_RE.findall(f.read())]
 
 
 def routes():
     """(method, pattern) of every entry of the service's route table."""
-    with open(ROUTE_SOURCE, encoding="utf-8") as f:
-        return {(m.lower(), p) for m, p in ROUTE_RE.findall(f.read())}
+    return {(m, p) for m, p, _ in route_table()}
+
+
+def check_security(doc, problems):
+    """Operator routes require the operator key and document its 401;
+    no other route requires it."""
+    paths = doc.get("paths") or {}
+    for m, p, flags in route_table():
+        op = (paths.get(p) or {}).get(m)
+        if not isinstance(op, dict):
+            continue
+        schemes = {k for req in op.get("security") or [] for k in (req or {})}
+        if OPERATOR_FLAG in flags:
+            if OPERATOR_SCHEME not in schemes:
+                problems.append(f"{m.upper()} {p} needs an operator key: security must list "
+                                f"{OPERATOR_SCHEME}")
+            if "401" not in (op.get("responses") or {}):
+                problems.append(f"{m.upper()} {p} needs an operator key but documents no 401")
+        elif OPERATOR_SCHEME in schemes:
+            problems.append(f"{m.upper()} {p} is open but documented as needing an operator key")
 
 
 def check_routes(doc, text, problems):
@@ -136,6 +164,7 @@ def check(path):
             problems.append(f"missing top-level {key}")
     walk_refs(doc, doc, "#", problems)
     check_routes(doc, text, problems)
+    check_security(doc, problems)
     seen_ids = set()
     for p, item in (doc.get("paths") or {}).items():
         if not str(p).startswith("/"):

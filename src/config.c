@@ -21,7 +21,7 @@
 #define CFG_ENV_PREFIX     "PAYCALLBACK_"
 #define CFG_GATEWAYS_KEY "gateways"
 
-enum key_type { KEY_INT, KEY_STR };
+enum key_type { KEY_INT, KEY_STR, KEY_KEYS /* the auth.keys list */ };
 
 struct cfg_key {
     const char *section;          /* NULL: top level */
@@ -36,6 +36,7 @@ struct cfg_key {
 #define FIELD(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
 #define I(sec, name, field, lo, hi, def) { sec, name, KEY_INT, FIELD(field), lo, hi, def }
 #define S(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def }
+#define K(sec, name, field) { sec, name, KEY_KEYS, FIELD(field), 0, 0, "" }
 
 static const struct cfg_key keys[] = {
     S("listen", "address", listen_address, 1, "127.0.0.1"),
@@ -89,12 +90,14 @@ static const struct cfg_key keys[] = {
     I("idempotency", "wait_ms", idem_wait_ms, 0, 60000, "5000"),
     I("idempotency", "lease_ms", idem_lease_ms, 100, 600000, "10000"),
     I("idempotency", "ttl_s", idem_ttl_s, 1, 30 * 86400, "86400"),
+    K("auth", "keys", auth_keys),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
 #undef FIELD
 #undef I
 #undef S
+#undef K
 
 /* PAYCALLBACK_<SECTION>_<NAME> in capitals, into buf. */
 static void env_name(const struct cfg_key *k, char *buf, size_t n)
@@ -160,6 +163,162 @@ static int set_int(struct config *cfg, const struct cfg_key *k, long v, const ch
     return 0;
 }
 
+/* ---- auth.keys: the operator credentials --------------------------------- */
+
+/* 1..32 of [A-Za-z0-9_.-]: it is written into log lines as it is. */
+static int valid_key_name(const char *s, size_t n)
+{
+    size_t i;
+
+    if (n == 0 || n >= CFG_AUTH_NAME_MAX)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* 16..128 characters of the bearer token alphabet (RFC 6750 b64token:
+ * letters, digits, -._~+/ and trailing '='), so that any key can be sent
+ * as it is and none can contain the ':' and ',' of the environment form. */
+static int valid_key_value(const char *s, size_t n)
+{
+    size_t i = 0;
+
+    if (n < CFG_AUTH_KEY_MIN_LEN || n >= CFG_AUTH_KEY_MAX)
+        return 0;
+    while (i < n && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                     (s[i] >= '0' && s[i] <= '9') || strchr("-._~+/", s[i]) != NULL))
+        i++;
+    while (i < n && s[i] == '=')
+        i++;
+    return i == n && s[0] != '=';
+}
+
+/* Appends one credential after checking it; the messages name the key by
+ * its name or position, never print it. 0, or -1 with the reason. */
+static int add_auth_key(struct config *cfg, const char *name, size_t nlen, const char *key,
+                        size_t klen, const char *origin, char *err, size_t errsz)
+{
+    struct cfg_auth_key *k;
+    int i, pos = cfg->auth_nkeys + 1;
+
+    if (cfg->auth_nkeys >= CFG_AUTH_KEYS_MAX) {
+        snprintf(err, errsz, "%s: auth.keys holds more than %d keys", origin, CFG_AUTH_KEYS_MAX);
+        return -1;
+    }
+    if (!valid_key_name(name, nlen)) {
+        snprintf(err, errsz, "%s: auth.keys entry %d: name must be 1..%d characters of "
+                 "[A-Za-z0-9_.-]", origin, pos, CFG_AUTH_NAME_MAX - 1);
+        return -1;
+    }
+    if (!valid_key_value(key, klen)) {
+        snprintf(err, errsz, "%s: auth key \"%.*s\" must be %d..%d characters of "
+                 "[A-Za-z0-9-._~+/] (then '=' padding)", origin, (int)nlen, name,
+                 CFG_AUTH_KEY_MIN_LEN, CFG_AUTH_KEY_MAX - 1);
+        return -1;
+    }
+    for (i = 0; i < cfg->auth_nkeys; i++) {
+        k = &cfg->auth_keys[i];
+        if (strlen(k->name) == nlen && memcmp(k->name, name, nlen) == 0) {
+            snprintf(err, errsz, "%s: auth key name \"%.*s\" appears twice", origin, (int)nlen,
+                     name);
+            return -1;
+        }
+        if (strlen(k->key) == klen && memcmp(k->key, key, klen) == 0) {
+            snprintf(err, errsz, "%s: auth keys \"%s\" and \"%.*s\" are the same key", origin,
+                     k->name, (int)nlen, name);
+            return -1;
+        }
+    }
+    k = &cfg->auth_keys[cfg->auth_nkeys++];
+    memset(k, 0, sizeof(*k));
+    memcpy(k->name, name, nlen);
+    memcpy(k->key, key, klen);
+    return 0;
+}
+
+static void clear_auth_keys(struct config *cfg)
+{
+    memset(cfg->auth_keys, 0, sizeof(cfg->auth_keys));
+    cfg->auth_nkeys = 0;
+}
+
+/* The environment form, "name:key,name:key" ("" is an empty list). It
+ * replaces the file's list as a whole. */
+static int set_keys_text(struct config *cfg, const char *text, const char *origin, char *err,
+                         size_t errsz)
+{
+    const char *p = text, *end, *colon;
+
+    clear_auth_keys(cfg);
+    while (*p != '\0') {
+        end = p + strcspn(p, ",");
+        colon = memchr(p, ':', (size_t)(end - p));
+        if (colon == NULL) {
+            snprintf(err, errsz, "%s: auth.keys entry %d must be name:key", origin,
+                     cfg->auth_nkeys + 1);
+            return -1;
+        }
+        if (add_auth_key(cfg, p, (size_t)(colon - p), colon + 1, (size_t)(end - colon - 1),
+                         origin, err, errsz) != 0)
+            return -1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* The string member name of one auth.keys object, or NULL after writing
+ * the reason. */
+static const char *key_member(const cJSON *entry, const char *name, int pos, const char *file,
+                              char *err, size_t errsz)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(entry, name);
+
+    if (!cJSON_IsString(m)) {
+        snprintf(err, errsz, "%s: auth.keys entry %d needs a string \"%s\"", file, pos, name);
+        return NULL;
+    }
+    return m->valuestring;
+}
+
+/* The file form: [{"name": "ops", "key": "..."}, ...], each object with
+ * exactly those two members. */
+static int set_keys_json(struct config *cfg, const cJSON *item, const char *file, char *err,
+                         size_t errsz)
+{
+    const cJSON *entry, *m;
+    const char *name, *key;
+    int pos = 0;
+
+    clear_auth_keys(cfg);
+    if (!cJSON_IsArray(item)) {
+        snprintf(err, errsz, "%s: auth.keys must be an array of {\"name\", \"key\"}", file);
+        return -1;
+    }
+    cJSON_ArrayForEach(entry, item) {
+        pos++;
+        if (!cJSON_IsObject(entry) || json_duplicate_key(entry) != NULL) {
+            snprintf(err, errsz, "%s: auth.keys entry %d must be an object with each member "
+                     "once", file, pos);
+            return -1;
+        }
+        cJSON_ArrayForEach(m, entry) {
+            if (strcmp(m->string, "name") != 0 && strcmp(m->string, "key") != 0) {
+                snprintf(err, errsz, "%s: unknown key \"auth.keys[%d].%.32s\"", file, pos - 1,
+                         m->string);
+                return -1;
+            }
+        }
+        if ((name = key_member(entry, "name", pos, file, err, errsz)) == NULL ||
+            (key = key_member(entry, "key", pos, file, err, errsz)) == NULL ||
+            add_auth_key(cfg, name, strlen(name), key, strlen(key), file, err, errsz) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Stores text (a default or an environment value) as the value of k.
  * Returns 0, or -1 with a reason in err. */
 static int set_value(struct config *cfg, const struct cfg_key *k, const char *text,
@@ -170,6 +329,8 @@ static int set_value(struct config *cfg, const struct cfg_key *k, const char *te
 
     if (k->type == KEY_STR)
         return set_str(cfg, k, text, origin, err, errsz);
+    if (k->type == KEY_KEYS)
+        return set_keys_text(cfg, text, origin, err, errsz);
     if (parse_long(text, &v) != 0) {
         key_path(k, path, sizeof(path));
         snprintf(err, errsz, "%s: %s must be an integer, got \"%.32s\"", origin, path, text);
@@ -188,6 +349,8 @@ static int set_json(struct config *cfg, const struct cfg_key *k, const cJSON *it
     int64_t v;
 
     key_path(k, path, sizeof(path));
+    if (k->type == KEY_KEYS)
+        return set_keys_json(cfg, item, file, err, errsz);
     if (k->type == KEY_STR) {
         if (!cJSON_IsString(item)) {
             snprintf(err, errsz, "%s: %s must be a string", file, path);
@@ -444,6 +607,35 @@ static int check_secrets(struct config *cfg, char *err, size_t errsz)
     return 0;
 }
 
+/* Fail closed on the operator keys, as on the callback secret: the order
+ * transitions, order reads and /metrics always need one. */
+static int check_auth_keys(struct config *cfg, char *err, size_t errsz)
+{
+    int i;
+
+    if (cfg->dev) {
+        if (cfg->auth_nkeys == 0)
+            return add_auth_key(cfg, CFG_DEV_AUTH_NAME, strlen(CFG_DEV_AUTH_NAME),
+                                CFG_DEV_AUTH_KEY, strlen(CFG_DEV_AUTH_KEY), "development", err,
+                                errsz);
+        return 0;
+    }
+    if (cfg->auth_nkeys == 0) {
+        snprintf(err, errsz, "auth.keys is empty: the operator routes need a key; set "
+                 "PAYCALLBACK_AUTH_KEYS=name:key (only --dev or %s=1 runs without one)",
+                 CFG_DEV_ENV);
+        return -1;
+    }
+    for (i = 0; i < cfg->auth_nkeys; i++) {
+        if (strcmp(cfg->auth_keys[i].key, CFG_DEV_AUTH_KEY) == 0) {
+            snprintf(err, errsz, "auth key \"%s\" is the development key: set a real one "
+                     "(only --dev or %s=1 accepts it)", cfg->auth_keys[i].name, CFG_DEV_ENV);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Checks that need more than one key's own range. 0, or -1. */
 static int check_values(struct config *cfg, char *err, size_t errsz)
 {
@@ -492,7 +684,9 @@ static int check_values(struct config *cfg, char *err, size_t errsz)
                  cfg->listen_address);
         return -1;
     }
-    return check_secrets(cfg, err, errsz);
+    if (check_secrets(cfg, err, errsz) != 0)
+        return -1;
+    return check_auth_keys(cfg, err, errsz);
 }
 
 /* cfg_load, with the file's text in memory when text is not NULL. */

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "config.h"
 #include "connguard.h"
 #include "handlers.h"
@@ -37,25 +38,28 @@
 #define HTTP_OPS_THREADS       2      /* the /readyz and /metrics lane */
 #define HTTP_FD_RESERVE        64     /* descriptors for logs, listeners, epoll, spare */
 
+#define ROUTE_OPERATOR (1u << 0)  /* needs an operator key: auth_require_or_reply */
+
 struct route {
     const char *method;
     const char *pattern;          /* "/order/{order_no}/ship": {x} is one segment */
     http_handler fn;
+    unsigned flags;               /* ROUTE_* */
 };
 
 static const struct route routes[] = {
-    { "POST", "/pay/callback", handle_pay_callback },
-    { "POST", "/pay/callback/{gateway}", handle_pay_gateway },
-    { "GET", "/healthz", handle_healthz },
-    { "GET", "/readyz", handle_readyz },
-    { "GET", "/metrics", handle_metrics },
-    { "GET", "/token/apply", handle_token_apply },
-    { "POST", "/token/apply", handle_token_apply },
-    { "POST", "/order/create", handle_order_create },
-    { "GET", "/order/{order_no}", handle_order_get },
-    { "POST", "/order/{order_no}/ship", handle_order_ship },
-    { "POST", "/order/{order_no}/finish", handle_order_finish },
-    { "POST", "/order/{order_no}/cancel", handle_order_cancel },
+    { "POST", "/pay/callback", handle_pay_callback, 0 },
+    { "POST", "/pay/callback/{gateway}", handle_pay_gateway, 0 },
+    { "GET", "/healthz", handle_healthz, 0 },
+    { "GET", "/readyz", handle_readyz, 0 },
+    { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },
+    { "GET", "/token/apply", handle_token_apply, 0 },
+    { "POST", "/token/apply", handle_token_apply, 0 },
+    { "POST", "/order/create", handle_order_create, 0 },
+    { "GET", "/order/{order_no}", handle_order_get, ROUTE_OPERATOR },
+    { "POST", "/order/{order_no}/ship", handle_order_ship, ROUTE_OPERATOR },
+    { "POST", "/order/{order_no}/finish", handle_order_finish, ROUTE_OPERATOR },
+    { "POST", "/order/{order_no}/cancel", handle_order_cancel, ROUTE_OPERATOR },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -192,6 +196,11 @@ void http_reply_error(struct http_resp *resp, int status, const char *code, cons
     http_reply_json(resp, status, o);
     cJSON_Delete(o);
     resp->code = code;
+}
+
+void http_reply_challenge(struct http_resp *resp, const char *challenge)
+{
+    resp->www_authenticate = challenge;
 }
 
 void http_reply_text(struct http_resp *resp, int status, const char *ctype, const char *text,
@@ -484,16 +493,18 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
         snprintf(num, sizeof(num), "%d", resp->retry_after_s);
         MHD_add_response_header(r, "Retry-After", num);
     }
+    if (resp->www_authenticate != NULL)
+        MHD_add_response_header(r, "WWW-Authenticate", resp->www_authenticate);
     ret = MHD_queue_response(conn, (unsigned int)resp->status, r);
     MHD_destroy_response(r);
     rs->replied = true;
     us = elapsed_us(&rs->start);
     metrics_observe(srv->m, rs->route, resp->status, us);
     log_write(resp->status >= 500 ? LOG_WARN : LOG_INFO, "request",
-              "method=%s path=\"%s\" status=%d duration_us=%llu request_id=%s%s%s",
+              "method=%s path=\"%s\" status=%d duration_us=%llu request_id=%s%s%s%s%s",
               req->method, log_safe(req->path, safe_path, sizeof(safe_path)), resp->status,
               (unsigned long long)us, req->request_id, resp->code ? " code=" : "",
-              resp->code ? resp->code : "");
+              resp->code ? resp->code : "", req->caller[0] ? " caller=" : "", req->caller);
     return ret;
 }
 
@@ -526,6 +537,9 @@ static int prepare_request(struct req_state *rs, const char *method)
                                sizeof(rs->allow));
     if (rs->route == NROUTES)
         return -1;
+    if ((routes[rs->route].flags & ROUTE_OPERATOR) &&
+        auth_require_or_reply(rs->srv->cfg, req, &rs->resp) != 0)
+        return -1;                                /* 401 set; the handler never runs */
     if (routes[rs->route].fn == handle_healthz)
         return LANE_INLINE;
     if (routes[rs->route].fn == handle_readyz || routes[rs->route].fn == handle_metrics)

@@ -40,7 +40,8 @@ BIN = os.path.join(ROOT, os.environ.get("PCB_BIN", "build/paycallback"))
 BOUND_S = int(os.environ.get("PCB_FAULTS_BOUND_MS", "5000")) / 1000
 LEGIT_S = int(os.environ.get("PCB_FAULTS_LEGIT_MS", "1000")) / 1000
 TEST_DB = "paycallback_test"
-SECRET = "faults-" + os.urandom(16).hex()       # not the shipped development value
+SECRET = "faults-" + os.urandom(16).hex()
+OPERATOR_KEY = "faults-" + os.urandom(16).hex()      # the service refuses to start without one       # not the shipped development value
 PRICE = "129.50"
 START_TIMEOUT_S = 90 if "/asan/" in BIN else 20
 STORM_DEADLINE_S = 90          # the bank gives up on a payment after this
@@ -132,6 +133,7 @@ class Service:
             "PAYCALLBACK_REDIS_PORT": str(REDIS_PORT),
             "PAYCALLBACK_REDIS_DB": "9",
             "PAYCALLBACK_CALLBACK_SECRET": SECRET,
+            "PAYCALLBACK_AUTH_KEYS": "faults:" + OPERATOR_KEY,
             "PAYCALLBACK_GRACE_S": "1",
         })
         for kv in os.environ.get("PCB_FAULTS_SERVICE_ENV", "").split():

@@ -57,7 +57,7 @@ START_TEST(help_exits_0_and_lists_flags_and_environment_names)
     static const char *const args[] = { "--help", NULL };
     static const char *const wanted[] = {
         "--config", "--check-config", "--port-file", "--version", "--dev", "SIGTERM",
-        "PAYCALLBACK_DEV", "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET",
+        "PAYCALLBACK_DEV", "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET", "PAYCALLBACK_AUTH_KEYS",
         "PAYCALLBACK_LISTEN_ADDRESS", "PAYCALLBACK_LISTEN_PORT", "PAYCALLBACK_GRACE_S",
         "PAYCALLBACK_LOG_LEVEL", "PAYCALLBACK_MYSQL_HOST", "PAYCALLBACK_MYSQL_PASSWORD",
         "PAYCALLBACK_REDIS_HOST", "PAYCALLBACK_REDIS_PORT", "PAYCALLBACK_CALLBACK_SECRET",
@@ -245,11 +245,43 @@ START_TEST(a_real_secret_starts_without_the_dev_switch)
 {
     static const char *const args[] = { "--check-config", NULL };
     static const char *const env[] = { "PAYCALLBACK_DEV=0",
-                                       "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e", NULL };
+                                       "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e",
+                                       "PAYCALLBACK_AUTH_KEYS=ops:ops-key-0123456789abcdef",
+                                       NULL };
     struct h_run r;
 
     h_run(args, env, RUN_TIMEOUT_MS, &r);
     ck_assert_msg(r.status == 0, "expected exit 0, got %d; stderr:\n%s", r.status, r.err);
+    h_run_free(&r);
+}
+END_TEST
+
+START_TEST(start_is_refused_without_an_operator_key_outside_development)
+{
+    static const char *const args[] = { "--check-config", NULL };
+    static const char *const env[] = { "PAYCALLBACK_DEV=0",
+                                       "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e", NULL };
+    struct h_run r;
+
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    ck_assert_msg(r.status == 2, "expected exit 2, got %d; stderr:\n%s", r.status, r.err);
+    assert_contains(r.err, "auth.keys is empty", "stderr");
+    h_run_free(&r);
+}
+END_TEST
+
+START_TEST(start_is_refused_with_the_development_operator_key)
+{
+    static const char *const args[] = { "--check-config", NULL };
+    static const char *const env[] = { "PAYCALLBACK_DEV=0",
+                                       "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e",
+                                       "PAYCALLBACK_AUTH_KEYS=ops:" H_OPERATOR_KEY, NULL };
+    struct h_run r;
+
+    h_run(args, env, RUN_TIMEOUT_MS, &r);
+    ck_assert_msg(r.status == 2, "expected exit 2, got %d; stderr:\n%s", r.status, r.err);
+    assert_contains(r.err, "is the development key", "stderr");
+    ck_assert_msg(strstr(r.err, H_OPERATOR_KEY) == NULL, "the key was printed:\n%s", r.err);
     h_run_free(&r);
 }
 END_TEST
@@ -461,12 +493,14 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, bad_configuration_fails_check_config_the_same_way);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("fail closed on the callback secret");
+    tc = tcase_create("fail closed on the secret and the keys");
     tcase_set_timeout(tc, TC_TIMEOUT_S);
     tcase_add_test(tc, start_is_refused_with_the_shipped_secret_outside_development);
     tcase_add_test(tc, start_is_refused_with_an_empty_secret_outside_development);
     tcase_add_test(tc, serving_is_refused_too_not_only_the_check);
     tcase_add_test(tc, a_real_secret_starts_without_the_dev_switch);
+    tcase_add_test(tc, start_is_refused_without_an_operator_key_outside_development);
+    tcase_add_test(tc, start_is_refused_with_the_development_operator_key);
     tcase_add_test(tc, the_dev_flag_allows_the_shipped_secret);
     suite_add_tcase(s, tc);
 

@@ -81,8 +81,8 @@ static void head_request(const char *path, struct head_reply *out)
     out->status = 0;
     out->content_length = -1;
     out->body_bytes = 0;
-    snprintf(req, sizeof req, "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-             path);
+    snprintf(req, sizeof req, "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+             "Authorization: Bearer " H_OPERATOR_KEY "\r\n\r\n", path);
     fd = h_raw_connect(h_port(), NULL, 10000);
     ck_assert_msg(fd >= 0, "cannot connect: %s", strerror(errno));
     ck_assert_int_eq((ssize_t)strlen(req), send(fd, req, strlen(req), MSG_NOSIGNAL));

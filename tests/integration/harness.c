@@ -800,11 +800,30 @@ int h_http_raw(int port, const char *req, size_t len, struct h_resp *out)
     return rc == 0 ? 0 : fail_reply(out);
 }
 
+/* 1 when headers already carry an Authorization header. */
+static int has_authorization(const char *const *headers)
+{
+    size_t n = strlen("Authorization:");
+
+    for (size_t i = 0; headers != NULL && headers[i] != NULL; i++)
+        if (strncasecmp(headers[i], "Authorization:", n) == 0)
+            return 1;
+    return 0;
+}
+
 int h_http(int port, const char *method, const char *path,
            const char *const *headers, const char *body, size_t body_len,
            struct h_resp *out)
 {
-    size_t hlen = 256 + strlen(method) + strlen(path);
+    return h_http_key(port, has_authorization(headers) ? NULL : H_OPERATOR_KEY, method, path,
+                      headers, body, body_len, out);
+}
+
+int h_http_key(int port, const char *key, const char *method, const char *path,
+               const char *const *headers, const char *body, size_t body_len,
+               struct h_resp *out)
+{
+    size_t hlen = 256 + strlen(method) + strlen(path) + (key != NULL ? strlen(key) : 0);
     int with_length = body != NULL ||
                       (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0);
     char *req;
@@ -820,6 +839,8 @@ int h_http(int port, const char *method, const char *path,
     }
     n = (size_t)snprintf(req, hlen, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                          "Connection: close\r\n", method, path, port);
+    if (key != NULL)
+        n += (size_t)snprintf(req + n, hlen - n, "Authorization: Bearer %s\r\n", key);
     for (size_t i = 0; headers != NULL && headers[i] != NULL; i++)
         n += (size_t)snprintf(req + n, hlen - n, "%s\r\n", headers[i]);
     if (with_length)
@@ -1699,12 +1720,7 @@ void h_assert_nothing_paid(void)
 
 TCase *h_tcase(const char *name, int timeout_s)
 {
-    TCase *tc = tcase_create(name);
-
-    tcase_add_unchecked_fixture(tc, h_fixture_server_up, h_fixture_server_down);
-    tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
-    tcase_set_timeout(tc, timeout_s);
-    return tc;
+    return h_tcase_with(name, timeout_s, h_fixture_server_up, h_fixture_server_down);
 }
 
 /* ---- raw connections ----------------------------------------------------- */

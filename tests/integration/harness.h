@@ -15,6 +15,7 @@
 #include <hiredis.h>
 
 #define H_SECRET          "dev-secret"     /* callback secret of the shipped config */
+#define H_OPERATOR_KEY    "dev-operator-key" /* the key --dev gives an empty auth.keys */
 #define H_HEADERS_MAX     64
 #define H_RECV_TIMEOUT_S  30
 #define H_SIG_HEX_LEN     64
@@ -138,11 +139,20 @@ struct h_resp {
 /* Sends one request with Connection: close and reads the reply to EOF.
  * headers are "Name: value" strings, NULL-terminated, may be NULL.
  * Content-Length is sent when body is not NULL or the method is not
- * GET/HEAD. out is overwritten: free an earlier reply first. Returns 0, or
- * -1 with out->status 0 and the reason in out->err. */
+ * GET/HEAD. The test client acts as the operator: unless headers carry an
+ * Authorization header of their own, "Authorization: Bearer
+ * H_OPERATOR_KEY" is sent (open routes ignore it). out is overwritten:
+ * free an earlier reply first. Returns 0, or -1 with out->status 0 and
+ * the reason in out->err. */
 int h_http(int port, const char *method, const char *path,
            const char *const *headers, const char *body, size_t body_len,
            struct h_resp *out);
+
+/* The same with the operator key of one's choice: "Authorization: Bearer
+ * key", or no Authorization header at all when key is NULL. */
+int h_http_key(int port, const char *key, const char *method, const char *path,
+               const char *const *headers, const char *body, size_t body_len,
+               struct h_resp *out);
 
 /* Sends len bytes exactly as given (for malformed requests and chunked
  * uploads) and reads the reply like h_http. */

@@ -14,6 +14,9 @@
 #include "config.h"
 
 #define ERR_MAX 512
+#define OPS_KEY  "0123456789abcdef0123"      /* 20 characters: a valid operator key */
+#define SHOP_KEY "shop-key-AAAAAAAAAAAA+/=="
+#define WITH_KEYS "{\"callback\": {\"secret\": \"s\"}, \"auth\": {\"keys\": "
 
 static char cfg_path[64];
 static char err[ERR_MAX];
@@ -312,7 +315,8 @@ END_TEST
 START_TEST(cfg_load_takes_a_real_secret_from_the_environment)
 {
     const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=a-real-one",
-                          "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=the-old-one", NULL };
+                          "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=the-old-one",
+                          "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY, NULL };
     struct config cfg;
 
     ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", env,
@@ -373,6 +377,97 @@ START_TEST(cfg_load_text_reads_only_len_bytes_and_names_the_origin)
 }
 END_TEST
 
+/* ---- operator keys ------------------------------------------------------- */
+
+START_TEST(cfg_load_reads_named_keys_from_the_file)
+{
+    struct config cfg;
+
+    ck_assert_int_eq(0, load_flags(&cfg, WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY
+                                         "\"}, {\"key\": \"" SHOP_KEY "\", \"name\": \"shop\"}]}}",
+                                   NULL, 0));
+    ck_assert_int_eq(2, cfg.auth_nkeys);
+    ck_assert_str_eq("ops", cfg.auth_keys[0].name);
+    ck_assert_str_eq(OPS_KEY, cfg.auth_keys[0].key);
+    ck_assert_str_eq("shop", cfg.auth_keys[1].name);
+    ck_assert_str_eq(SHOP_KEY, cfg.auth_keys[1].key);
+}
+END_TEST
+
+START_TEST(cfg_load_lets_the_environment_replace_the_key_list)
+{
+    const char *env[] = { "PAYCALLBACK_AUTH_KEYS=shop:" SHOP_KEY ",prom:" OPS_KEY "x", NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(0, load_flags(&cfg, WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY
+                                         "\"}]}}", env, 0));
+    ck_assert_int_eq(2, cfg.auth_nkeys);
+    ck_assert_str_eq("shop", cfg.auth_keys[0].name);
+    ck_assert_str_eq("prom", cfg.auth_keys[1].name);
+    ck_assert_str_eq(OPS_KEY "x", cfg.auth_keys[1].key);
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_an_empty_key_list_outside_development)
+{
+    const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=s", NULL };
+    const char *emptied[] = { "PAYCALLBACK_AUTH_KEYS=", NULL };
+
+    refused_flags("{}", env, 0, "auth.keys is empty");
+    refused_flags(WITH_KEYS "[]}}", NULL, 0, "auth.keys is empty");
+    refused_flags(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\"}]}}", emptied, 0,
+                  "auth.keys is empty");
+}
+END_TEST
+
+START_TEST(cfg_load_gives_development_a_development_key)
+{
+    struct config cfg;
+
+    ck_assert_int_eq(0, load_flags(&cfg, "{}", NULL, CFG_LOAD_DEV));
+    ck_assert_int_eq(1, cfg.auth_nkeys);
+    ck_assert_str_eq(CFG_DEV_AUTH_NAME, cfg.auth_keys[0].name);
+    ck_assert_str_eq(CFG_DEV_AUTH_KEY, cfg.auth_keys[0].key);
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_the_development_key_outside_development)
+{
+    refused_flags(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" CFG_DEV_AUTH_KEY "\"}]}}", NULL,
+                  0, "auth key \"ops\" is the development key");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_bad_keys_without_printing_them)
+{
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"short\"}]}}", NULL,
+            "auth key \"ops\" must be 16..128 characters");
+    ck_assert_msg(strstr(err, "short") == NULL, "the key was printed: %s", err);
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"has a blank in it, long\"}]}}", NULL,
+            "auth key \"ops\" must be");
+    refused(WITH_KEYS "[{\"name\": \"o ps\", \"key\": \"" OPS_KEY "\"}]}}", NULL,
+            "entry 1: name must be");
+    refused(WITH_KEYS "[{\"name\": \"ops\"}]}}", NULL, "entry 1 needs a string \"key\"");
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"role\": \"x\"}]}}",
+            NULL, "unknown key \"auth.keys[0].role\"");
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"name\": \"x\", \"key\": \"" OPS_KEY "\"}]}}",
+            NULL, "each member once");
+    refused(WITH_KEYS "{\"ops\": \"" OPS_KEY "\"}}}", NULL, "auth.keys must be an array");
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_duplicate_names_and_keys)
+{
+    const char *names[] = { "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY ",ops:" SHOP_KEY, NULL };
+    const char *keys[] = { "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY ",shop:" OPS_KEY, NULL };
+    const char *form[] = { "PAYCALLBACK_AUTH_KEYS=ops" OPS_KEY, NULL };
+
+    refused("{}", names, "auth key name \"ops\" appears twice");
+    refused("{}", keys, "auth keys \"ops\" and \"shop\" are the same key");
+    refused("{}", form, "PAYCALLBACK_AUTH_KEYS: auth.keys entry 1 must be name:key");
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -412,6 +507,16 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_ignores_other_prefixes);
     tcase_add_test(tc, cfg_load_knows_the_secret_variables_of_its_gateways);
     tcase_add_test(tc, cfg_load_checks_names_even_without_a_file);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("operator keys");
+    tcase_add_test(tc, cfg_load_reads_named_keys_from_the_file);
+    tcase_add_test(tc, cfg_load_lets_the_environment_replace_the_key_list);
+    tcase_add_test(tc, cfg_load_refuses_an_empty_key_list_outside_development);
+    tcase_add_test(tc, cfg_load_gives_development_a_development_key);
+    tcase_add_test(tc, cfg_load_refuses_the_development_key_outside_development);
+    tcase_add_test(tc, cfg_load_refuses_bad_keys_without_printing_them);
+    tcase_add_test(tc, cfg_load_refuses_duplicate_names_and_keys);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fail closed on the callback secret");
