@@ -51,6 +51,9 @@ struct http_resp {
 typedef void (*http_handler)(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);
 
+/* Value of a query-string parameter (percent-decoded), or NULL. */
+const char *http_req_query(const struct http_req *req, const char *name);
+
 /* Value of a request header (case-insensitive name), or NULL. */
 const char *http_req_header(const struct http_req *req, const char *name);
 

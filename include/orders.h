@@ -70,6 +70,8 @@ struct order_transition_req {
     const char *order_no;
     int to;
     const struct orders_hook *hook;   /* may be NULL */
+    int only_from;                /* 0: from any status the table allows; else only from
+                                     this one (ORDERS_ILLEGAL otherwise, nothing written) */
 };
 
 /* A payment a cancel turned REFUND_REQUIRED. */

@@ -52,10 +52,6 @@ enum refunds_result refunds_settle(struct db_conn *c, const char *pay_no, const 
                                    const char *actor, const char *request_id,
                                    struct refund_entry *out);
 
-/* Appends an audit_log row on c (inside the caller's transaction). */
-enum db_status refunds_audit(struct db_conn *c, const char *actor, const char *action,
-                             const char *subject, const char *detail, const char *request_id);
-
 const char *refunds_result_str(enum refunds_result r);
 
 #endif

@@ -60,6 +60,13 @@ static const struct route routes[] = {
     { "POST", "/order/{order_no}/ship", handle_order_ship, ROUTE_OPERATOR },
     { "POST", "/order/{order_no}/finish", handle_order_finish, ROUTE_OPERATOR },
     { "POST", "/order/{order_no}/cancel", handle_order_cancel, ROUTE_OPERATOR },
+    { "GET", "/ops/reconcile", handle_ops_reconcile, ROUTE_OPERATOR },
+    { "GET", "/ops/outbox", handle_ops_outbox_list, ROUTE_OPERATOR },
+    { "GET", "/ops/outbox/{id}", handle_ops_outbox_get, ROUTE_OPERATOR },
+    { "POST", "/ops/outbox/{id}/retry", handle_ops_outbox_retry, ROUTE_OPERATOR },
+    { "GET", "/ops/refunds", handle_ops_refunds_list, ROUTE_OPERATOR },
+    { "POST", "/ops/refunds/{pay_no}/settle", handle_ops_refund_settle, ROUTE_OPERATOR },
+    { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, ROUTE_OPERATOR },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -153,6 +160,12 @@ static bool route_match(const char *pattern, const char *path, char *param)
         s++;
     }
     return *p == '\0' && *s == '\0';
+}
+
+const char *http_req_query(const struct http_req *req, const char *name)
+{
+    return MHD_lookup_connection_value((struct MHD_Connection *)req->conn, MHD_GET_ARGUMENT_KIND,
+                                       name);
 }
 
 const char *http_req_header(const struct http_req *req, const char *name)

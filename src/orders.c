@@ -299,7 +299,8 @@ static enum db_status transition_txn(struct db_conn *c, void *arg)
         j->result = ORDERS_DUPLICATE;
         return DB_ROLLBACK;
     }
-    if (!order_state_allowed(ch->from, to)) {
+    if (!order_state_allowed(ch->from, to) ||
+        (j->req->only_from != 0 && ch->from != j->req->only_from)) {
         j->result = ORDERS_ILLEGAL;
         return DB_ROLLBACK;
     }

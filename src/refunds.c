@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "order_state.h"
 
 static enum refunds_result from_db(enum db_status st)
@@ -69,14 +70,6 @@ enum refunds_result refunds_list(struct db_conn *c, int status, struct refund_en
     return REFUNDS_OK;
 }
 
-enum db_status refunds_audit(struct db_conn *c, const char *actor, const char *action,
-                             const char *subject, const char *detail, const char *request_id)
-{
-    const char *p[] = { actor, action, subject, detail, request_id };
-
-    return db_exec(c, ST_AUDIT_INSERT, p, 5, NULL);
-}
-
 struct settle_job {
     const char *pay_no, *reference, *actor, *request_id;
     struct refund_entry *out;
@@ -119,7 +112,7 @@ static enum db_status settle_txn(struct db_conn *c, void *arg)
     if (rows != 1)
         return db_fail(c, "refunds: %s changed under its row lock", j->pay_no);
     snprintf(detail, sizeof(detail), "reference=%s", j->reference);
-    if ((st = refunds_audit(c, j->actor, "refund.settle", j->pay_no, detail, j->request_id)) !=
+    if ((st = audit_append(c, j->actor, "refund.settle", j->pay_no, detail, j->request_id)) !=
         DB_OK)
         return st;
     if ((st = db_query(c, ST_REFUND_LOCK, key, 1, &row, 1, &n)) != DB_OK)

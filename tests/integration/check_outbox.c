@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -150,11 +151,33 @@ static long long outbox_ll(const char *col, const char *order_no, const char *ty
                           "AND event_type = '%s'", col, order_no, type);
 }
 
+/* Wall-clock seconds of the receiver's first log line naming key, or 0. */
+static double received_at(const char *key)
+{
+    FILE *f = fopen(rcv.log, "r");
+    char line[1024];
+    const char *t;
+    double v = 0;
+
+    if (f == NULL)
+        return 0;
+    while (v == 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, key) != NULL && (t = strstr(line, "\"t\": ")) != NULL)
+            v = atof(t + 5);
+    fclose(f);
+    return v;
+}
+
 START_TEST(paid_order_reaches_the_webhook_signed_with_its_event_id)
 {
+    struct timespec t0;
+
+    clock_gettime(CLOCK_REALTIME, &t0);
     pay("OB1", "PB1");
     h_await(receiver_count("\"key\": \"OB1:order.paid\"", "\"answer\": 200") == 1, 10000,
             "order.paid never reached the webhook");
+    printf("delivery: callback sent to event at the webhook in %.1f ms (webhook.poll_ms 50)\n",
+           (received_at("OB1:order.paid") - (double)t0.tv_sec - t0.tv_nsec / 1e9) * 1000.0);
     ck_assert_int_eq(1, receiver_count("\"key\": \"OB1:order.paid\"", "\"sig_ok\": true"));
     ck_assert_int_eq(0, receiver_count("\"sig_ok\": false", NULL));
     h_await(outbox_ll("state", "OB1", "order.paid") == 1, 5000, "event not marked delivered");
