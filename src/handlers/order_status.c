@@ -103,8 +103,8 @@ static void render_transition(struct server *srv, const struct http_req *req,
 /* Moves the order named by the path to status to; serves ship, finish and
  * cancel alike. An Idempotency-Key is optional here (a repeated change is
  * answered as a duplicate anyway); with one, the caller gets the first
- * answer again byte for byte. Transitions carry no caller credential yet,
- * so their keys share one scope. */
+ * answer again byte for byte. Keys are scoped by the operator key's name,
+ * so two callers using the same key never see each other's answers. */
 static void transition_and_reply(struct server *srv, const struct http_req *req,
                                  struct http_resp *resp, int to)
 {
@@ -117,7 +117,10 @@ static void transition_and_reply(struct server *srv, const struct http_req *req,
     if (idem_key_or_reply(req, &ir, resp) != 0 || order_no_or_reply(req, resp) != 0)
         return;
     if (ir.on) {
-        if (idem_begin_or_reply(srv, req, "key:", &ir, resp) != 0)
+        char scope[IDEM_SCOPE_MAX + 1];
+
+        snprintf(scope, sizeof(scope), "key:%s", req->caller);
+        if (idem_begin_or_reply(srv, req, scope, &ir, resp) != 0)
             return;
         tr.hook = idem_hook(&ir, resp, render_changed);
     }

@@ -274,6 +274,47 @@ START_TEST(a_repeated_transition_replays_and_is_counted)
 }
 END_TEST
 
+/* ---- two operator keys -------------------------------------------------- */
+
+#define KEY_OPS "ops-key-0123456789abcdef"
+#define KEY_ERP "erp-key-0123456789abcdef"
+
+static void two_keys_server_up(void)
+{
+    static const char *const env[] = {
+        "PAYCALLBACK_AUTH_KEYS=ops:" KEY_OPS ",erp:" KEY_ERP, NULL
+    };
+
+    h_fixture_server_up_env(env);
+}
+
+/* The same Idempotency-Key from two operator keys: each caller gets the
+ * answer to its own request, never a 422 or a replay of the other's. */
+START_TEST(transition_keys_of_two_operator_keys_do_not_collide)
+{
+    static const char *const headers[] = { "Idempotency-Key: batch-7", NULL };
+    struct h_resp a, b, a2;
+
+    h_db_insert_order("OK1", "u1", "899.00", 2);
+    h_db_insert_order("OK2", "u1", "899.00", 2);
+    h_http_key(h_port(), KEY_OPS, "POST", "/order/OK1/ship", headers, "", 0, &a);
+    h_assert_status(&a, 200);
+    h_http_key(h_port(), KEY_ERP, "POST", "/order/OK2/cancel", headers, "", 0, &b);
+    h_assert_status(&b, 200);
+    assert_replayed(&b, 0);
+    h_assert_str(&b, "status", "CANCELED");
+    h_http_key(h_port(), KEY_OPS, "POST", "/order/OK1/ship", headers, "", 0, &a2);
+    h_assert_status(&a2, 200);
+    assert_replayed(&a2, 1);
+    assert_same_body(&a, &a2);
+    ck_assert_int_eq(3, h_order_status("OK1"));
+    ck_assert_int_eq(9, h_order_status("OK2"));
+    h_resp_free(&a);
+    h_resp_free(&b);
+    h_resp_free(&a2);
+}
+END_TEST
+
 /* ---- a first attempt held in flight -------------------------------------- */
 
 struct attempt {
@@ -455,6 +496,11 @@ static Suite *idempotency_suite(void)
 
     tc = tcase("a first attempt held past the wait bound", short_wait_up);
     tcase_add_test(tc, first_attempt_held_past_the_bound_is_409_then_replayed);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("two operator keys", TC_TIMEOUT_S, two_keys_server_up,
+                      h_fixture_server_down);
+    tcase_add_test(tc, transition_keys_of_two_operator_keys_do_not_collide);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("two instances on one database", TC_TIMEOUT_S);
