@@ -42,18 +42,29 @@ mysql_port_for() {
 	esac
 }
 
+# The service refuses PAYCALLBACK_* variables that name no configuration
+# key: the deploy and test settings stay with the scripts.
+script_only_env() {
+	local v
+	for v in $(compgen -e); do
+		[[ $v == PAYCALLBACK_DEPLOY_* || $v == PAYCALLBACK_SCALE_* ]] && printf -- '-u\n%s\n' "$v"
+	done
+	return 0
+}
+
 start_one() {
-	local n=$1 dir pid
+	local n=$1 dir pid unset
 	dir=$(inst_dir "$n")
 	mkdir -p "$dir"
 	if ! inst_pid "$n" >/dev/null; then
 		port_busy "$(instance_port "$n")" && die "127.0.0.1:$(instance_port "$n") is in use by another process"
 		[[ -x $BIN ]] || die "$BIN is missing: run make first"
+		mapfile -t unset < <(script_only_env)
 		pid=$(PAYCALLBACK_LISTEN_ADDRESS=127.0.0.1 PAYCALLBACK_LISTEN_PORT=$(instance_port "$n") \
 			PAYCALLBACK_MYSQL_HOST=127.0.0.1 PAYCALLBACK_MYSQL_PORT=$(mysql_port_for "$n") \
 			PAYCALLBACK_MYSQL_DATABASE=$DB_NAME PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
 			PAYCALLBACK_LOG_LEVEL=${PAYCALLBACK_LOG_LEVEL:-warn} \
-			launch "$dir/paycallback.log" "$BIN" -c "$CONFIG")
+			launch "$dir/paycallback.log" env "${unset[@]}" "$BIN" -c "$CONFIG")
 		echo "$pid" >"$dir/pid"
 	fi
 	pid=$(<"$dir/pid")
