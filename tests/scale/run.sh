@@ -27,7 +27,10 @@ N=${SCALE_ORDERS:-300}           # orders per callback storm, 2 payments each
 REPEAT=${SCALE_REPEAT:-4}        # each callback sent this many times
 STOCK=${SCALE_STOCK:-40}
 SHOPPERS=${SCALE_SHOPPERS:-150}
+# Instances run as in production: a real secret and an operator key, no
+# development switch (they refuse to start without both).
 export PAYCALLBACK_CALLBACK_SECRET=$SECRET PAYCALLBACK_REDIS_DB=8 PAYCALLBACK_LOG_LEVEL=warn
+export PAYCALLBACK_AUTH_KEYS=scale:scale-operator-key-0123456789
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok - $*"; }
