@@ -32,6 +32,7 @@ struct pay_request {
      * PAY_MISMATCH with out->currency_mismatch set: currency is part of
      * the amount. */
     char currency[PAY_CURRENCY_BUF];
+    const char *gateway;          /* the gateway profile's name for alerts; NULL: native */
 };
 
 enum pay_result {

@@ -209,6 +209,7 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
                 const struct pay_outcome *out, const char *request_id)
 {
     char amount[MONEY_STR_MAX], other[MONEY_STR_MAX];
+    const char *gw = req->gateway != NULL ? req->gateway : "native";
 
     money_format(req->amount_cents, amount, sizeof(amount));
     switch (r) {
@@ -218,9 +219,9 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
         break;
     case PAY_REFUND_REQUIRED:
         metrics_inc(m, M_DOUBLE_PAYMENT);
-        log_alert("REFUND_REQUIRED", "order_no=%s pay_no=%s amount=%s order_status=%s request_id=%s",
-                  req->order_no, req->pay_no, amount, order_state_name(out->order_status),
-                  request_id);
+        log_alert("REFUND_REQUIRED", "gateway=%s order_no=%s pay_no=%s amount=%s order_status=%s "
+                  "request_id=%s", gw, req->order_no, req->pay_no, amount,
+                  order_state_name(out->order_status), request_id);
         break;
     case PAY_REPLAY:
         metrics_inc(m, M_DUP_CALLBACK);
@@ -228,20 +229,20 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
     case PAY_CONFLICT:
         metrics_inc(m, M_PAY_NO_CONFLICT);
         log_alert("PAY_NO_CONFLICT",
-                  "pay_no=%s order_no=%s amount=%s stored_order_no=%s stored_amount=%s request_id=%s",
-                  req->pay_no, req->order_no, amount, out->stored_order_no,
+                  "gateway=%s pay_no=%s order_no=%s amount=%s stored_order_no=%s stored_amount=%s "
+                  "request_id=%s", gw, req->pay_no, req->order_no, amount, out->stored_order_no,
                   money_format(out->stored_amount_cents, other, sizeof(other)), request_id);
         break;
     case PAY_NOT_FOUND:
-        log_alert("ORDER_NOT_FOUND", "order_no=%s pay_no=%s amount=%s request_id=%s",
-                  req->order_no, req->pay_no, amount, request_id);
+        log_alert("ORDER_NOT_FOUND", "gateway=%s order_no=%s pay_no=%s amount=%s request_id=%s",
+                  gw, req->order_no, req->pay_no, amount, request_id);
         break;
     case PAY_MISMATCH:
         metrics_inc(m, M_AMOUNT_MISMATCH);
         log_alert("AMOUNT_MISMATCH",
-                  "order_no=%s pay_no=%s amount=%s currency=%s order_amount=%s "
+                  "gateway=%s order_no=%s pay_no=%s amount=%s currency=%s order_amount=%s "
                   "order_currency=%s request_id=%s",
-                  req->order_no, req->pay_no, amount, req->currency[0] ? req->currency : "-",
+                  gw, req->order_no, req->pay_no, amount, req->currency[0] ? req->currency : "-",
                   money_format(out->order_amount_cents, other, sizeof(other)),
                   out->order_currency[0] ? out->order_currency : "-", request_id);
         break;

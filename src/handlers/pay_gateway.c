@@ -109,7 +109,7 @@ static void render(const struct pay_gateway_kind *k, const struct http_req *req,
 static void apply(struct server *srv, const struct gateway *gw, const struct pay_gateway_kind *k,
                   const struct http_req *req, struct http_resp *resp, const struct gw_notice *n)
 {
-    struct pay_request pr = { .amount_cents = n->amount_cents };
+    struct pay_request pr = { .amount_cents = n->amount_cents, .gateway = gw->cfg->name };
     struct pay_outcome out;
     struct db_conn *conn;
     enum pay_result r;

@@ -15,6 +15,7 @@
 
 #define APP_ID         "2021000000000001"
 #define ROUTE          "/pay/callback/alipay"
+#define GW_ALERT_NAME  "alipay"        /* the profile ROUTE names */
 #define PRICE          "899.00"
 #define STORM_TOTAL    100
 #define TC_TIMEOUT_S   60
@@ -358,6 +359,14 @@ START_TEST(notification_with_another_amount_is_amount_mismatch)
     assert_nack(&r, 422);
     h_resp_free(&r);
     h_assert_nothing_paid();
+    {
+        /* the same alert as a native callback's, naming the gateway */
+        const char *parts[] = { "alert=AMOUNT_MISMATCH", "gateway=" GW_ALERT_NAME,
+                                "order_no=O1", "pay_no=T1", NULL };
+        char *line = h_log_find(parts, 5000);
+        ck_assert_msg(line != NULL, "no AMOUNT_MISMATCH alert naming the gateway");
+        free(line);
+    }
 }
 END_TEST
 
