@@ -420,6 +420,27 @@ START_TEST(cfg_load_refuses_an_empty_key_list_outside_development)
 }
 END_TEST
 
+START_TEST(cfg_load_refuses_a_webhook_without_its_secret)
+{
+    const char *url[] = { "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:9/hook", NULL };
+    const char *both[] = { "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:9/hook",
+                           "PAYCALLBACK_WEBHOOK_SECRET=shop-secret", NULL };
+    const char *ftp[] = { "PAYCALLBACK_WEBHOOK_URL=ftp://shop/hook",
+                          "PAYCALLBACK_WEBHOOK_SECRET=shop-secret", NULL };
+    struct config cfg;
+
+    refused("{}", url, "webhook.secret must be set");
+    refused("{}", ftp, "webhook.url must start with http:// or https://");
+    refused("{\"retention\": {\"payment_days\": 30}}", NULL, "at least 35");
+    refused("{\"webhook\": {\"backoff_base_ms\": 5000, \"backoff_max_ms\": 1000}}", NULL,
+            "backoff_max_ms");
+    ck_assert_int_eq(0, load(&cfg, "{}", both));
+    ck_assert_str_eq("shop-secret", cfg.webhook_secret);
+    ck_assert_int_eq(0, load(&cfg, "{\"retention\": {\"payment_days\": 35}}", NULL));
+    ck_assert_int_eq(35, cfg.retention_payment_days);
+}
+END_TEST
+
 START_TEST(cfg_load_gives_development_a_development_key)
 {
     struct config cfg;
@@ -513,6 +534,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_reads_named_keys_from_the_file);
     tcase_add_test(tc, cfg_load_lets_the_environment_replace_the_key_list);
     tcase_add_test(tc, cfg_load_refuses_an_empty_key_list_outside_development);
+    tcase_add_test(tc, cfg_load_refuses_a_webhook_without_its_secret);
     tcase_add_test(tc, cfg_load_gives_development_a_development_key);
     tcase_add_test(tc, cfg_load_refuses_the_development_key_outside_development);
     tcase_add_test(tc, cfg_load_refuses_bad_keys_without_printing_them);
