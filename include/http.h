@@ -120,6 +120,12 @@ int http_start(struct server *srv, int *port);
  * do not start new requests here. */
 void http_quiesce(struct server *srv);
 
+/* The grace period ran out: from now on no reply is sent; a request still
+ * running is answered by closing its connection, so that a transaction
+ * cut on the way out (and rolled back) never reaches its client as an
+ * outcome. Call before interrupting the database sessions and exiting. */
+void http_abandon(struct server *srv);
+
 /* Number of requests being handled right now. */
 int http_inflight(const struct server *srv);
 

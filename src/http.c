@@ -76,6 +76,7 @@ struct http_state {
     struct MHD_Daemon *d;
     atomic_int inflight;
     atomic_bool stopping;         /* quiesced: replies close their connection */
+    atomic_bool abandoned;        /* the grace period ran out: no reply goes out any more */
     uint64_t req_id_key;          /* random at start, so ids differ between runs */
     atomic_uint_fast64_t req_id_seq;
     struct connguard *guard;      /* connection caps and deadlines */
@@ -482,6 +483,14 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
     char num[16], safe_path[128];
     uint64_t us;
 
+    if (atomic_load(&srv->http->abandoned)) {
+        /* Its transaction was cut and rolls back: the client must see no
+         * answer (which it would take for the outcome), only a closed
+         * connection, and retry. */
+        free(resp->body);
+        resp->body = NULL;
+        return MHD_NO;
+    }
     if (resp->body == NULL)
         http_reply_error(resp, 500, "INTERNAL", "handler produced no reply");
     r = MHD_create_response_from_buffer_with_free_callback(strlen(resp->body), resp->body, free);
@@ -1003,6 +1012,12 @@ void http_quiesce(struct server *srv)
     fd = MHD_quiesce_daemon(srv->http->d);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+}
+
+void http_abandon(struct server *srv)
+{
+    if (srv->http != NULL)
+        atomic_store(&srv->http->abandoned, true);
 }
 
 int http_inflight(const struct server *srv)

@@ -333,6 +333,7 @@ int main(int argc, char **argv)
     sd_notify(0, "STOPPING=1\nSTATUS=draining requests in flight");
     log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
     if (graceful_stop(&srv, &stop_set) != 0) {
+        http_abandon(&srv);                   /* the cut requests get no answer */
         db_pool_interrupt(srv.db);            /* a cut CALL rolls back, not on by itself */
         _exit(1);                             /* MySQL rolls the cut transactions back */
     }
