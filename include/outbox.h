@@ -101,10 +101,12 @@ enum db_status outbox_mark_failed(struct db_conn *c, uint64_t id, const char *ow
 /* Hands back owner's claims on events it will not attempt (graceful stop). */
 enum db_status outbox_release(struct db_conn *c, const char *owner);
 
-/* Makes a DEAD event pending again with its attempts reset, due now.
- * *changed is false when id is not a dead event (unknown, pending, or
- * delivered). */
-enum db_status outbox_retry(struct db_conn *c, uint64_t id, bool *changed);
+/* Makes a DEAD event pending again with its attempts reset, due now, in
+ * one transaction with its audit_log row (actor: the operator key's name).
+ * *changed is false, and nothing is written, when id is not a dead event
+ * (unknown, pending, or delivered). Runs its own transaction. */
+enum db_status outbox_retry(struct db_conn *c, uint64_t id, const char *actor,
+                            const char *request_id, bool *changed);
 
 /* Lists up to max events in state with ids above after_id, by id. */
 enum db_status outbox_list(struct db_conn *c, int state, uint64_t after_id,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "order_state.h"
 
 enum db_status outbox_append(struct db_conn *c, const char *event_type, const char *order_no,
@@ -169,16 +170,42 @@ enum db_status outbox_release(struct db_conn *c, const char *owner)
     return run_one(c, ST_OUTBOX_RELEASE, p, 2, NULL);
 }
 
-enum db_status outbox_retry(struct db_conn *c, uint64_t id, bool *changed)
+struct retry_job {
+    uint64_t id;
+    const char *actor, *request_id;
+    bool changed;
+};
+
+static enum db_status retry_txn(struct db_conn *c, void *arg)
 {
-    char pending[DB_INT_BUF], idb[DB_INT_BUF], dead[DB_INT_BUF];
-    const char *p[] = { db_param_int(pending, OUTBOX_PENDING), db_param_int(idb, (int64_t)id),
+    struct retry_job *j = arg;
+    char pending[DB_INT_BUF], idb[DB_INT_BUF], dead[DB_INT_BUF], subject[32];
+    const char *p[] = { db_param_int(pending, OUTBOX_PENDING), db_param_int(idb, (int64_t)j->id),
                         db_param_int(dead, OUTBOX_DEAD) };
     uint64_t rows = 0;
-    enum db_status st = run_one(c, ST_OUTBOX_RETRY, p, 3, &rows);
+    enum db_status st;
 
-    *changed = st == DB_OK && rows == 1;
-    return st;
+    j->changed = false;
+    if ((st = db_exec(c, ST_OUTBOX_RETRY, p, 3, &rows)) != DB_OK)
+        return st;
+    if (rows != 1)
+        return DB_ROLLBACK;                    /* not a dead event: nothing to do */
+    snprintf(subject, sizeof(subject), "outbox:%llu", (unsigned long long)j->id);
+    if ((st = audit_append(c, j->actor, "outbox.retry", subject, "DEAD -> PENDING",
+                           j->request_id)) != DB_OK)
+        return st;
+    j->changed = true;
+    return DB_OK;
+}
+
+enum db_status outbox_retry(struct db_conn *c, uint64_t id, const char *actor,
+                            const char *request_id, bool *changed)
+{
+    struct retry_job j = { .id = id, .actor = actor, .request_id = request_id };
+    enum db_status st = db_txn(c, retry_txn, &j);
+
+    *changed = st == DB_OK && j.changed;
+    return st == DB_ROLLBACK ? DB_OK : st;
 }
 
 /* Optional text column: "" for NULL. */

@@ -177,44 +177,26 @@ void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struc
     db_release(srv->db, c);
 }
 
-struct retry_job {
-    uint64_t id;
-    const struct http_req *req;
-    bool changed;
-};
-
-static enum db_status retry_txn(struct db_conn *c, void *arg)
-{
-    struct retry_job *j = arg;
-    char subject[32];
-    enum db_status st;
-
-    if ((st = outbox_retry(c, j->id, &j->changed)) != DB_OK || !j->changed)
-        return st == DB_OK ? DB_ROLLBACK : st;
-    snprintf(subject, sizeof(subject), "outbox:%llu", (unsigned long long)j->id);
-    return audit_append(c, actor(j->req), "outbox.retry", subject, "DEAD -> PENDING",
-                         j->req->request_id);
-}
-
 /* Sends a dead event again: PENDING, attempts reset, due now. Retrying an
  * event that is not dead changes nothing and says where it is. */
 void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    struct retry_job j = { .req = req };
     struct outbox_entry e;
+    uint64_t id = 0;
+    bool changed = false;
     struct db_conn *c = NULL;
     bool found = false;
     enum db_status st;
     cJSON *o;
 
-    if (event_id_or_reply(req, &j.id, resp) != 0 || (c = db_acquire_or_reply(srv, resp)) == NULL)
+    if (event_id_or_reply(req, &id, resp) != 0 || (c = db_acquire_or_reply(srv, resp)) == NULL)
         return;
-    st = db_txn(c, retry_txn, &j);
-    if (st != DB_OK && st != DB_ROLLBACK) {
+    st = outbox_retry(c, id, actor(req), req->request_id, &changed);
+    if (st != DB_OK) {
         reply_db_failure(req, resp, c, "outbox_retry", retryable(st));
         goto out;
     }
-    if ((st = outbox_get(c, j.id, &e, &found)) != DB_OK) {
+    if ((st = outbox_get(c, id, &e, &found)) != DB_OK) {
         reply_db_failure(req, resp, c, "outbox_get", retryable(st));
         goto out;
     }
@@ -222,17 +204,17 @@ void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, str
         http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
         goto out;
     }
-    if (!j.changed && e.state != OUTBOX_PENDING) {
+    if (!changed && e.state != OUTBOX_PENDING) {
         http_reply_error(resp, 409, "EVENT_NOT_DEAD",
                          e.state == OUTBOX_DELIVERED ? "the event was delivered already"
                                                      : "the event is not dead");
         goto out;
     }
-    if (j.changed)
+    if (changed)
         log_info("outbox event sent again", "event_id=%s:%s actor=%s request_id=%s", e.order_no,
                  e.event_type, actor(req), req->request_id);
     o = entry_json(&e, false);
-    cJSON_AddBoolToObject(o, "duplicate", !j.changed);
+    cJSON_AddBoolToObject(o, "duplicate", !changed);
     http_reply_json(resp, 200, o);
     cJSON_Delete(o);
 out:

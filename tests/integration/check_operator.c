@@ -21,6 +21,15 @@ static void post(const char *path, const char *body, struct h_resp *r)
     h_http(h_port(), "POST", path, NULL, body, body ? strlen(body) : 0, r);
 }
 
+/* Asserts that the one value sql selects is want. */
+static void assert_scalar_str(const char *want, const char *sql)
+{
+    char *got = h_db_scalar_str("%s", sql);
+
+    ck_assert_str_eq(want, got);
+    free(got);
+}
+
 static void payment(const char *pay_no, const char *order_no, int status)
 {
     h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
@@ -104,8 +113,7 @@ START_TEST(settle_refuses_what_it_must_not_settle)
     h_assert_error(&r, 409, "ALREADY_SETTLED");
     h_resp_free(&r);
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log"));
-    ck_assert_str_eq("RF-2", h_db_scalar_str("SELECT settle_reference FROM payment_record "
-                                             "WHERE pay_no = 'PB2'"));
+    assert_scalar_str("RF-2", "SELECT settle_reference FROM payment_record WHERE pay_no = 'PB2'");
 }
 END_TEST
 
@@ -269,7 +277,7 @@ START_TEST(every_operator_route_wants_a_key)
     h_assert_status(&r, 200);
     h_assert_str(&r, "settled_by", "dev");
     h_resp_free(&r);
-    ck_assert_str_eq("dev", h_db_scalar_str("SELECT actor FROM audit_log"));
+    assert_scalar_str("dev", "SELECT actor FROM audit_log");
 }
 END_TEST
 
