@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Check docker-compose.yml and the Dockerfile without a Docker engine.
 
-Parses both and asserts their structure: the mysql:8 / redis:7 / service
+Parses both and asserts their structure: the mariadb:10.11 / redis:7 / service
 trio, health checks, depends_on conditions, the schema mounted into
 MySQL's init directory, the published port, the stop grace period, and a
 multi-stage Debian 12 image running as a non-root user. Then it computes
@@ -71,7 +71,7 @@ MUTATIONS = [
      "depends_on without health"),
     ("docker-compose.yml", "./sql:/docker-entrypoint-initdb.d:ro", "./sql:/srv/sql:ro",
      "schema not in the init directory"),
-    ("docker-compose.yml", "image: mysql:8.0", "image: mysql:5.7", "wrong MySQL"),
+    ("docker-compose.yml", "image: mariadb:10.11", "image: mysql:8.0", "wrong database server"),
     ("docker-compose.yml", '"mysqladmin", "ping"', '"true", "true"', "MySQL healthcheck"),
     ("docker-compose.yml", "MYSQL_PASSWORD: paycallback", "MYSQL_PASSWORD: other",
      "MySQL user differs from the config's"),
@@ -234,7 +234,8 @@ def check_services(c, compose):
     for name in ("mysql", "redis", "paycallback"):
         c.expect(name in services, f"compose: no service {name}")
     mysql, redis, svc = (services.get(n) or {} for n in ("mysql", "redis", "paycallback"))
-    c.expect(str(mysql.get("image", "")).startswith("mysql:8"), "compose: mysql must be image mysql:8.x")
+    c.expect(str(mysql.get("image", "")).startswith("mariadb:10.11"),
+             "compose: the database must be image mariadb:10.11.x (the schema is MariaDB's)")
     c.expect(str(redis.get("image", "")).startswith("redis:7"), "compose: redis must be image redis:7.x")
     c.expect("mysqladmin" in test_words(mysql.get("healthcheck")) and
              "ping" in test_words(mysql.get("healthcheck")),
