@@ -134,6 +134,13 @@ enum db_status db_txn(struct db_conn *c, db_txn_fn fn, void *arg);
  * statements. Same returns as db_txn. */
 enum db_status db_retry(struct db_conn *c, db_txn_fn fn, void *arg);
 
+/* db_exec under db_retry, for one statement on its own (autocommit);
+ * *affected (may be NULL) gets the affected-row count of the run that
+ * succeeded. */
+enum db_status db_exec_retry(struct db_conn *c, enum db_stmt id,
+                             const char *const *params, size_t nparams,
+                             uint64_t *affected);
+
 /* db_query under db_retry, for one read. */
 enum db_status db_query_retry(struct db_conn *c, enum db_stmt id,
                               const char *const *params, size_t nparams,

@@ -495,6 +495,30 @@ enum db_status db_query_retry(struct db_conn *c, enum db_stmt id, const char *co
     return run(c, query_body, &q, false);
 }
 
+struct exec_job {
+    enum db_stmt id;
+    const char *const *params;
+    size_t nparams;
+    uint64_t *affected;
+};
+
+static enum db_status exec_body(struct db_conn *c, void *arg)
+{
+    struct exec_job *e = arg;
+
+    *e->affected = 0;
+    return db_exec(c, e->id, e->params, e->nparams, e->affected);
+}
+
+enum db_status db_exec_retry(struct db_conn *c, enum db_stmt id, const char *const *params,
+                             size_t nparams, uint64_t *affected)
+{
+    uint64_t rows = 0;
+    struct exec_job e = { id, params, nparams, affected != NULL ? affected : &rows };
+
+    return run(c, exec_body, &e, false);
+}
+
 /* Reads the wsrep rows of ST_PING into *node. A server built with wsrep
  * but running without a provider shows wsrep_ready (OFF) and no
  * wsrep_local_state: only the latter says Galera is in use. A state that

@@ -106,40 +106,13 @@ enum db_status outbox_claim(struct db_conn *c, const char *owner, int lease_s,
     return st;
 }
 
-/* One statement under the retry rules: an update of the relay's own rows. */
-struct one_stmt {
-    enum db_stmt id;
-    const char *const *params;
-    size_t nparams;
-    uint64_t affected;
-};
-
-static enum db_status one_stmt_fn(struct db_conn *c, void *arg)
-{
-    struct one_stmt *o = arg;
-
-    o->affected = 0;
-    return db_exec(c, o->id, o->params, o->nparams, &o->affected);
-}
-
-static enum db_status run_one(struct db_conn *c, enum db_stmt id, const char *const *p, size_t n,
-                              uint64_t *affected)
-{
-    struct one_stmt o = { .id = id, .params = p, .nparams = n };
-    enum db_status st = db_retry(c, one_stmt_fn, &o);
-
-    if (affected != NULL)
-        *affected = o.affected;
-    return st;
-}
-
 enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id, const char *owner)
 {
     char state[DB_INT_BUF], idb[DB_INT_BUF];
     const char *p[] = { db_param_int(state, OUTBOX_DELIVERED), db_param_int(idb, (int64_t)id),
                         owner };
 
-    return run_one(c, ST_OUTBOX_DELIVERED, p, 3, NULL);
+    return db_exec_retry(c, ST_OUTBOX_DELIVERED, p, 3, NULL);
 }
 
 enum db_status outbox_mark_failed(struct db_conn *c, uint64_t id, const char *owner,
@@ -156,7 +129,7 @@ enum db_status outbox_mark_failed(struct db_conn *c, uint64_t id, const char *ow
 
     snprintf(err, sizeof(err), "%s", error);
     *dead = false;
-    st = run_one(c, ST_OUTBOX_FAILED, p, 6, &rows);
+    st = db_exec_retry(c, ST_OUTBOX_FAILED, p, 6, &rows);
     if (st == DB_OK && rows == 1)
         *dead = attempts_before + 1 >= max_attempts;
     return st;
@@ -167,7 +140,7 @@ enum db_status outbox_release(struct db_conn *c, const char *owner)
     char pending[DB_INT_BUF];
     const char *p[] = { owner, db_param_int(pending, OUTBOX_PENDING) };
 
-    return run_one(c, ST_OUTBOX_RELEASE, p, 2, NULL);
+    return db_exec_retry(c, ST_OUTBOX_RELEASE, p, 2, NULL);
 }
 
 struct retry_job {
@@ -308,7 +281,7 @@ enum db_status outbox_purge(struct db_conn *c, int days, int batch, uint64_t *de
     const char *p[] = { db_param_int(state, OUTBOX_DELIVERED), db_param_int(d, days),
                         db_param_int(b, batch) };
 
-    return run_one(c, ST_OUTBOX_PURGE, p, 3, deleted);
+    return db_exec_retry(c, ST_OUTBOX_PURGE, p, 3, deleted);
 }
 
 static const char *const state_names[] = {

@@ -93,33 +93,18 @@ enum db_status reconcile_report(struct db_conn *c, const struct config *cfg,
 
 /* Runs one purge statement up to RECONCILE_PURGE_ROUNDS times while it
  * deletes whole batches. */
-struct purge_job {
-    enum db_stmt id;
-    const char *const *p;
-    size_t np;
-    uint64_t deleted;
-};
-
-static enum db_status purge_once(struct db_conn *c, void *arg)
-{
-    struct purge_job *j = arg;
-
-    j->deleted = 0;
-    return db_exec(c, j->id, j->p, j->np, &j->deleted);
-}
-
 static enum db_status purge(struct db_conn *c, enum db_stmt id, const char *const *p, size_t np,
                             uint64_t batch, uint64_t *total)
 {
-    struct purge_job j = { id, p, np, 0 };
     enum db_status st = DB_OK;
+    uint64_t deleted = 0;
 
     *total = 0;
     for (int round = 0; round < RECONCILE_PURGE_ROUNDS; round++) {
-        if ((st = db_retry(c, purge_once, &j)) != DB_OK)
+        if ((st = db_exec_retry(c, id, p, np, &deleted)) != DB_OK)
             break;
-        *total += j.deleted;
-        if (j.deleted < batch)
+        *total += deleted;
+        if (deleted < batch)
             break;
     }
     return st;
