@@ -1691,8 +1691,12 @@ long long h_metric(const char *series)
 
     h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, &r);
     ck_assert_int_eq(200, r.status);
-    if ((p = strstr(r.body, series)) != NULL && p[strlen(series)] == ' ')
-        v = strtoll(p + strlen(series) + 1, NULL, 10);
+    /* A sample line starts with the series; "# HELP name ..." does not. */
+    for (p = r.body; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, series, strlen(series)) == 0 && p[strlen(series)] == ' ') {
+            v = strtoll(p + strlen(series) + 1, NULL, 10);
+            break;
+        }
     h_resp_free(&r);
     return v;
 }
