@@ -128,8 +128,17 @@ int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsi
 int cfg_load_text(struct config *cfg, const char *name, const char *text, size_t len,
                   const char *const *envp, unsigned flags, char *err, size_t errsz);
 
-/* Writes the configuration table (json key, env name, default) to stdout,
- * for --help. */
+/* Writes the configuration table to stdout, for --help and the man pages:
+ * json key, environment name, accepted range, whether SIGHUP reloads it
+ * ("reload") or it needs a restart ("-"), default. */
 void cfg_print_keys(void);
+
+/* The keys SIGHUP does not reload whose value differs between running and
+ * fresh: their count, and their dotted names joined by commas into buf
+ * (bufsz bytes, truncated if need be). The reloadable keys are the
+ * secrets (callback.secret, callback.previous_secret, webhook.secret),
+ * auth.keys, log_level and the gateways' profiles. */
+size_t cfg_restart_keys(const struct config *running, const struct config *fresh, char *buf,
+                        size_t bufsz);
 
 #endif

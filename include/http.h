@@ -14,6 +14,8 @@ struct cJSON;
 #define HTTP_CALLER_MAX 33        /* an operator key's name (auth.keys) and the NUL */
 
 /* One request as a handler sees it. Borrowed for the handler call only. */
+struct keyring;
+
 struct http_req {
     const char *method;
     const char *path;
@@ -23,6 +25,8 @@ struct http_req {
     char request_id[HTTP_REQ_ID_MAX];
     char caller[HTTP_CALLER_MAX]; /* name of the operator key that authenticated the
                                      request (operator routes), else "" */
+    const struct keyring *keys;   /* the secrets and keys of this request, taken when its
+                                     headers arrived: a reload never changes them mid-way */
     void *conn;                   /* opaque: for http_req_header only */
 };
 

@@ -41,6 +41,8 @@ enum metric_counter {
     M_HTTP_HEADER_TIMEOUTS,       /* connections shut down past http.header_timeout_ms */
     M_HTTP_BODY_TIMEOUTS,         /* ... past http.body_timeout_ms */
     M_HTTP_QUEUE_EXPIRED,         /* requests answered 503 past http.queue_wait_ms */
+    M_RELOADS_OK,                 /* SIGHUP reloads that published new secrets and keys */
+    M_RELOADS_FAILED,             /* SIGHUP reloads refused: the running ones stay */
     M_COUNT
 };
 
@@ -53,6 +55,7 @@ enum metric_gauge {
     G_WAIT_PAY_STALE,             /* WAIT_PAY orders older than reconcile.wait_pay_age_s */
     G_REFUND_UNSETTLED,           /* REFUND_REQUIRED payments nobody settled yet */
     G_RECONCILE_LAST_RUN_S,       /* unix time of the last successful pass */
+    G_RELOAD_OK,                  /* 1 when the last SIGHUP reload (or the start) succeeded */
     G_COUNT
 };
 

@@ -12,7 +12,7 @@ struct http_state;
 struct delivery;
 struct reconcile;
 struct seen;
-struct gateways;
+struct keyslot;
 
 struct server {
     const struct config *cfg;
@@ -23,7 +23,7 @@ struct server {
     struct http_state *http;      /* owned by http.c */
     struct delivery *relay;       /* outbox delivery; NULL without webhook.url */
     struct reconcile *recon;      /* periodic reconciliation and retention */
-    const struct gateways *gw;    /* configured payment gateways, keys loaded */
+    struct keyslot *keys;         /* secrets and keys: the snapshot SIGHUP replaces */
 };
 
 #endif

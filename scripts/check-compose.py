@@ -107,7 +107,7 @@ def config_keys():
     """(section or None, name, type) for every key of src/config.c's table."""
     text = open(os.path.join(ROOT, "src", "config.c"), encoding="utf-8").read()
     keys = {}
-    for kind, section, name in re.findall(r'^\s*([ISK])\((NULL|"\w+"), "(\w+)",', text, re.M):
+    for kind, section, name in re.findall(r'^\s*(SR|[ISK])\((NULL|"\w+"), "(\w+)",', text, re.M):
         path = name if section == "NULL" else f"{section.strip(chr(34))}.{name}"
         keys[path] = int if kind == "I" else str      # K: the auth.keys list, "name:key,..."
     return keys

@@ -69,6 +69,7 @@ score=$(systemd-analyze security --offline=true --root="$tmp/root" paycallback.s
 echo "check-deb: systemd-analyze security --offline=true: exposure ${score:-unknown}"
 check "exposure ${score:-unknown} is above 2.0" awk -v s="${score:-99}" 'BEGIN { exit !(s <= 2.0) }'
 check "unit uses Type=notify" grep -qx 'Type=notify' "$unit"
+check "unit reloads with SIGHUP" grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$unit"
 
 printf '%d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))

@@ -40,7 +40,7 @@ def parse_help(text):
                     options.append([m.group(1).strip(), m.group(2).strip()])
                 elif options:
                     options[-1][1] += " " + line.strip()
-        elif any(re.match(r"^\s+key\s+environment\s+default", l) for l in p):
+        elif any(re.match(r"^\s+key\s+environment\s+range\s+sighup\s+default", l) for l in p):
             head = [l for l in p if not l.startswith("  ")]
             prose.append(head)
             table = False
@@ -50,7 +50,8 @@ def parse_help(text):
                     continue
                 if table and line.startswith("  "):
                     parts = line.split()
-                    keys.append((parts[0], parts[1], " ".join(parts[2:])))
+                    keys.append((parts[0], parts[1], parts[2], parts[3] == "reload",
+                                 " ".join(parts[4:])))
         else:
             prose.append(p)
     return usage, options, keys, prose
@@ -76,8 +77,11 @@ def page8(usage, options, keys, prose, ver):
     out += [".SH ENVIRONMENT",
             "Every configuration key can be overridden by a variable; see",
             ".BR paycallback.json (5)", "for the full table."]
-    for key, env, default in keys:
-        out += [".TP", ".B " + roff(env), roff(f"overrides {key} (default {default})")]
+    for key, env, _, _, default in keys:
+        if key == "-":
+            out += [".TP", ".B " + roff(env), roff(f"the development switch: {default} (default 0)")]
+        elif env != "-":
+            out += [".TP", ".B " + roff(env), roff(f"overrides {key} (default {default})")]
     out += [".SH FILES", ".TP", ".I /etc/paycallback/paycallback.json",
             "the configuration read by the systemd unit", ".TP", ".I /usr/share/paycallback/",
             "schema.sql and the other SQL files to provision the database",
@@ -92,9 +96,21 @@ def page5(keys, ver):
            "A JSON object; a dotted key such as mysql.host is the member host of the object mysql.",
            "An unknown key, a value of the wrong type or out of range stops the service at start",
            "with exit status 2. Every key can be overridden by the environment variable shown,",
-           "which wins over the file.", ".SH KEYS"]
-    for key, env, default in keys:
-        out += [".TP", ".B " + roff(key), roff(f"Default: {default}. Environment: {env}.")]
+           "which wins over the file.",
+           "A range a..b bounds a number; len<=n or len1..n bounds a string's bytes",
+           "(len1.. means it may not be empty); n<=k bounds a list's entries.",
+           "SIGHUP re-reads the file: keys marked reloaded by SIGHUP take their new value for",
+           "every request that starts afterwards; any other changed key is logged and keeps",
+           "its running value until a restart. A file that does not load is refused whole.",
+           ".SH KEYS"]
+    for key, env, rng, reload, default in keys:
+        if key == "-":                    # the development switch: not a key of the file
+            continue
+        text = f"Default: {default}. Range: {rng}."
+        if env != "-":
+            text += f" Environment: {env}."
+        text += " Reloaded by SIGHUP." if reload else " Needs a restart."
+        out += [".TP", ".B " + roff(key), roff(text)]
     out += [".SH SEE ALSO", ".BR paycallback (8)"]
     return "\n".join(out) + "\n"
 

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +32,15 @@ struct cfg_key {
     size_t size;                  /* bytes of the field, NUL included for KEY_STR */
     long min, max;                /* KEY_INT range; KEY_STR: min 1 = required */
     const char *def;
+    bool reload;                  /* SIGHUP applies a new value; else it needs a restart */
 };
 
 #define FIELD(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
-#define I(sec, name, field, lo, hi, def) { sec, name, KEY_INT, FIELD(field), lo, hi, def }
-#define S(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def }
-#define K(sec, name, field) { sec, name, KEY_KEYS, FIELD(field), 0, 0, "" }
+#define I(sec, name, field, lo, hi, def) { sec, name, KEY_INT, FIELD(field), lo, hi, def, false }
+#define S(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def, false }
+#define K(sec, name, field) { sec, name, KEY_KEYS, FIELD(field), 0, 0, "", true }
+/* A string key that SIGHUP reloads: the secrets and the log level. */
+#define SR(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def, true }
 
 static const struct cfg_key keys[] = {
     S("listen", "address", listen_address, 1, "127.0.0.1"),
@@ -45,7 +49,7 @@ static const struct cfg_key keys[] = {
     I(NULL, "workers", workers, 1, 1024, "16"),
     I(NULL, "body_max_bytes", body_max_bytes, 256, 16 << 20, "65536"),
     I(NULL, "grace_s", grace_s, 0, 3600, "10"),
-    S(NULL, "log_level", log_level, 1, "info"),
+    SR(NULL, "log_level", log_level, 1, "info"),
     I("http", "max_connections", http_max_connections, 16, 1000000, "1024"),
     I("http", "max_connections_per_ip", http_max_connections_per_ip, 0, 1000000, "256"),
     I("http", "header_timeout_ms", http_header_timeout_ms, 100, 600000, "5000"),
@@ -69,11 +73,11 @@ static const struct cfg_key keys[] = {
     I("redis", "token_ttl_s", token_ttl_s, 1, 86400, "300"),
     I("redis", "lock_ttl_ms", lock_ttl_ms, 100, 600000, "30000"),
     I("redis", "lock_wait_ms", lock_wait_ms, 0, 60000, "500"),
-    S("callback", "secret", callback_secret, 0, ""),
-    S("callback", "previous_secret", callback_previous_secret, 0, ""),
+    SR("callback", "secret", callback_secret, 0, ""),
+    SR("callback", "previous_secret", callback_previous_secret, 0, ""),
     I("callback", "signature_tolerance_s", signature_tolerance_s, 1, 86400, "300"),
     S("webhook", "url", webhook_url, 0, ""),
-    S("webhook", "secret", webhook_secret, 0, ""),
+    SR("webhook", "secret", webhook_secret, 0, ""),
     I("webhook", "timeout_ms", webhook_timeout_ms, 100, 60000, "5000"),
     I("webhook", "max_attempts", webhook_max_attempts, 1, 1000, "15"),
     I("webhook", "backoff_base_ms", webhook_backoff_base_ms, 10, 3600000, "1000"),
@@ -98,6 +102,7 @@ static const struct cfg_key keys[] = {
 #undef I
 #undef S
 #undef K
+#undef SR
 
 /* PAYCALLBACK_<SECTION>_<NAME> in capitals, into buf. */
 static void env_name(const struct cfg_key *k, char *buf, size_t n)
@@ -729,16 +734,82 @@ int cfg_load_text(struct config *cfg, const char *name, const char *text, size_t
     return load(cfg, name, text, len, envp, flags, err, errsz);
 }
 
+/* The key's accepted values, without blanks (the --help table and the
+ * man page split on them): "1..1024" for a number, "len<=255" or
+ * "len1..255" for a string, "n<=16" for the key list. */
+static void key_range(const struct cfg_key *k, char *buf, size_t n)
+{
+    switch (k->type) {
+    case KEY_INT:
+        snprintf(buf, n, "%ld..%ld", k->min, k->max);
+        break;
+    case KEY_STR:
+        if (k->section == NULL && strcmp(k->name, "log_level") == 0)
+            snprintf(buf, n, "debug|info|warn|error");
+        else if (k->min > 0)
+            snprintf(buf, n, "len1..%zu", k->size - 1);
+        else
+            snprintf(buf, n, "len<=%zu", k->size - 1);
+        break;
+    case KEY_KEYS:
+        snprintf(buf, n, "n<=%d", CFG_AUTH_KEYS_MAX);
+        break;
+    }
+}
+
 void cfg_print_keys(void)
 {
-    char path[64], env[96];
+    char path[64], env[96], range[48];
     size_t i;
 
-    printf("  %-30s %-45s %s\n", "key", "environment", "default");
+    printf("  %-30s %-45s %-18s %-6s %s\n", "key", "environment", "range", "sighup", "default");
     for (i = 0; i < NKEYS; i++) {
         key_path(&keys[i], path, sizeof(path));
         env_name(&keys[i], env, sizeof(env));
-        printf("  %-30s %-45s %s\n", path, env, keys[i].def[0] ? keys[i].def : "(empty)");
+        key_range(&keys[i], range, sizeof(range));
+        printf("  %-30s %-45s %-18s %-6s %s\n", path, env, range,
+               keys[i].reload ? "reload" : "-", keys[i].def[0] ? keys[i].def : "(empty)");
     }
-    printf("  %-30s %-45s %s\n", "(development switch)", CFG_DEV_ENV, "0; 1 = as --dev");
+    snprintf(range, sizeof(range), "n<=%d", GATEWAYS_MAX);
+    printf("  %-30s %-45s %-18s %-6s %s\n", CFG_GATEWAYS_KEY, "-", range, "reload", "(none)");
+    printf("  %-30s %-45s %-18s %-6s %s\n", "-", CFG_DEV_ENV, "0..1", "-",
+           "0; 1 = as --dev");
+}
+
+/* Whether a's and b's values of k are the same. */
+static bool key_equal(const struct cfg_key *k, const struct config *a, const struct config *b)
+{
+    const char *fa = (const char *)a + k->offset, *fb = (const char *)b + k->offset;
+
+    switch (k->type) {
+    case KEY_INT:
+        return *(const int *)(const void *)fa == *(const int *)(const void *)fb;
+    case KEY_STR:
+        return strcmp(fa, fb) == 0;
+    case KEY_KEYS:
+        break;
+    }
+    return a->auth_nkeys == b->auth_nkeys &&
+           memcmp(a->auth_keys, b->auth_keys, sizeof(a->auth_keys)) == 0;
+}
+
+size_t cfg_restart_keys(const struct config *running, const struct config *fresh, char *buf,
+                        size_t bufsz)
+{
+    char path[64];
+    size_t i, n = 0, used = 0;
+
+    if (bufsz > 0)
+        buf[0] = '\0';
+    for (i = 0; i < NKEYS; i++) {
+        if (keys[i].reload || key_equal(&keys[i], running, fresh))
+            continue;
+        key_path(&keys[i], path, sizeof(path));
+        if (used < bufsz) {
+            int w = snprintf(buf + used, bufsz - used, "%s%s", n ? "," : "", path);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        n++;
+    }
+    return n;
 }

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "db.h"
+#include "keyring.h"
 #include "log.h"
 #include "metrics.h"
 #include "outbox.h"
@@ -103,6 +104,18 @@ static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
     return size * nmemb;
 }
 
+/* Signs body with the webhook secret of the current snapshot, which a
+ * reload may have replaced since the last attempt. */
+static int sign_event(struct server *srv, const char *ts, const char *body, size_t len,
+                      char mac[SIG_HEX_LEN + 1])
+{
+    struct keyring *kr = keyslot_acquire(srv->keys);
+    int rc = sig_compute(kr->cfg.webhook_secret, ts, body, len, mac);
+
+    keyring_release(kr);
+    return rc;
+}
+
 /* POSTs one event. The reason of a failure goes to err. */
 static enum attempt_result post_event(struct relay *r, const struct outbox_event *ev, char *err,
                                       size_t errsz)
@@ -124,7 +137,7 @@ static enum attempt_result post_event(struct relay *r, const struct outbox_event
     }
     delivery_event_id(ev, id, sizeof(id));
     snprintf(ts, sizeof(ts), "%lld", (long long)time(NULL));
-    if (sig_compute(cfg->webhook_secret, ts, body, len, mac) != 0) {
+    if (sign_event(r->d->srv, ts, body, len, mac) != 0) {
         snprintf(err, errsz, "cannot sign the event");
         free(body);
         return ATTEMPT_CONNECT;

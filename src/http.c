@@ -24,6 +24,7 @@
 #include "config.h"
 #include "connguard.h"
 #include "handlers.h"
+#include "keyring.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -560,7 +561,7 @@ static int prepare_request(struct req_state *rs, const char *method)
     if (rs->route == NROUTES)
         return -1;
     if ((routes[rs->route].flags & ROUTE_OPERATOR) &&
-        auth_require_or_reply(rs->srv->cfg, req, &rs->resp) != 0)
+        auth_require_or_reply(&req->keys->cfg, req, &rs->resp) != 0)
         return -1;                                /* 401 set; the handler never runs */
     if (routes[rs->route].fn == handle_healthz)
         return LANE_INLINE;
@@ -773,6 +774,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO;                            /* out of memory in uri_cb */
     if (!rs->started) {                           /* headers complete: a request in flight */
         rs->started = true;
+        rs->req.keys = keyslot_acquire(srv->keys);
         atomic_fetch_add(&srv->http->inflight, 1);
         return on_headers(srv, conn, rs, method);
     }
@@ -819,8 +821,10 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
                   log_safe(rs->path, safe_path, sizeof(safe_path)), status, (int)toe,
                   status != 0 ? "LIBRARY_REPLY" : "NO_REPLY");
     }
-    if (rs->started)
+    if (rs->started) {
+        keyring_release((struct keyring *)rs->req.keys);
         atomic_fetch_sub(&srv->http->inflight, 1);
+    }
     connguard_phase(rs->guard, CONNGUARD_HEADERS);
     free(rs->resp.body);
     free(rs->body);

@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <hiredis.h>
 #include <mysql.h>
+#include <openssl/crypto.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "delivery.h"
 #include "gateway.h"
 #include "http.h"
+#include "keyring.h"
 #include "log.h"
 #include "metrics.h"
 #include "rds.h"
@@ -51,7 +53,13 @@ static void usage(FILE *f)
             "\n"
             "SIGTERM or SIGINT stops the service: it stops accepting connections, lets the\n"
             "requests in flight finish for up to grace_s seconds, closes its pools and\n"
-            "exits 0. A second signal stops the wait.\n"
+            "exits 0. A second signal stops the wait. SIGHUP re-reads the configuration\n"
+            "file (with the environment of the start) and applies its secrets and keys\n"
+            "(callback.secret, callback.previous_secret, webhook.secret, auth.keys, the\n"
+            "gateways' keys) and log_level to every request that starts afterwards; a\n"
+            "request in flight keeps the ones it started with. A file that does not load\n"
+            "is refused whole and the running values stay; any other changed key is\n"
+            "logged and waits for a restart.\n"
             "\n"
             "Exit status: 0 clean stop or passed check; 1 runtime failure (MySQL not\n"
             "reachable for --check-config, MySQL without the schema version this build\n"
@@ -153,6 +161,65 @@ static int graceful_stop(struct server *srv, const sigset_t *stop_set)
     return 0;
 }
 
+/* SIGHUP: loads the configuration again, as at start, and publishes its
+ * secrets and keys as the next snapshot. Anything wrong (a file that does
+ * not load, a gateway whose key does not, a gateway added or renamed)
+ * refuses the whole reload: the running snapshot stays, the failure is
+ * logged and counted. Keys that only a restart applies are named in a
+ * warning. Tells systemd RELOADING, then READY again. */
+static void reload(struct server *srv, const struct opts *o, unsigned long *generation)
+{
+    struct config *fresh = malloc(sizeof(*fresh));
+    struct keyring *cur = NULL, *next = NULL;
+    struct timespec now;
+    char err[512], changed[512];
+    enum log_level lvl = LOG_INFO;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+               (unsigned long long)now.tv_sec * 1000000ULL + (unsigned long long)now.tv_nsec / 1000,
+               o->config);
+    if (fresh == NULL) {
+        snprintf(err, sizeof(err), "out of memory");
+        goto fail;
+    }
+    if (cfg_load(fresh, o->config, (const char *const *)environ, o->dev ? CFG_LOAD_DEV : 0, err,
+                 sizeof(err)) != 0 ||
+        (next = keyring_create(fresh, *generation + 1, err, sizeof(err))) == NULL)
+        goto fail;
+    cur = keyslot_acquire(srv->keys);
+    if (keyring_compatible(cur, next, err, sizeof(err)) != 0)
+        goto fail;
+    if (cfg_restart_keys(srv->cfg, fresh, changed, sizeof(changed)) > 0)
+        log_warn("changed keys keep their running value until a restart", "keys=%s", changed);
+    log_level_parse(fresh->log_level, &lvl);
+    log_set_level(lvl);
+    keyslot_publish(srv->keys, next);
+    ++*generation;
+    metrics_inc(srv->m, M_RELOADS_OK);
+    metrics_set_gauge(srv->m, G_RELOAD_OK, 1);
+    log_info("reloaded secrets and keys", "generation=%lu auth_keys=%d previous_secret=%s "
+             "gateways=%zu log_level=%s", *generation, fresh->auth_nkeys,
+             fresh->callback_previous_secret[0] ? "set" : "unset", gateways_count(next->gw),
+             fresh->log_level);
+    next = NULL;                              /* the slot holds it now */
+    sd_notifyf(0, "READY=1\nSTATUS=listening; reloaded (generation %lu)", *generation);
+    goto out;
+fail:
+    metrics_inc(srv->m, M_RELOADS_FAILED);
+    metrics_set_gauge(srv->m, G_RELOAD_OK, 0);
+    log_error("reload refused; the running secrets and keys stay", "path=%s error=\"%s\"",
+              o->config, err);
+    sd_notifyf(0, "READY=1\nSTATUS=listening; last reload refused: %s", err);
+out:
+    keyring_release(next);
+    keyring_release(cur);
+    if (fresh != NULL) {
+        OPENSSL_cleanse(fresh, sizeof(*fresh));
+        free(fresh);
+    }
+}
+
 /* Connects to Redis with cfg's address and timeout, PINGs and SELECTs the
  * configured database. 0, or -1 with the reason in err. */
 static int probe_redis(const struct config *cfg, char *err, size_t errsz)
@@ -242,11 +309,13 @@ int main(int argc, char **argv)
 {
     struct config cfg;
     struct server srv = { .cfg = &cfg };
-    struct gateways *gws = NULL;
+    struct keyring *kr0 = NULL;    /* the start's snapshot: metrics name its gateways */
+    const struct gateways *gws;
     struct opts o = { 0 };
     char err[512];
     enum log_level lvl = LOG_INFO;
-    sigset_t stop_set;
+    unsigned long generation = 1;
+    sigset_t stop_set, wait_set;
     size_t nroutes;
     int rc, port = 0, sig = 0;
 
@@ -259,11 +328,11 @@ int main(int argc, char **argv)
     }
     /* Every gateway key and secret is loaded now, so a missing one stops
      * the start (and --check-config) instead of failing each callback. */
-    if ((gws = gateways_create(&cfg, err, sizeof(err))) == NULL) {
+    if ((kr0 = keyring_create(&cfg, generation, err, sizeof(err))) == NULL) {
         fprintf(stderr, "paycallback: %s\n", err);
         return 2;
     }
-    srv.gw = gws;
+    gws = kr0->gw;
     log_level_parse(cfg.log_level, &lvl);
     log_set_level(lvl);
     if (cfg.dev)
@@ -274,19 +343,21 @@ int main(int argc, char **argv)
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGTERM);
     sigaddset(&stop_set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop_set, NULL);    /* inherited by every thread */
+    wait_set = stop_set;
+    sigaddset(&wait_set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &wait_set, NULL);    /* inherited by every thread */
     signal(SIGPIPE, SIG_IGN);
 
     rc = 1;
     if (mysql_library_init(0, NULL, NULL) != 0) {
         fprintf(stderr, "paycallback: cannot initialise the mysql client library\n");
-        gateways_destroy(gws);
+        keyring_release(kr0);
         return 1;
     }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "paycallback: cannot initialise libcurl\n");
         mysql_library_end();
-        gateways_destroy(gws);
+        keyring_release(kr0);
         return 1;
     }
     if (o.check_only) {
@@ -299,12 +370,14 @@ int main(int argc, char **argv)
     if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
         (srv.db = db_pool_create(&cfg, srv.m)) == NULL ||
         (srv.rds = rds_pool_create(&cfg, srv.m)) == NULL ||
-        (srv.paid = seen_create(SEEN_SLOTS_DEFAULT)) == NULL) {
+        (srv.paid = seen_create(SEEN_SLOTS_DEFAULT)) == NULL ||
+        (srv.keys = keyslot_create(keyring_hold(kr0))) == NULL) {
         fprintf(stderr, "paycallback: out of memory\n");
         goto out;
     }
     gateways_register_metrics(gws, srv.m);
     metrics_set_build_info(srv.m, PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT);
+    metrics_set_gauge(srv.m, G_RELOAD_OK, 1);
     if (http_start(&srv, &port) != 0) {
         http_stop(&srv);                      /* frees what a failed start left */
         goto out;
@@ -328,8 +401,13 @@ int main(int argc, char **argv)
      * socket listens; elsewhere NOTIFY_SOCKET is unset and this does nothing. */
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s:%d\nMAINPID=%lu", cfg.listen_address, port,
                (unsigned long)getpid());
-    while (sigwait(&stop_set, &sig) != 0)
-        ;
+    for (;;) {
+        if (sigwait(&wait_set, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
+            break;
+        reload(&srv, &o, &generation);
+    }
     sd_notify(0, "STOPPING=1\nSTATUS=draining requests in flight");
     log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
     if (graceful_stop(&srv, &stop_set) != 0) {
@@ -346,11 +424,12 @@ out:
     delivery_stop(srv.relay);                 /* an attempt in flight ends first */
     reconcile_stop(srv.recon);
     seen_destroy(srv.paid);
+    keyslot_destroy(srv.keys);
     rds_pool_destroy(srv.rds);
     db_pool_destroy(srv.db);
     metrics_destroy(srv.m);
     curl_global_cleanup();
-    gateways_destroy(gws);
+    keyring_release(kr0);
     mysql_library_end();
     return rc;
 }

@@ -122,6 +122,9 @@ static const struct {
     [M_HTTP_QUEUE_EXPIRED] = { "paycallback_http_queue_expired_total", NULL,
                                "Requests answered 503 after waiting past http.queue_wait_ms for a "
                                "handler thread." },
+    [M_RELOADS_OK] = { "paycallback_config_reloads_total", "result=\"ok\"",
+                       "SIGHUP reloads of secrets and keys, by result." },
+    [M_RELOADS_FAILED] = { "paycallback_config_reloads_total", "result=\"failed\"", NULL },
 };
 
 static const struct {
@@ -141,6 +144,8 @@ static const struct {
                              "REFUND_REQUIRED payments not settled yet.", 0 },
     [G_RECONCILE_LAST_RUN_S] = { "paycallback_reconcile_last_success_timestamp_seconds",
                                  "Unix time of the last complete reconciliation pass.", 0 },
+    [G_RELOAD_OK] = { "paycallback_config_last_reload_successful",
+                      "Whether the last SIGHUP reload succeeded (1; also before any) or was refused (0).", 0 },
 };
 
 struct metrics *metrics_create(const struct http_route_info *routes, size_t nroutes)

@@ -10,6 +10,7 @@
 #include "handler_util.h"
 #include "handlers.h"
 #include "jsonutil.h"
+#include "keyring.h"
 #include "log.h"
 #include "money.h"
 #include "order_state.h"
@@ -19,7 +20,7 @@
 
 static int verify_or_reply(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    const struct config *cfg = srv->cfg;
+    const struct config *cfg = &req->keys->cfg;   /* the secrets of this request's snapshot */
     const char *secrets[] = { cfg->callback_secret, cfg->callback_previous_secret };
     enum sig_status st;
 
@@ -28,7 +29,7 @@ static int verify_or_reply(struct server *srv, const struct http_req *req, struc
     st = sig_verify_any(secrets, cfg->callback_previous_secret[0] ? 2 : 1,
                         http_req_header(req, "X-Timestamp"), http_req_header(req, "X-Signature"),
                         req->body, req->body_len, (int64_t)time(NULL),
-                        cfg->signature_tolerance_s);
+                        srv->cfg->signature_tolerance_s);
     if (st == SIG_OK)
         return 0;
     log_warn("callback signature rejected", "reason=\"%s\" request_id=%s", sig_status_str(st),

@@ -14,6 +14,7 @@
 #include "handler_util.h"
 #include "handlers.h"
 #include "http.h"
+#include "keyring.h"
 #include "log.h"
 #include "metrics.h"
 #include "pay.h"
@@ -134,7 +135,7 @@ static void apply(struct server *srv, const struct gateway *gw, const struct pay
 
 void handle_pay_gateway(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    const struct gateway *gw = gateways_find(srv->gw, req->param);
+    const struct gateway *gw = gateways_find(req->keys->gw, req->param);
     const struct pay_gateway_kind *k;
     struct gw_notice n;
     enum gw_status st;

@@ -1,6 +1,7 @@
 /* check_systemd.c - the service's side of Type=notify, against the real
  * binary: with NOTIFY_SOCKET set it sends READY=1 (with its pid) once it
- * listens, and STOPPING=1 when a stop signal starts the drain. The test
+ * listens, RELOADING=1 then READY=1 around a SIGHUP reload, and STOPPING=1
+ * when a stop signal starts the drain. The test
  * plays systemd's part with a unix datagram socket of its own. */
 #include <errno.h>
 #include <poll.h>
@@ -72,6 +73,15 @@ START_TEST(ready_after_listening_and_stopping_on_drain)
     h_http(h_server_port(s), "GET", "/healthz", NULL, NULL, 0, &r);   /* it does listen */
     h_assert_status(&r, 200);
     h_resp_free(&r);
+    /* systemctl reload: RELOADING=1 (with the monotonic time systemd asks
+     * for), then READY=1 again once the new secrets are published. */
+    ck_assert_int_eq(0, h_server_signal(s, SIGHUP));
+    ck_assert_msg(next_message(msg) == 0, "no RELOADING=1 after SIGHUP");
+    ck_assert_msg(strstr(msg, "RELOADING=1") != NULL && strstr(msg, "MONOTONIC_USEC=") != NULL,
+                  "notification after SIGHUP is \"%s\"", msg);
+    ck_assert_msg(next_message(msg) == 0, "no READY=1 after the reload");
+    ck_assert_msg(strstr(msg, "READY=1") != NULL && strstr(msg, "reloaded") != NULL,
+                  "notification after the reload is \"%s\"", msg);
     ck_assert_int_eq(0, h_server_signal(s, SIGTERM));
     ck_assert_msg(next_message(msg) == 0, "no STOPPING=1 after SIGTERM");
     ck_assert_msg(strstr(msg, "STOPPING=1") != NULL, "notification after SIGTERM is \"%s\"", msg);

@@ -489,6 +489,36 @@ START_TEST(cfg_load_refuses_duplicate_names_and_keys)
 }
 END_TEST
 
+/* ---- what SIGHUP may change -------------------------------------------------- */
+
+START_TEST(cfg_restart_keys_names_only_the_keys_a_reload_cannot_apply)
+{
+    static struct config a, b;
+    char names[256];
+
+    ck_assert_int_eq(0, load(&a, "{\"workers\": 8, \"mysql\": {\"host\": \"db1\"}}", NULL));
+    ck_assert_int_eq(0, load(&b, "{\"workers\": 8, \"mysql\": {\"host\": \"db1\"}}", NULL));
+    ck_assert_uint_eq(0, cfg_restart_keys(&a, &b, names, sizeof names));
+    ck_assert_str_eq("", names);
+
+    /* Secrets, keys and the log level reload: none of them is named. */
+    ck_assert_int_eq(0, load(&b, "{\"workers\": 8, \"mysql\": {\"host\": \"db1\"},"
+                                 " \"log_level\": \"debug\","
+                                 " \"callback\": {\"secret\": \"s-new-0123456789\","
+                                 " \"previous_secret\": \"s-old-0123456789\"},"
+                                 " \"auth\": {\"keys\": [{\"name\": \"ops\","
+                                 " \"key\": \"ops-key-0123456789abcdef\"}]}}", NULL));
+    ck_assert_uint_eq(0, cfg_restart_keys(&a, &b, names, sizeof names));
+
+    ck_assert_int_eq(0, load(&b, "{\"workers\": 4, \"mysql\": {\"host\": \"db2\"}}", NULL));
+    ck_assert_uint_eq(2, cfg_restart_keys(&a, &b, names, sizeof names));
+    ck_assert_str_eq("workers,mysql.host", names);
+
+    ck_assert_uint_eq(2, cfg_restart_keys(&a, &b, names, 9));      /* cut, still terminated */
+    ck_assert_str_eq("workers,", names);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -548,6 +578,10 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_allows_the_shipped_secret_with_the_dev_switch);
     tcase_add_test(tc, cfg_load_never_leaves_the_secret_empty_in_development);
     tcase_add_test(tc, cfg_load_reads_the_dev_switch_strictly);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("reload");
+    tcase_add_test(tc, cfg_restart_keys_names_only_the_keys_a_reload_cannot_apply);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("from memory");
