@@ -41,6 +41,7 @@ struct config {
     int body_max_bytes;
     int grace_s;                  /* graceful stop bound */
     char log_level[16];
+    char log_format[16];          /* logfmt or json */
 
     int http_max_connections;     /* open client connections in all */
     int http_max_connections_per_ip; /* per client address; 0 = no cap */

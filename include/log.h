@@ -9,6 +9,10 @@ enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 /* Sets the minimum level written. Call before threads start. */
 void log_set_level(enum log_level lvl);
 
+/* "logfmt" (the default) or "json": the same lines as JSON objects, one per
+ * line, for log shippers. Returns 0, or -1 for another name. */
+int log_set_format(const char *name);
+
 /* Parses "debug", "info", "warn", "error". Returns 0, or -1 if unknown. */
 int log_level_parse(const char *s, enum log_level *out);
 

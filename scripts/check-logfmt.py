@@ -12,10 +12,14 @@ Each file DIR/*.log holds a suite's server stderr. A line is one of:
     level and msg; keys are [A-Za-z_][A-Za-z0-9_.]*, each once per line;
     a value is bare (no space, '=', quote, backslash or control character)
     or double-quoted with only \\" \\\\ \\n \\r \\t escapes.
+  - a JSON line (log_format json): one JSON object whose members are the
+    pairs of such a log line, in the same order, each a string or an
+    integer, ts, level and msg first.
 Anything else fails. The output ends with a Check-style summary, so
 scripts/run-tests.sh counts the result like a test binary's.
 """
 import glob
+import json
 import os
 import re
 import sys
@@ -72,12 +76,25 @@ def parse(line):
     return pairs
 
 
+def parse_json(line):
+    """The (key, value) pairs of a JSON log line; raises ValueError."""
+    pairs = json.loads(line, object_pairs_hook=lambda kv: kv)
+    if not isinstance(pairs, list):
+        raise ValueError("not a JSON object")
+    for k, v in pairs:
+        if not KEY.fullmatch(k):
+            raise ValueError(f"bad key {k!r}")
+        if isinstance(v, bool) or not isinstance(v, (str, int)):
+            raise ValueError(f"{k} is neither a string nor an integer")
+    return [(k, str(v)) for k, v in pairs]
+
+
 def check_line(line):
     """None, or why the line is not a valid log line."""
     if line.startswith("=== harness:") or line.startswith("paycallback: "):
         return None
     try:
-        pairs = parse(line)
+        pairs = parse_json(line) if line.startswith("{") else parse(line)
     except ValueError as e:
         return str(e)
     keys = [k for k, _ in pairs]

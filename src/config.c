@@ -50,6 +50,7 @@ static const struct cfg_key keys[] = {
     I(NULL, "body_max_bytes", body_max_bytes, 256, 16 << 20, "65536"),
     I(NULL, "grace_s", grace_s, 0, 3600, "10"),
     SR(NULL, "log_level", log_level, 1, "info"),
+    S(NULL, "log_format", log_format, 1, "logfmt"),
     I("http", "max_connections", http_max_connections, 16, 1000000, "1024"),
     I("http", "max_connections_per_ip", http_max_connections_per_ip, 0, 1000000, "256"),
     I("http", "header_timeout_ms", http_header_timeout_ms, 100, 600000, "5000"),
@@ -661,6 +662,10 @@ static int check_values(struct config *cfg, char *err, size_t errsz)
                  cfg->log_level);
         return -1;
     }
+    if (strcmp(cfg->log_format, "logfmt") != 0 && strcmp(cfg->log_format, "json") != 0) {
+        snprintf(err, errsz, "log_format must be logfmt or json, got \"%s\"", cfg->log_format);
+        return -1;
+    }
     if (cfg->webhook_url[0] != '\0' && cfg->webhook_secret[0] == '\0') {
         snprintf(err, errsz, "webhook.secret must be set when webhook.url is: the shop could "
                  "not tell our events from forged ones");
@@ -746,6 +751,8 @@ static void key_range(const struct cfg_key *k, char *buf, size_t n)
     case KEY_STR:
         if (k->section == NULL && strcmp(k->name, "log_level") == 0)
             snprintf(buf, n, "debug|info|warn|error");
+        else if (k->section == NULL && strcmp(k->name, "log_format") == 0)
+            snprintf(buf, n, "logfmt|json");
         else if (k->min > 0)
             snprintf(buf, n, "len1..%zu", k->size - 1);
         else

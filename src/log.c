@@ -2,7 +2,9 @@
  * Each line is formatted into a stack buffer and written with one write(2),
  * so concurrent lines never interleave. No allocation, no lock. String
  * values are quoted and escaped here, so every line reads back as logfmt
- * whatever the values hold. */
+ * whatever the values hold. In the JSON-lines format the same line is
+ * rewritten as one JSON object, pair by pair: logfmt's escapes (\" \\ \n
+ * \r \t, other control characters already '?') are JSON's too. */
 #include "log.h"
 
 #include <ctype.h>
@@ -22,11 +24,23 @@
 #define LOG_LINE_MAX 2048
 
 static atomic_int min_level = LOG_INFO;
+static atomic_int json_lines;                 /* 0 logfmt, 1 JSON lines */
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
 void log_set_level(enum log_level lvl)
 {
     atomic_store(&min_level, (int)lvl);
+}
+
+int log_set_format(const char *name)
+{
+    if (strcmp(name, "logfmt") == 0)
+        atomic_store(&json_lines, 0);
+    else if (strcmp(name, "json") == 0)
+        atomic_store(&json_lines, 1);
+    else
+        return -1;
+    return 0;
 }
 
 int log_level_parse(const char *s, enum log_level *out)
@@ -233,6 +247,79 @@ static void format_pairs(struct line *l, const char *fmt, va_list *ap)
     }
 }
 
+/* A bare value that is an integer JSON reads the same way: kept a number.
+ * Anything else (amounts such as 899.00 included) becomes a string, so no
+ * shipper turns money into a float. */
+static bool json_integer(const char *s, size_t len)
+{
+    size_t i = s[0] == '-' ? 1 : 0;
+
+    if (len <= i || len - i > 15 || (s[i] == '0' && len - i > 1))
+        return false;
+    for (; i < len; i++)
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* Rewrites the logfmt line src (n bytes, no newline) as a JSON object
+ * into out. Keys are the logfmt keys; a quoted value's inside is copied
+ * as it is (its escapes are JSON's), a bare one is quoted unless it is an
+ * integer. A value cut short at the end of a long line is closed. */
+static void to_json(const char *src, size_t n, struct line *out)
+{
+    size_t i = 0;
+    bool first = true;
+
+    put_c(out, '{');
+    while (i < n) {
+        size_t k = i, v, e;
+
+        while (i < n && src[i] != '=' && src[i] != ' ')
+            i++;
+        if (i == k || i >= n || src[i] != '=') {  /* not a pair: skip the word */
+            while (i < n && src[i] != ' ')
+                i++;
+            i++;
+            continue;
+        }
+        put_s(out, first ? "\"" : ",\"", first ? 1 : 2);
+        put_s(out, src + k, i - k);
+        put_s(out, "\":", 2);
+        first = false;
+        v = ++i;
+        if (i < n && src[i] == '"') {
+            for (v = ++i; i < n && src[i] != '"'; i++)
+                if (src[i] == '\\')
+                    i++;
+            e = i < n ? i : n;
+            if (e == n) {                     /* cut short: an odd run of '\\' ends it */
+                size_t b = 0;
+                while (e - b > v && src[e - b - 1] == '\\')
+                    b++;
+                e -= b % 2;                   /* drop the half escape */
+            }
+            put_c(out, '"');
+            put_s(out, src + v, e - v);
+            put_c(out, '"');
+            i++;
+        } else {
+            while (i < n && src[i] != ' ')
+                i++;
+            if (json_integer(src + v, i - v)) {
+                put_s(out, src + v, i - v);
+            } else {
+                put_c(out, '"');
+                put_s(out, src + v, i - v);
+                put_c(out, '"');
+            }
+        }
+        while (i < n && src[i] == ' ')
+            i++;
+    }
+    put_c(out, '}');
+}
+
 void log_write(enum log_level lvl, const char *msg, const char *fmt, ...)
 {
     char buf[LOG_LINE_MAX];
@@ -262,6 +349,15 @@ void log_write(enum log_level lvl, const char *msg, const char *fmt, ...)
         va_end(ap);
         if (l.n == before + 1)
             l.n = before;                     /* no pairs after all: no trailing space */
+    }
+    if (atomic_load_explicit(&json_lines, memory_order_relaxed)) {
+        char jbuf[LOG_LINE_MAX * 2];
+        struct line j = { jbuf, 0, sizeof(jbuf) - 1 };
+
+        to_json(buf, l.n, &j);
+        jbuf[j.n++] = '\n';
+        (void)!write(STDERR_FILENO, jbuf, j.n);
+        return;
     }
     buf[l.n++] = '\n';
     (void)!write(STDERR_FILENO, buf, l.n);

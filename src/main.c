@@ -66,7 +66,8 @@ static void usage(FILE *f)
             "needs, cannot listen, requests cut by the grace period); 2 bad flags or\n"
             "configuration.\n"
             "\n"
-            "Logs are logfmt lines on stderr. Every key can be overridden by an\n"
+            "Logs are logfmt lines on stderr (log_format json: one JSON object per line,\n"
+            "the same keys). Every key can be overridden by an\n"
             "environment variable; any other PAYCALLBACK_* variable is an error:\n",
             CFG_DEFAULT_PATH);
 }
@@ -335,6 +336,7 @@ int main(int argc, char **argv)
     gws = kr0->gw;
     log_level_parse(cfg.log_level, &lvl);
     log_set_level(lvl);
+    log_set_format(cfg.log_format);           /* checked by cfg_load */
     if (cfg.dev)
         log_warn("development mode: the shipped development secret is accepted; never run "
                  "production like this", "callback_secret_is_dev=%d",

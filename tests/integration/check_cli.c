@@ -142,6 +142,7 @@ static const struct bad_config {
     { "{\"workers\": 4,}", NULL, "not a JSON object" },
     { "[1, 2]", NULL, "not a JSON object" },
     { "{\"log_level\": \"chatty\"}", NULL, "log_level must be" },
+    { "{\"log_format\": \"xml\"}", NULL, "log_format must be logfmt or json" },
     { "{\"listen\": {\"address\": \"localhost\"}}", NULL, "listen.address must be an IPv4 or IPv6" },
     { "{}", "PAYCALLBACK_MYSQL_PORT=abc", "PAYCALLBACK_MYSQL_PORT" },
     { "{}", "PAYCALLBACK_WORKERS=0", "PAYCALLBACK_WORKERS" },
@@ -192,6 +193,31 @@ START_TEST(bad_configuration_fails_check_config_the_same_way)
     ck_assert_int_eq(2, r.status);
     assert_contains(r.err, "unknown key \"callback.secert\"", "stderr");
     h_run_free(&r);
+}
+END_TEST
+
+/* ---- log format ------------------------------------------------------------- */
+
+START_TEST(json_log_format_writes_each_line_as_one_object)
+{
+    const char *env[] = { "PAYCALLBACK_LOG_FORMAT=json", NULL };
+    const char *parts[] = { "{\"ts\":\"", "\"msg\":\"request\"", "\"path\":\"/healthz\"",
+                            "\"status\":200,", NULL };
+    struct h_server *s = h_server_start(env);
+    struct h_resp r;
+    char *line;
+
+    ck_assert_ptr_nonnull(s);
+    h_http(h_server_port(s), "GET", "/healthz", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    line = h_log_find(parts, 5000);
+    ck_assert_msg(line != NULL, "no JSON request line for /healthz");
+    ck_assert_msg(h_json_is_object(line), "not one JSON object: %s", line);
+    ck_assert_msg(strncmp(line, "{\"ts\":", 6) == 0 && strstr(line, "\"level\":\"info\"") != NULL,
+                  "no ts and level: %s", line);
+    free(line);
+    ck_assert_int_eq(0, h_server_stop(s));
 }
 END_TEST
 
@@ -480,6 +506,7 @@ static Suite *cli_suite(void)
     tc = tcase_create("help and version");
     tcase_set_timeout(tc, TC_TIMEOUT_S);
     tcase_add_test(tc, help_exits_0_and_lists_flags_and_environment_names);
+    tcase_add_test(tc, json_log_format_writes_each_line_as_one_object);
     tcase_add_test(tc, short_help_is_the_same_as_long);
     tcase_add_test(tc, version_prints_name_and_version);
     tcase_add_test(tc, unknown_flag_exits_2_with_usage);

@@ -4,6 +4,7 @@
  * of every length modifier come out as printf writes them. stderr is
  * redirected to a file for each test. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,92 @@ START_TEST(lines_below_the_level_are_dropped)
 }
 END_TEST
 
+/* ---- the JSON-lines format ---------------------------------------------------- */
+
+static void json_setup(void)
+{
+    setup();
+    ck_assert_int_eq(0, log_set_format("json"));
+}
+
+static void json_teardown(void)
+{
+    log_set_format("logfmt");
+    teardown();
+}
+
+/* The one line logged so far, parsed as JSON (the caller frees it). */
+static cJSON *logged_json(void)
+{
+    size_t n;
+    cJSON *o;
+
+    fflush(capture);
+    rewind(capture);
+    n = fread(text, 1, sizeof text - 1, capture);
+    text[n] = '\0';
+    ck_assert_msg(n > 0 && text[n - 1] == '\n' && strchr(text, '\n') == text + n - 1,
+                  "not one line: \"%s\"", text);
+    o = cJSON_Parse(text);
+    ck_assert_msg(cJSON_IsObject(o), "not a JSON object: %s", text);
+    return o;
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    ck_assert_msg(cJSON_IsString(v), "%s is not a string in %s", key, text);
+    return v->valuestring;
+}
+
+START_TEST(json_lines_carry_every_value_exactly)
+{
+    const char *nasty = "a \"quoted\" \\ back\nslash=1 x=\"y\"";
+    cJSON *o;
+
+    log_warn("db \"error\"", "op=%s errno=%u amount=%s id=%s reason=\"%s\"",
+             "SELECT a FROM t WHERE x = ?", 1213u, "899.00", "007", nasty);
+    o = logged_json();
+    ck_assert_str_eq("warn", json_str(o, "level"));
+    ck_assert_str_eq("db \"error\"", json_str(o, "msg"));
+    ck_assert_msg(strlen(json_str(o, "ts")) == 24, "ts: %s", json_str(o, "ts"));
+    ck_assert_str_eq("SELECT a FROM t WHERE x = ?", json_str(o, "op"));
+    ck_assert_str_eq(nasty, json_str(o, "reason"));
+    ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "errno")), "%s", text);
+    ck_assert_int_eq(1213, cJSON_GetObjectItemCaseSensitive(o, "errno")->valueint);
+    ck_assert_str_eq("899.00", json_str(o, "amount"));     /* money stays text */
+    ck_assert_str_eq("007", json_str(o, "id"));
+    ck_assert_int_eq(8, cJSON_GetArraySize(o));
+    cJSON_Delete(o);
+}
+END_TEST
+
+START_TEST(a_json_line_cut_short_is_still_one_object)
+{
+    char big[3000];
+    cJSON *o;
+
+    memset(big, '\\', sizeof big - 1);                 /* every byte needs an escape */
+    big[sizeof big - 1] = '\0';
+    log_info("big", "v=%s", big);
+    o = logged_json();
+    ck_assert_str_eq("big", json_str(o, "msg"));
+    ck_assert_uint_gt(strlen(json_str(o, "v")), 500);
+    ck_assert_ptr_null(strchr(json_str(o, "v"), '"'));
+    cJSON_Delete(o);
+}
+END_TEST
+
+START_TEST(log_set_format_knows_two_formats)
+{
+    ck_assert_int_eq(-1, log_set_format("xml"));
+    ck_assert_int_eq(0, log_set_format("logfmt"));
+    log_info("plain", "k=%d", 1);
+    ck_assert_str_eq("msg=\"plain\" k=1\n", logged());
+}
+END_TEST
+
 static Suite *log_suite(void)
 {
     Suite *s = suite_create("log");
@@ -147,6 +234,13 @@ static Suite *log_suite(void)
     tcase_add_test(tc, precision_limits_a_string);
     tcase_add_test(tc, a_long_line_is_cut_and_still_ends_in_a_newline);
     tcase_add_test(tc, lines_below_the_level_are_dropped);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("json lines");
+    tcase_add_checked_fixture(tc, json_setup, json_teardown);
+    tcase_add_test(tc, json_lines_carry_every_value_exactly);
+    tcase_add_test(tc, a_json_line_cut_short_is_still_one_object);
+    tcase_add_test(tc, log_set_format_knows_two_formats);
     suite_add_tcase(s, tc);
     return s;
 }
