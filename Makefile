@@ -138,7 +138,7 @@ DATADIR := $(PREFIX)/share/paycallback
 MANDIR  := $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
-.PHONY: man install uninstall deb test-deb test-readme
+.PHONY: man install uninstall deb test-deb test-systemd test-readme
 man: $(BIN)
 	@scripts/gen-man.py $(BIN) $(BUILD)/man
 install: man
@@ -161,6 +161,10 @@ deb:
 	@mkdir -p $(BUILD)/deb && mv ../paycallback_$(VERSION)_* ../paycallback-dbgsym_$(VERSION)_* $(BUILD)/deb/
 test-deb:
 	@scripts/check-deb.sh
+# Installs the package on this host and drives it through systemd (PID 1):
+# start, reload, refused reload, stop; purges it after. Root, disposable host.
+test-systemd: deb
+	@scripts/check-systemd.sh $(BUILD)/deb/paycallback_$(VERSION)_amd64.deb
 test-readme: services
 	@$(MAKE) --no-print-directory all
 	@scripts/check-readme.sh $(BIN)
