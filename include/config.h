@@ -72,6 +72,10 @@ struct config {
     char callback_secret[CFG_STR_MAX];          /* current; never empty after cfg_load */
     char callback_previous_secret[CFG_STR_MAX]; /* still accepted while rotating, or "" */
     int signature_tolerance_s;
+    /* Active query of stale orders in the native format: "" = not asked. */
+    char callback_query_url[CFG_STR_MAX];
+    char callback_query_token[CFG_STR_MAX]; /* bearer token; required with the URL */
+    int callback_query_timeout_ms;
 
     /* outbox delivery to the shop (webhook.url empty: no delivery) */
     char webhook_url[CFG_STR_MAX];
@@ -87,6 +91,7 @@ struct config {
     int reconcile_interval_s;     /* the periodic reconciliation and retention pass */
     int reconcile_wait_pay_age_s; /* a WAIT_PAY order older than this is reported */
     int reconcile_outbox_lag_s;   /* an undelivered event older than this is reported */
+    int reconcile_query_batch;    /* stale orders one pass asks the query endpoints about */
 
     int retention_outbox_days;    /* delivered events are purged after this */
     int retention_payment_days;   /* 0: payment records are kept; else >= CFG_PAYMENT_DAYS_MIN */
@@ -138,7 +143,8 @@ void cfg_print_keys(void);
  * fresh: their count, and their dotted names joined by commas into buf
  * (bufsz bytes, truncated if need be). The reloadable keys are the
  * secrets (callback.secret, callback.previous_secret, webhook.secret),
- * auth.keys, log_level and the gateways' profiles. */
+ * auth.keys, log_level and the gateways' profiles but for their query
+ * endpoints (a changed one is named "gateways[i].query_*"). */
 size_t cfg_restart_keys(const struct config *running, const struct config *fresh, char *buf,
                         size_t bufsz);
 

@@ -15,6 +15,9 @@ struct cJSON;
 #define GATEWAY_KEY_TEXT_MAX 2048     /* an inline PEM key or certificate */
 #define GATEWAY_STR_MAX 256
 #define GATEWAY_TOLERANCE_S_DEFAULT 300
+#define GATEWAY_QUERY_TIMEOUT_MS_DEFAULT 5000
+#define GATEWAY_QUERY_TIMEOUT_MS_MIN 100
+#define GATEWAY_QUERY_TIMEOUT_MS_MAX 60000
 
 enum gateway_kind { GATEWAY_ALIPAY, GATEWAY_WECHATPAY_V3, GATEWAY_STRIPE };
 
@@ -35,6 +38,11 @@ struct gateway_profile_cfg {
     struct gateway_key_cfg keys[GATEWAY_KEYS_MAX];
     size_t nkeys;
     char secret_env[GATEWAY_STR_MAX]; /* environment variable holding the secret */
+    /* Active query of stale orders (reconcile): "" when the gateway is not
+     * asked. The bearer token comes from the variable query_token_env. */
+    char query_url[GATEWAY_STR_MAX];
+    char query_token_env[GATEWAY_STR_MAX];
+    int query_timeout_ms;             /* one query, connect included */
 };
 
 struct gateway_cfg {
@@ -47,7 +55,10 @@ struct gateway_cfg {
  * are the keys a kind needs but lacks: alipay needs app_id and one of
  * public_key / public_key_file; wechatpay_v3 needs mchid and 1..4
  * platform_keys, each with a serial; stripe needs nothing but its secret.
- * secret_env defaults to PAYCALLBACK_GATEWAY_<NAME>_SECRET. Returns 0, or
+ * secret_env defaults to PAYCALLBACK_GATEWAY_<NAME>_SECRET. query_url is
+ * optional and must pass validate_http_url; query_token_env (default
+ * PAYCALLBACK_GATEWAY_<NAME>_QUERY_TOKEN) and query_timeout_ms (100..60000,
+ * default 5000) are refused without it. Returns 0, or
  * -1 with a one-line reason in err naming file and member. */
 int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const char *file,
                       char *err, size_t errsz);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "jsonutil.h"
+#include "validate.h"
 
 #define CFG_FILE_MAX_BYTES (1 << 20)
 #define CFG_ENV_PREFIX     "PAYCALLBACK_"
@@ -77,6 +78,9 @@ static const struct cfg_key keys[] = {
     SR("callback", "secret", callback_secret, 0, ""),
     SR("callback", "previous_secret", callback_previous_secret, 0, ""),
     I("callback", "signature_tolerance_s", signature_tolerance_s, 1, 86400, "300"),
+    S("callback", "query_url", callback_query_url, 0, ""),
+    S("callback", "query_token", callback_query_token, 0, ""),
+    I("callback", "query_timeout_ms", callback_query_timeout_ms, 100, 60000, "5000"),
     S("webhook", "url", webhook_url, 0, ""),
     SR("webhook", "secret", webhook_secret, 0, ""),
     I("webhook", "timeout_ms", webhook_timeout_ms, 100, 60000, "5000"),
@@ -89,6 +93,7 @@ static const struct cfg_key keys[] = {
     I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60"),
     I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "1800"),
     I("reconcile", "outbox_lag_s", reconcile_outbox_lag_s, 1, 31536000, "300"),
+    I("reconcile", "query_batch", reconcile_query_batch, 1, 1000, "50"),
     I("retention", "outbox_days", retention_outbox_days, 1, 36500, "7"),
     I("retention", "payment_days", retention_payment_days, 0, 36500, "0"),
     I("retention", "batch", retention_batch, 1, 10000, "500"),
@@ -526,7 +531,7 @@ static const char *env_get(const char *const *envp, const char *name)
 }
 
 /* True when the variable named by the first n bytes of s is one this
- * module reads, or the secret of a configured gateway. */
+ * module reads, or the secret or query token of a configured gateway. */
 static int env_known(const struct config *cfg, const char *s, size_t n)
 {
     char name[96];
@@ -540,8 +545,11 @@ static int env_known(const struct config *cfg, const char *s, size_t n)
             return 1;
     }
     for (i = 0; i < cfg->gateways.n; i++) {
-        const char *gw = cfg->gateways.profile[i].secret_env;
-        if (strlen(gw) == n && strncmp(gw, s, n) == 0)
+        const struct gateway_profile_cfg *p = &cfg->gateways.profile[i];
+        if (strlen(p->secret_env) == n && strncmp(p->secret_env, s, n) == 0)
+            return 1;
+        if (p->query_url[0] != '\0' && strlen(p->query_token_env) == n &&
+            strncmp(p->query_token_env, s, n) == 0)
             return 1;
     }
     return 0;
@@ -642,6 +650,37 @@ static int check_auth_keys(struct config *cfg, char *err, size_t errsz)
     return 0;
 }
 
+/* The native query endpoint: a URL the service may call, and then a
+ * token it can send (fail closed: a query without its credential would be
+ * refused by the endpoint on every pass, or answered by anyone). The
+ * token is never printed. */
+static int check_query(const struct config *cfg, char *err, size_t errsz)
+{
+    if (cfg->callback_query_url[0] == '\0') {
+        if (cfg->callback_query_token[0] != '\0') {
+            snprintf(err, errsz, "callback.query_token is set but callback.query_url is empty");
+            return -1;
+        }
+        return 0;
+    }
+    if (!validate_http_url(cfg->callback_query_url)) {
+        snprintf(err, errsz, "callback.query_url must be an http:// or https:// URL without "
+                 "user info or fragment, got \"%s\"", cfg->callback_query_url);
+        return -1;
+    }
+    if (cfg->callback_query_token[0] == '\0') {
+        snprintf(err, errsz, "callback.query_token is empty: callback.query_url needs it; set "
+                 "PAYCALLBACK_CALLBACK_QUERY_TOKEN");
+        return -1;
+    }
+    if (!validate_bearer_token(cfg->callback_query_token, CFG_STR_MAX - 1)) {
+        snprintf(err, errsz, "callback.query_token must be characters of [A-Za-z0-9-._~+/] "
+                 "(then '=' padding)");
+        return -1;
+    }
+    return 0;
+}
+
 /* Checks that need more than one key's own range. 0, or -1. */
 static int check_values(struct config *cfg, char *err, size_t errsz)
 {
@@ -677,6 +716,8 @@ static int check_values(struct config *cfg, char *err, size_t errsz)
                  cfg->webhook_url);
         return -1;
     }
+    if (check_query(cfg, err, errsz) != 0)
+        return -1;
     if (cfg->webhook_backoff_max_ms < cfg->webhook_backoff_base_ms) {
         snprintf(err, errsz, "webhook.backoff_max_ms (%d) must not be below "
                  "webhook.backoff_base_ms (%d)", cfg->webhook_backoff_max_ms,
@@ -800,6 +841,17 @@ static bool key_equal(const struct cfg_key *k, const struct config *a, const str
            memcmp(a->auth_keys, b->auth_keys, sizeof(a->auth_keys)) == 0;
 }
 
+/* Appends name to the comma-separated list in buf (*used bytes of bufsz
+ * so far, *n names), truncating when it does not fit. */
+static void append_key(char *buf, size_t bufsz, size_t *used, size_t *n, const char *name)
+{
+    if (*used < bufsz) {
+        int w = snprintf(buf + *used, bufsz - *used, "%s%s", *n ? "," : "", name);
+        *used += w > 0 ? (size_t)w : 0;
+    }
+    ++*n;
+}
+
 size_t cfg_restart_keys(const struct config *running, const struct config *fresh, char *buf,
                         size_t bufsz)
 {
@@ -812,11 +864,20 @@ size_t cfg_restart_keys(const struct config *running, const struct config *fresh
         if (keys[i].reload || key_equal(&keys[i], running, fresh))
             continue;
         key_path(&keys[i], path, sizeof(path));
-        if (used < bufsz) {
-            int w = snprintf(buf + used, bufsz - used, "%s%s", n ? "," : "", path);
-            used += w > 0 ? (size_t)w : 0;
+        append_key(buf, bufsz, &used, &n, path);
+    }
+    /* A gateway's query endpoint is loaded once at start, like the native
+     * one (callback.query_*); the rest of its profile reloads. */
+    for (i = 0; i < running->gateways.n && i < fresh->gateways.n; i++) {
+        const struct gateway_profile_cfg *a = &running->gateways.profile[i];
+        const struct gateway_profile_cfg *b = &fresh->gateways.profile[i];
+
+        if (strcmp(a->query_url, b->query_url) != 0 ||
+            strcmp(a->query_token_env, b->query_token_env) != 0 ||
+            a->query_timeout_ms != b->query_timeout_ms) {
+            snprintf(path, sizeof(path), "gateways[%zu].query_*", i);
+            append_key(buf, bufsz, &used, &n, path);
         }
-        n++;
     }
     return n;
 }

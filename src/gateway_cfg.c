@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "currency.h"
+#include "validate.h"
 
 #define TOLERANCE_S_MAX 86400
 
@@ -18,6 +19,7 @@ static const char *const kind_names[] = { "alipay", "wechatpay_v3", "stripe" };
 static const char *const profile_members[] = {
     "name", "kind", "app_id", "mchid", "currency", "tolerance_s",
     "public_key", "public_key_file", "platform_keys", "secret_env",
+    "query_url", "query_token_env", "query_timeout_ms",
 };
 
 const char *gateway_kind_name(enum gateway_kind kind)
@@ -163,18 +165,59 @@ static int get_tolerance(const cJSON *obj, struct gateway_profile_cfg *p, const 
     return 0;
 }
 
-/* PAYCALLBACK_GATEWAY_<NAME>_SECRET, '-' as '_'. */
-static void default_secret_env(struct gateway_profile_cfg *p)
+/* PAYCALLBACK_GATEWAY_<NAME><suffix> into out (GATEWAY_STR_MAX bytes),
+ * in capitals, '-' as '_'. */
+static void default_env(const struct gateway_profile_cfg *p, const char *suffix, char *out)
 {
     char name[GATEWAY_NAME_MAX + 1];
     size_t i;
 
     memcpy(name, p->name, sizeof(name));
-    snprintf(p->secret_env, sizeof(p->secret_env), "PAYCALLBACK_GATEWAY_%s_SECRET", name);
-    for (i = 0; p->secret_env[i] != '\0'; i++) {
-        char c = p->secret_env[i];
-        p->secret_env[i] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
+    snprintf(out, GATEWAY_STR_MAX, "PAYCALLBACK_GATEWAY_%s%s", name, suffix);
+    for (i = 0; out[i] != '\0'; i++) {
+        char c = out[i];
+        out[i] = c == '-' ? '_' : (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
     }
+}
+
+/* The optional active-query members: a URL the service may call, and
+ * the token variable and timeout that only mean something with it. */
+static int get_query(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
+                     char *err, size_t errsz)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(obj, "query_timeout_ms");
+
+    p->query_timeout_ms = GATEWAY_QUERY_TIMEOUT_MS_DEFAULT;
+    if (get_str(obj, "query_url", p->query_url, sizeof(p->query_url), where, err, errsz) != 0 ||
+        get_str(obj, "query_token_env", p->query_token_env, sizeof(p->query_token_env), where,
+                err, errsz) != 0)
+        return -1;
+    if (p->query_url[0] == '\0') {
+        if (t != NULL || cJSON_GetObjectItemCaseSensitive(obj, "query_token_env") != NULL) {
+            snprintf(err, errsz, "%s: query_token_env and query_timeout_ms need a non-empty "
+                     "query_url", where);
+            return -1;
+        }
+        return 0;
+    }
+    if (!validate_http_url(p->query_url)) {
+        snprintf(err, errsz, "%s.query_url must be an http:// or https:// URL without user "
+                 "info or fragment, got \"%s\"", where, p->query_url);
+        return -1;
+    }
+    if (t != NULL) {
+        if (!cJSON_IsNumber(t) || t->valuedouble < GATEWAY_QUERY_TIMEOUT_MS_MIN ||
+            t->valuedouble > GATEWAY_QUERY_TIMEOUT_MS_MAX ||
+            t->valuedouble != (double)(int)t->valuedouble) {
+            snprintf(err, errsz, "%s.query_timeout_ms must be an integer in %d..%d", where,
+                     GATEWAY_QUERY_TIMEOUT_MS_MIN, GATEWAY_QUERY_TIMEOUT_MS_MAX);
+            return -1;
+        }
+        p->query_timeout_ms = (int)t->valuedouble;
+    }
+    if (p->query_token_env[0] == '\0')
+        default_env(p, "_QUERY_TOKEN", p->query_token_env);
+    return 0;
 }
 
 /* What each kind needs beyond the common members. */
@@ -240,7 +283,9 @@ static int parse_profile(const cJSON *obj, struct gateway_profile_cfg *p, const 
         return -1;
     }
     if (p->secret_env[0] == '\0')
-        default_secret_env(p);
+        default_env(p, "_SECRET", p->secret_env);
+    if (get_query(obj, p, where, err, errsz) != 0)
+        return -1;
     return check_kind(obj, p, where, err, errsz);
 }
 

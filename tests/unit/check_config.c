@@ -441,6 +441,47 @@ START_TEST(cfg_load_refuses_a_webhook_without_its_secret)
 }
 END_TEST
 
+START_TEST(cfg_load_refuses_a_query_url_without_its_token)
+{
+    const char *url[] = { "PAYCALLBACK_CALLBACK_QUERY_URL=https://query.example/q", NULL };
+    const char *token[] = { "PAYCALLBACK_CALLBACK_QUERY_TOKEN=query-token-0123456789", NULL };
+    const char *ftp[] = { "PAYCALLBACK_CALLBACK_QUERY_URL=ftp://query.example/q",
+                          "PAYCALLBACK_CALLBACK_QUERY_TOKEN=query-token-0123456789", NULL };
+    const char *line[] = { "PAYCALLBACK_CALLBACK_QUERY_URL=https://query.example/q",
+                           "PAYCALLBACK_CALLBACK_QUERY_TOKEN=abc\r\nX-Injected: 1", NULL };
+    const char *both[] = { "PAYCALLBACK_CALLBACK_QUERY_URL=https://query.example/q?shop=1",
+                           "PAYCALLBACK_CALLBACK_QUERY_TOKEN=query-token-0123456789", NULL };
+    struct config cfg;
+
+    refused("{}", url, "callback.query_token is empty");
+    refused("{}", token, "callback.query_url is empty");
+    refused("{}", ftp, "callback.query_url must be an http");
+    refused("{}", line, "callback.query_token must be characters of");
+    ck_assert_msg(strstr(err, "abc") == NULL, "the token was printed: %s", err);
+    refused("{\"callback\": {\"query_timeout_ms\": 50}}", NULL, "query_timeout_ms");
+    ck_assert_int_eq(0, load(&cfg, "{}", both));
+    ck_assert_str_eq("https://query.example/q?shop=1", cfg.callback_query_url);
+    ck_assert_int_eq(5000, cfg.callback_query_timeout_ms);
+    ck_assert_int_eq(50, cfg.reconcile_query_batch);
+}
+END_TEST
+
+START_TEST(cfg_load_knows_the_query_token_variables_of_its_gateways)
+{
+    const char *env[] = { "PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN=query-token-0123456789",
+                          NULL };
+    struct config cfg;
+
+    refused("{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\"}]}", env,
+            "unknown environment variable PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN");
+    ck_assert_int_eq(0, load(&cfg, "{\"gateways\": [{\"name\": \"stripe\", \"kind\": "
+                                   "\"stripe\", \"query_url\": \"http://10.0.0.1:8443/q\"}]}",
+                             env));
+    ck_assert_str_eq("PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN",
+                     cfg.gateways.profile[0].query_token_env);
+}
+END_TEST
+
 START_TEST(cfg_load_gives_development_a_development_key)
 {
     struct config cfg;
@@ -519,6 +560,23 @@ START_TEST(cfg_restart_keys_names_only_the_keys_a_reload_cannot_apply)
 }
 END_TEST
 
+START_TEST(cfg_restart_keys_names_a_changed_gateway_query_endpoint)
+{
+    static struct config a, b;
+    char names[256];
+
+    ck_assert_int_eq(0, load(&a, "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
+                                 " \"query_url\": \"https://q.example/a\"}]}", NULL));
+    ck_assert_int_eq(0, load(&b, "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
+                                 " \"query_url\": \"https://q.example/a\"}]}", NULL));
+    ck_assert_uint_eq(0, cfg_restart_keys(&a, &b, names, sizeof names));
+    ck_assert_int_eq(0, load(&b, "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
+                                 " \"query_url\": \"https://q.example/b\"}]}", NULL));
+    ck_assert_uint_eq(1, cfg_restart_keys(&a, &b, names, sizeof names));
+    ck_assert_str_eq("gateways[0].query_*", names);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -565,6 +623,8 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_lets_the_environment_replace_the_key_list);
     tcase_add_test(tc, cfg_load_refuses_an_empty_key_list_outside_development);
     tcase_add_test(tc, cfg_load_refuses_a_webhook_without_its_secret);
+    tcase_add_test(tc, cfg_load_refuses_a_query_url_without_its_token);
+    tcase_add_test(tc, cfg_load_knows_the_query_token_variables_of_its_gateways);
     tcase_add_test(tc, cfg_load_gives_development_a_development_key);
     tcase_add_test(tc, cfg_load_refuses_the_development_key_outside_development);
     tcase_add_test(tc, cfg_load_refuses_bad_keys_without_printing_them);
@@ -582,6 +642,7 @@ static Suite *config_suite(void)
 
     tc = tcase_create("reload");
     tcase_add_test(tc, cfg_restart_keys_names_only_the_keys_a_reload_cannot_apply);
+    tcase_add_test(tc, cfg_restart_keys_names_a_changed_gateway_query_endpoint);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("from memory");

@@ -115,6 +115,40 @@ START_TEST(gateway_cfg_refuses_bad_currency_and_tolerance)
 }
 END_TEST
 
+START_TEST(gateway_cfg_reads_a_query_endpoint)
+{
+    ck_assert_int_eq(0, parse(
+        "[{\"name\":\"stripe-eu\",\"kind\":\"stripe\",\"query_url\":\"https://q.example:8443/pi?a=1\","
+        "  \"query_timeout_ms\":1500},"
+        " {\"name\":\"s2\",\"kind\":\"stripe\",\"query_url\":\"http://[::1]:9/q\","
+        "  \"query_token_env\":\"S2_QUERY\"},"
+        " {\"name\":\"s3\",\"kind\":\"stripe\"}]"));
+    ck_assert_str_eq("https://q.example:8443/pi?a=1", cfg.profile[0].query_url);
+    ck_assert_str_eq("PAYCALLBACK_GATEWAY_STRIPE_EU_QUERY_TOKEN", cfg.profile[0].query_token_env);
+    ck_assert_int_eq(1500, cfg.profile[0].query_timeout_ms);
+    ck_assert_str_eq("S2_QUERY", cfg.profile[1].query_token_env);
+    ck_assert_int_eq(5000, cfg.profile[1].query_timeout_ms);
+    ck_assert_str_eq("", cfg.profile[2].query_url);
+}
+END_TEST
+
+START_TEST(gateway_cfg_refuses_a_bad_query_endpoint)
+{
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"ftp://q.example/\"}]",
+                   "query_url must be an http");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"https://u:p@q.example/\"}]",
+                   "query_url must be an http");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"https://q.example/a b\"}]",
+                   "query_url must be an http");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_token_env\":\"X\"}]",
+                   "need a non-empty query_url");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_timeout_ms\":500}]",
+                   "need a non-empty query_url");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"https://q.example/\","
+                   "\"query_timeout_ms\":99}]", "query_timeout_ms must be an integer");
+}
+END_TEST
+
 static Suite *gateway_cfg_suite(void)
 {
     Suite *s = suite_create("gateway_cfg");
@@ -122,12 +156,14 @@ static Suite *gateway_cfg_suite(void)
 
     tcase_add_test(tc, gateway_cfg_reads_the_three_kinds);
     tcase_add_test(tc, gateway_cfg_accepts_an_empty_array);
+    tcase_add_test(tc, gateway_cfg_reads_a_query_endpoint);
     suite_add_tcase(s, tc);
     tc = tcase_create("refuse");
     tcase_add_test(tc, gateway_cfg_refuses_unknown_members_and_kinds);
     tcase_add_test(tc, gateway_cfg_refuses_bad_or_duplicate_names);
     tcase_add_test(tc, gateway_cfg_refuses_profiles_missing_what_their_kind_needs);
     tcase_add_test(tc, gateway_cfg_refuses_bad_currency_and_tolerance);
+    tcase_add_test(tc, gateway_cfg_refuses_a_bad_query_endpoint);
     suite_add_tcase(s, tc);
     return s;
 }

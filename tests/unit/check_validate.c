@@ -154,6 +154,52 @@ START_TEST(validate_token_rejects_null)
 }
 END_TEST
 
+/* --- validate_http_url, validate_bearer_token --- */
+
+START_TEST(validate_http_url_accepts_http_and_https_urls)
+{
+    static const char *const good[] = {
+        "http://127.0.0.1", "https://pay.example.com/v3/query", "http://10.0.0.1:8443/q?shop=1&x=%2F",
+        "https://[::1]:9/q", "https://a-b.example/p;v=1/x~y@z!$'()*+,", "http://h:65535/",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        ck_assert_msg(validate_http_url(good[i]), "\"%s\" was refused", good[i]);
+}
+END_TEST
+
+START_TEST(validate_http_url_refuses_other_schemes_credentials_and_junk)
+{
+    static const char *const bad[] = {
+        "", "ftp://h/", "HTTP://h/", "file:///etc/passwd", "http://", "https:///q",
+        "http://user:pw@h/", "http://h:0/", "http://h:65536/", "http://h:123456/", "http://h:/",
+        "http://h/a b", "http://h/a#frag", "http://h/%zz", "http://h/%4", "http://h/\r\nX: 1",
+        "http://.h/", "http://-h/", "http://[]/", "http://[::1/", "http://h\x7f/", "//h/q",
+        "http://h/caf\xc3\xa9",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        ck_assert_msg(!validate_http_url(bad[i]), "\"%s\" was accepted", bad[i]);
+    ck_assert(!validate_http_url(NULL));
+}
+END_TEST
+
+START_TEST(validate_bearer_token_takes_only_the_token_alphabet)
+{
+    ck_assert(validate_bearer_token("abc-._~+/XYZ019==", 64));
+    ck_assert(validate_bearer_token("a", 1));
+    ck_assert(!validate_bearer_token("ab", 1));
+    ck_assert(!validate_bearer_token("", 64));
+    ck_assert(!validate_bearer_token("=abc", 64));
+    ck_assert(!validate_bearer_token("ab=c", 64));
+    ck_assert(!validate_bearer_token("ab c", 64));
+    ck_assert(!validate_bearer_token("abc\r\nX-Injected: 1", 64));
+    ck_assert(!validate_bearer_token(NULL, 64));
+}
+END_TEST
+
 static Suite *validate_suite(void)
 {
     Suite *s = suite_create("validate");
@@ -182,6 +228,9 @@ static Suite *validate_suite(void)
     tcase_add_test(tc, validate_token_rejects_wrong_length);
     tcase_add_test(tc, validate_token_rejects_non_hex);
     tcase_add_test(tc, validate_token_rejects_null);
+    tcase_add_test(tc, validate_http_url_accepts_http_and_https_urls);
+    tcase_add_test(tc, validate_http_url_refuses_other_schemes_credentials_and_junk);
+    tcase_add_test(tc, validate_bearer_token_takes_only_the_token_alphabet);
     suite_add_tcase(s, tc);
     return s;
 }
