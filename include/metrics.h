@@ -43,6 +43,11 @@ enum metric_counter {
     M_HTTP_QUEUE_EXPIRED,         /* requests answered 503 past http.queue_wait_ms */
     M_RELOADS_OK,                 /* SIGHUP reloads that published new secrets and keys */
     M_RELOADS_FAILED,             /* SIGHUP reloads refused: the running ones stay */
+    M_QUERY_PAID,                 /* stale-order queries answered PAID */
+    M_QUERY_NOT_PAID,             /* ... answered NOTPAY, CLOSED or NOT_FOUND */
+    M_QUERY_MALFORMED,            /* ... answered 200 with a body that breaks the contract */
+    M_QUERY_ERROR,                /* ... not connected, or answered another HTTP status */
+    M_QUERY_TIMEOUT,              /* ... past the endpoint's query timeout */
     M_COUNT
 };
 

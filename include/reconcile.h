@@ -4,9 +4,10 @@
  * or cancel them), the REFUND_REQUIRED payments nobody settled, and the
  * events that are dead or undelivered past reconcile.outbox_lag_s; then
  * purges, in small batches, what is past its retention window. A thread
- * runs a pass every reconcile.interval_s and publishes the counts as
- * gauges; the operator API runs the report on demand. Knows nothing of
- * HTTP. */
+ * runs a pass every reconcile.interval_s: it first asks the configured
+ * query endpoints about the next reconcile.query_batch stale orders
+ * (query.h), then publishes the counts as gauges; the operator API runs
+ * the report on demand. Knows nothing of HTTP. */
 #ifndef PAYCALLBACK_RECONCILE_H
 #define PAYCALLBACK_RECONCILE_H
 
@@ -69,7 +70,8 @@ enum db_status reconcile_purge(struct db_conn *c, const struct config *cfg, stru
 struct reconcile *reconcile_start(struct server *srv);
 
 /* Stops and joins the thread (a pass in flight ends after its current
- * statement) and frees it. NULL-safe. */
+ * statement; a query in flight is cancelled with query_cancel) and frees
+ * it. NULL-safe. */
 void reconcile_stop(struct reconcile *r);
 
 #endif

@@ -13,6 +13,7 @@ struct delivery;
 struct reconcile;
 struct seen;
 struct keyslot;
+struct query;
 
 struct server {
     const struct config *cfg;
@@ -24,6 +25,7 @@ struct server {
     struct delivery *relay;       /* outbox delivery; NULL without webhook.url */
     struct reconcile *recon;      /* periodic reconciliation and retention */
     struct keyslot *keys;         /* secrets and keys: the snapshot SIGHUP replaces */
+    struct query *query;          /* the query endpoints of stale orders (maybe none) */
 };
 
 #endif

@@ -47,6 +47,8 @@ enum db_stmt {
     /* reconciliation and the refund queue (reconcile.c, refunds.c) */
     ST_WAIT_PAY_COUNT,            /* wait_pay, age_s -> one count column */
     ST_WAIT_PAY_LIST,             /* wait_pay, age_s, limit -> enum stale_order_col */
+    ST_WAIT_PAY_QUERY,            /* wait_pay, age_s, after_time, after_time, after_id, limit
+                                     -> enum query_order_col */
     ST_REFUND_COUNT,              /* refund_required -> one count column */
     ST_REFUND_LIST,               /* status, limit -> enum refund_col */
     ST_REFUND_LOCK,               /* pay_no -> enum refund_col (FOR UPDATE) */
@@ -129,6 +131,10 @@ enum outbox_stats_col { OSC_PENDING, OSC_DEAD, OSC_OLDEST_MS, OSC_LAGGING };
 
 /* ST_WAIT_PAY_LIST */
 enum stale_order_col { SOC_ORDER_NO, SOC_USER_ID, SOC_AMOUNT, SOC_CREATE_TIME };
+
+/* ST_WAIT_PAY_QUERY: stale orders after a (create_time, id) cursor, in
+ * that order; CURSOR_TIME is written so that it can be bound back. */
+enum query_order_col { QOC_ORDER_NO, QOC_ID, QOC_CURSOR_TIME };
 
 /* ST_REFUND_LIST, ST_REFUND_LOCK */
 enum refund_col { RFC_PAY_NO, RFC_ORDER_NO, RFC_AMOUNT, RFC_STATUS, RFC_CREATE_TIME,

@@ -62,6 +62,7 @@ static const struct route routes[] = {
     { "POST", "/order/{order_no}/finish", handle_order_finish, ROUTE_OPERATOR },
     { "POST", "/order/{order_no}/cancel", handle_order_cancel, ROUTE_OPERATOR },
     { "GET", "/ops/reconcile", handle_ops_reconcile, ROUTE_OPERATOR },
+    { "POST", "/ops/reconcile/query", handle_ops_reconcile_query, ROUTE_OPERATOR },
     { "GET", "/ops/outbox", handle_ops_outbox_list, ROUTE_OPERATOR },
     { "GET", "/ops/outbox/{id}", handle_ops_outbox_get, ROUTE_OPERATOR },
     { "POST", "/ops/outbox/{id}/retry", handle_ops_outbox_retry, ROUTE_OPERATOR },

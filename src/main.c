@@ -25,6 +25,7 @@
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
+#include "query.h"
 #include "rds.h"
 #include "reconcile.h"
 #include "seen.h"
@@ -280,7 +281,8 @@ static int check_schema_at_start(const struct config *cfg)
 /* --check-config, once the configuration has loaded: MySQL must answer
  * and hold the schema; Redis down is a warning, since the service would
  * run degraded. Returns the exit status, 0 or 1. */
-static int check_config(const struct config *cfg, const struct gateways *gws, const char *path)
+static int check_config(const struct config *cfg, const struct gateways *gws,
+                        const struct query *q, const char *path)
 {
     char err[512];
     size_t i;
@@ -302,6 +304,9 @@ static int check_config(const struct config *cfg, const struct gateways *gws, co
         printf("gateway %s (%s): keys ok, route POST /pay/callback/%s\n", gw->cfg->name,
                gateway_kind_name(gw->cfg->kind), gw->cfg->name);
     }
+    for (i = 0; i < query_count(q); i++)
+        printf("query endpoint %s: token ok, asked about stale WAIT_PAY orders\n",
+               query_target_name(q, i));
     printf("configuration %s is valid\n", path);
     return 0;
 }
@@ -334,6 +339,12 @@ int main(int argc, char **argv)
         return 2;
     }
     gws = kr0->gw;
+    /* Likewise the query endpoints' tokens (read once: a reload keeps them). */
+    if ((srv.query = query_create(&cfg, err, sizeof(err))) == NULL) {
+        fprintf(stderr, "paycallback: %s\n", err);
+        keyring_release(kr0);
+        return 2;
+    }
     log_level_parse(cfg.log_level, &lvl);
     log_set_level(lvl);
     log_set_format(cfg.log_format);           /* checked by cfg_load */
@@ -353,17 +364,19 @@ int main(int argc, char **argv)
     rc = 1;
     if (mysql_library_init(0, NULL, NULL) != 0) {
         fprintf(stderr, "paycallback: cannot initialise the mysql client library\n");
+        query_destroy(srv.query);
         keyring_release(kr0);
         return 1;
     }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "paycallback: cannot initialise libcurl\n");
         mysql_library_end();
+        query_destroy(srv.query);
         keyring_release(kr0);
         return 1;
     }
     if (o.check_only) {
-        rc = check_config(&cfg, gws, o.config);
+        rc = check_config(&cfg, gws, srv.query, o.config);
         goto out;
     }
     if (check_schema_at_start(&cfg) != 0)
@@ -412,6 +425,7 @@ int main(int argc, char **argv)
     }
     sd_notify(0, "STOPPING=1\nSTATUS=draining requests in flight");
     log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
+    query_cancel(srv.query);                  /* a query waiting on a slow endpoint ends now */
     if (graceful_stop(&srv, &stop_set) != 0) {
         http_abandon(&srv);                   /* the cut requests get no answer */
         db_pool_interrupt(srv.db);            /* a cut CALL rolls back, not on by itself */
@@ -431,6 +445,7 @@ out:
     db_pool_destroy(srv.db);
     metrics_destroy(srv.m);
     curl_global_cleanup();
+    query_destroy(srv.query);
     keyring_release(kr0);
     mysql_library_end();
     return rc;

@@ -125,6 +125,12 @@ static const struct {
     [M_RELOADS_OK] = { "paycallback_config_reloads_total", "result=\"ok\"",
                        "SIGHUP reloads of secrets and keys, by result." },
     [M_RELOADS_FAILED] = { "paycallback_config_reloads_total", "result=\"failed\"", NULL },
+    [M_QUERY_PAID] = { "paycallback_reconcile_queries_total", "answer=\"paid\"",
+                       "Queries of a gateway about a stale WAIT_PAY order, by answer." },
+    [M_QUERY_NOT_PAID] = { "paycallback_reconcile_queries_total", "answer=\"not_paid\"", NULL },
+    [M_QUERY_MALFORMED] = { "paycallback_reconcile_queries_total", "answer=\"malformed\"", NULL },
+    [M_QUERY_ERROR] = { "paycallback_reconcile_queries_total", "answer=\"error\"", NULL },
+    [M_QUERY_TIMEOUT] = { "paycallback_reconcile_queries_total", "answer=\"timeout\"", NULL },
 };
 
 static const struct {

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "order_state.h"
+#include "query.h"
 #include "server.h"
 
 #define RECONCILE_DB_WAIT_MS 1000
@@ -136,7 +137,28 @@ enum db_status reconcile_purge(struct db_conn *c, const struct config *cfg, stru
     return DB_OK;
 }
 
-/* One periodic pass: the counts as gauges, then retention. */
+/* Asks the query endpoints about the next batch of stale orders, when
+ * any endpoint is configured; without one, stale orders are only
+ * reported. */
+static void query_pass(struct server *srv)
+{
+    const struct config *cfg = srv->cfg;
+    struct query_round run = { .age_s = cfg->reconcile_wait_pay_age_s,
+                               .limit = (size_t)cfg->reconcile_query_batch, .rotate = true,
+                               .request_id = "reconcile" };
+    struct query_summary sum;
+
+    if (query_count(srv->query) == 0)
+        return;
+    if (query_run(srv->query, srv, &run, NULL, &sum) != QUERY_ROUND_OK)
+        return;                               /* logged; busy means an operator's round runs */
+    if (sum.orders > 0)
+        log_info("stale orders queried", "orders=%zu queries=%zu paid=%zu failed=%zu",
+                 sum.orders, sum.queries, sum.paid, sum.failed);
+}
+
+/* One periodic pass: the query of stale orders, the counts as gauges,
+ * then retention. */
 static void pass(struct reconcile *r)
 {
     struct server *srv = r->srv;
@@ -145,12 +167,13 @@ static void pass(struct reconcile *r)
     const char *pw[] = { db_param_int(wait_pay, ORDER_WAIT_PAY),
                          db_param_int(age, cfg->reconcile_wait_pay_age_s) };
     const char *pr[] = { db_param_int(required, PAYMENT_REFUND_REQUIRED) };
-    struct db_conn *c = db_acquire(srv->db, RECONCILE_DB_WAIT_MS);
+    struct db_conn *c = NULL;
     struct outbox_stats ob;
     int64_t stale = 0, refunds = 0;
     enum db_status st;
 
-    if (c == NULL)
+    query_pass(srv);                          /* no connection held while it asks */
+    if ((c = db_acquire(srv->db, RECONCILE_DB_WAIT_MS)) == NULL)
         return;
     if ((st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &ob)) != DB_OK ||
         (st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &stale)) != DB_OK ||
@@ -224,6 +247,7 @@ void reconcile_stop(struct reconcile *r)
 {
     if (r == NULL)
         return;
+    query_cancel(r->srv->query);              /* a query waiting on a slow endpoint ends now */
     pthread_mutex_lock(&r->mu);
     r->stop = true;
     pthread_cond_broadcast(&r->cv);

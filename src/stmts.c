@@ -101,6 +101,12 @@ const char *const stmt_sql[ST_COUNT] = {
         "SELECT order_no, user_id, amount, " ISO_TIME("create_time") " FROM orders "
         "WHERE status = ? AND create_time < NOW(3) - INTERVAL ? SECOND "
         "ORDER BY create_time, order_no LIMIT ?",
+    /* Keyset pagination along idx_status_time (status, create_time, id). */
+    [ST_WAIT_PAY_QUERY] =
+        "SELECT order_no, id, DATE_FORMAT(create_time, '%Y-%m-%d %H:%i:%s.%f') FROM orders "
+        "WHERE status = ? AND create_time < NOW(3) - INTERVAL ? SECOND "
+        "AND (create_time > ? OR (create_time = ? AND id > ?)) "
+        "ORDER BY create_time, id LIMIT ?",
     [ST_REFUND_COUNT] = "SELECT COUNT(*) FROM payment_record WHERE status = ?",
     [ST_REFUND_LIST] =
         "SELECT " REFUND_COLS " FROM payment_record WHERE status = ? "

@@ -20,6 +20,7 @@
 #include "order_state.h"
 #include "orders.h"
 #include "outbox.h"
+#include "query.h"
 #include "reconcile.h"
 #include "refunds.h"
 #include "server.h"
@@ -28,6 +29,9 @@
 #define OPS_LIST_DEFAULT 50
 #define OPS_LIST_MAX     100
 #define OPS_CANCEL_MAX   100      /* stale orders one cancel-stale call cancels at most */
+#define OPS_QUERY_DEFAULT 20      /* stale orders one query call asks about by default */
+#define OPS_QUERY_MAX    100
+#define OPS_QUERY_BUSY_RETRY_S 5
 
 static bool retryable(enum db_status st)
 {
@@ -466,4 +470,98 @@ out:
     cJSON_Delete(body);
     free(stale);
     free(ch);
+}
+
+static cJSON *query_item_json(const struct query *q, const struct query_item *it)
+{
+    cJSON *o = cJSON_CreateObject(), *arr;
+
+    cJSON_AddStringToObject(o, "order_no", it->order_no);
+    arr = cJSON_AddArrayToObject(o, "answers");
+    for (size_t i = 0; i < it->nasked; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "endpoint", query_target_name(q, i));
+        cJSON_AddStringToObject(x, "answer", query_status_name(it->answer[i]));
+        if (it->answer[i] == QUERY_PAID)
+            cJSON_AddStringToObject(x, "result", pay_result_str(it->result[i]));
+        cJSON_AddItemToArray(arr, x);
+    }
+    return o;
+}
+
+/* The operator's round of POST /ops/reconcile/query, rendered. */
+static void render_query(struct http_resp *resp, const struct query *q,
+                         const struct query_item *items, size_t n,
+                         const struct query_summary *sum)
+{
+    cJSON *o = cJSON_CreateObject(), *arr;
+
+    cJSON_AddNumberToObject(o, "orders_asked", (double)sum->orders);
+    cJSON_AddNumberToObject(o, "queries", (double)sum->queries);
+    cJSON_AddNumberToObject(o, "paid", (double)sum->paid);
+    cJSON_AddNumberToObject(o, "failed", (double)sum->failed);
+    cJSON_AddBoolToObject(o, "stopped", sum->stopped);
+    arr = cJSON_AddArrayToObject(o, "orders");
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, query_item_json(q, &items[i]));
+    http_reply_json(resp, 200, o);
+    cJSON_Delete(o);
+}
+
+/* Asks the query endpoints now about the oldest stale orders (optional
+ * body {"limit","older_than_s"}) and applies what they say was paid, as
+ * the periodic pass does. Nothing to ask is a 409; a round already
+ * running in this process is a 409 with Retry-After. */
+void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
+                                struct http_resp *resp)
+{
+    struct query_round run = { .request_id = req->request_id };
+    struct query_item *items = NULL;
+    struct query_summary sum;
+    int64_t age = srv->cfg->reconcile_wait_pay_age_s, limit = OPS_QUERY_DEFAULT;
+    size_t n = 0;
+    cJSON *body = NULL;
+
+    if (req->body_len > 0) {
+        if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
+            return;
+        if ((cJSON_GetObjectItemCaseSensitive(body, "older_than_s") != NULL &&
+             json_get_int_or_reply(body, "older_than_s", srv->cfg->reconcile_wait_pay_age_s,
+                                   31536000, &age, resp) != 0) ||
+            (cJSON_GetObjectItemCaseSensitive(body, "limit") != NULL &&
+             json_get_int_or_reply(body, "limit", 1, OPS_QUERY_MAX, &limit, resp) != 0))
+            goto out;
+    }
+    if (query_count(srv->query) == 0) {
+        http_reply_error(resp, 409, "QUERY_NOT_CONFIGURED", "no query_url is configured: "
+                         "GET /ops/reconcile reports the stale orders");
+        goto out;
+    }
+    if ((items = calloc((size_t)limit, sizeof(*items))) == NULL) {
+        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        goto out;
+    }
+    run.age_s = (int)age;
+    run.limit = (size_t)limit;
+    run.items = items;
+    log_info("stale orders queried on demand", "limit=%lld older_than_s=%lld actor=%s "
+             "request_id=%s", (long long)limit, (long long)age, actor(req), req->request_id);
+    switch (query_run(srv->query, srv, &run, &n, &sum)) {
+    case QUERY_ROUND_OK:
+        render_query(resp, srv->query, items, n, &sum);
+        break;
+    case QUERY_ROUND_BUSY:
+        http_reply_in_progress(resp, "QUERY_IN_PROGRESS", "a query round is running already",
+                               OPS_QUERY_BUSY_RETRY_S);
+        break;
+    case QUERY_ROUND_UNAVAILABLE:
+        http_reply_unavailable(resp, "database unavailable");
+        break;
+    case QUERY_ROUND_ERROR:
+        http_reply_error(resp, 500, "INTERNAL", "the query round failed; see the log");
+        break;
+    }
+out:
+    cJSON_Delete(body);
+    free(items);
 }

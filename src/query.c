@@ -1,0 +1,535 @@
+/* query.c - the active query of stale orders: the endpoints and their
+ * tokens loaded at start, the strict parser of an answer, the one libcurl
+ * call per endpoint and order, and the round that lists stale orders,
+ * asks about each and applies what was paid through pay_apply. The
+ * payment rules are pay.c's; the schedule is reconcile.c's. */
+#include "query.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "config.h"
+#include "db.h"
+#include "jsonutil.h"
+#include "log.h"
+#include "metrics.h"
+#include "money.h"
+#include "order_state.h"
+#include "server.h"
+
+#define QUERY_DB_WAIT_MS   1000
+#define QUERY_URL_MAX      512    /* a 255-byte URL, "&order_no=" and an id escaped whole */
+#define QUERY_CURSOR_MAX   32                     /* "YYYY-MM-DD HH:MM:SS.ffffff" */
+#define QUERY_CURSOR_START "1000-01-01 00:00:00.000000"
+
+struct query_target {
+    const char *name;             /* QUERY_NATIVE_NAME or the profile's name (borrowed) */
+    const char *gateway;          /* pay_request.gateway: NULL for the native endpoint */
+    const char *url;              /* borrowed from the config */
+    char token[QUERY_TOKEN_MAX + 1];
+    int timeout_ms;
+};
+
+struct query {
+    struct query_target t[QUERY_TARGETS_MAX];
+    size_t n;
+    atomic_bool stop;
+    pthread_mutex_t round;        /* one round at a time; guards the cursor */
+    char cursor_time[QUERY_CURSOR_MAX];
+    char cursor_id[DB_INT_BUF];
+};
+
+static const char *const status_names[] = { "PAID", "NOTPAY", "CLOSED", "NOT_FOUND",
+                                            "MALFORMED", "ERROR", "TIMEOUT", "CANCELED" };
+
+const char *query_status_name(enum query_status st)
+{
+    return (unsigned)st < sizeof(status_names) / sizeof(status_names[0]) ? status_names[st]
+                                                                          : "UNKNOWN";
+}
+
+/* ---- the answer ---------------------------------------------------------- */
+
+/* The string member name of obj, or NULL when absent or not a string. */
+static const char *str_member(const cJSON *obj, const char *name)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+    return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static enum query_status malformed(struct query_answer *out, char *why, size_t whysz,
+                                   const char *reason)
+{
+    memset(out, 0, sizeof(*out));
+    out->status = QUERY_MALFORMED;
+    snprintf(why, whysz, "%s", reason);
+    return QUERY_MALFORMED;
+}
+
+/* The PAID members: pay_no, amount and currency. */
+static enum query_status parse_paid(const cJSON *o, struct query_answer *out, char *why,
+                                    size_t whysz)
+{
+    const char *pay_no = str_member(o, "pay_no"), *amount = str_member(o, "amount");
+    const char *currency = str_member(o, "currency");
+
+    if (!validate_id(pay_no))
+        return malformed(out, why, whysz, "pay_no must be 1..64 of [A-Za-z0-9_.:-]");
+    if (amount == NULL || money_parse(amount, &out->amount_cents) != MONEY_OK ||
+        out->amount_cents <= 0)
+        return malformed(out, why, whysz, "amount must be a money string above zero");
+    if (currency == NULL || currency_normalize(currency, out->currency) != CURRENCY_OK)
+        return malformed(out, why, whysz, "currency must be a known ISO 4217 code");
+    memcpy(out->pay_no, pay_no, strlen(pay_no) + 1);
+    out->status = QUERY_PAID;
+    return QUERY_PAID;
+}
+
+enum query_status query_parse_answer(const char *body, size_t len, const char *order_no,
+                                     struct query_answer *out, char *why, size_t whysz)
+{
+    cJSON *o = NULL;
+    const char *status, *echo;
+    enum query_status st;
+    size_t i;
+
+    memset(out, 0, sizeof(*out));
+    why[0] = '\0';
+    if (body == NULL || json_parse_object(body, len, &o) != JSON_OK)
+        return malformed(out, why, whysz, "not one JSON object");
+    if (json_duplicate_key(o) != NULL) {
+        st = malformed(out, why, whysz, "a member appears twice");
+        goto out;
+    }
+    echo = str_member(o, "order_no");
+    if (echo == NULL || order_no == NULL || strcmp(echo, order_no) != 0) {
+        st = malformed(out, why, whysz, "order_no is not the order asked about");
+        goto out;
+    }
+    status = str_member(o, "status");
+    for (i = QUERY_PAID; status != NULL && i <= QUERY_NOT_FOUND; i++)
+        if (strcmp(status, status_names[i]) == 0)
+            break;
+    if (status == NULL || i > QUERY_NOT_FOUND) {
+        st = malformed(out, why, whysz, "status must be PAID, NOTPAY, CLOSED or NOT_FOUND");
+        goto out;
+    }
+    if (i == QUERY_PAID)
+        st = parse_paid(o, out, why, whysz);
+    else
+        st = out->status = (enum query_status)i;
+out:
+    cJSON_Delete(o);
+    return st;
+}
+
+/* ---- the endpoints ------------------------------------------------------- */
+
+static int add_target(struct query *q, const char *name, const char *gateway, const char *url,
+                      const char *token, const char *token_env, int timeout_ms, char *err,
+                      size_t errsz)
+{
+    struct query_target *t = &q->t[q->n];
+
+    if (token == NULL || token[0] == '\0') {
+        snprintf(err, errsz, "gateway %s: %s is not set; the query_url's bearer token must "
+                 "come from the environment", name, token_env);
+        return -1;
+    }
+    if (!validate_bearer_token(token, QUERY_TOKEN_MAX)) {
+        snprintf(err, errsz, "gateway %s: %s must be 1..%d characters of [A-Za-z0-9-._~+/] "
+                 "(then '=' padding)", name, token_env, QUERY_TOKEN_MAX);
+        return -1;
+    }
+    t->name = name;
+    t->gateway = gateway;
+    t->url = url;
+    memcpy(t->token, token, strlen(token) + 1);
+    t->timeout_ms = timeout_ms;
+    q->n++;
+    return 0;
+}
+
+struct query *query_create(const struct config *cfg, char *err, size_t errsz)
+{
+    struct query *q = calloc(1, sizeof(*q));
+    size_t i;
+
+    if (q == NULL) {
+        snprintf(err, errsz, "out of memory loading the query endpoints");
+        return NULL;
+    }
+    pthread_mutex_init(&q->round, NULL);
+    snprintf(q->cursor_time, sizeof(q->cursor_time), "%s", QUERY_CURSOR_START);
+    snprintf(q->cursor_id, sizeof(q->cursor_id), "0");
+    /* config.c has checked the native token already (it is a key). */
+    if (cfg->callback_query_url[0] != '\0' &&
+        add_target(q, QUERY_NATIVE_NAME, NULL, cfg->callback_query_url,
+                   cfg->callback_query_token, "PAYCALLBACK_CALLBACK_QUERY_TOKEN",
+                   cfg->callback_query_timeout_ms, err, errsz) != 0)
+        goto fail;
+    for (i = 0; i < cfg->gateways.n; i++) {
+        const struct gateway_profile_cfg *p = &cfg->gateways.profile[i];
+
+        if (p->query_url[0] != '\0' &&
+            add_target(q, p->name, p->name, p->query_url, getenv(p->query_token_env),
+                       p->query_token_env, p->query_timeout_ms, err, errsz) != 0)
+            goto fail;
+    }
+    return q;
+fail:
+    query_destroy(q);
+    return NULL;
+}
+
+void query_destroy(struct query *q)
+{
+    size_t i;
+
+    if (q == NULL)
+        return;
+    for (i = 0; i < QUERY_TARGETS_MAX; i++)
+        OPENSSL_cleanse(q->t[i].token, sizeof(q->t[i].token));
+    pthread_mutex_destroy(&q->round);
+    free(q);
+}
+
+size_t query_count(const struct query *q)
+{
+    return q == NULL ? 0 : q->n;
+}
+
+const char *query_target_name(const struct query *q, size_t i)
+{
+    return q == NULL || i >= q->n ? "" : q->t[i].name;
+}
+
+void query_cancel(struct query *q)
+{
+    if (q != NULL)
+        atomic_store(&q->stop, true);
+}
+
+/* ---- one request --------------------------------------------------------- */
+
+/* The body of one answer, capped at QUERY_ANSWER_MAX_BYTES. */
+struct answer_buf {
+    char data[QUERY_ANSWER_MAX_BYTES + 1];
+    size_t len;
+    bool too_large;
+};
+
+static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct answer_buf *b = userdata;
+    size_t n = size * nmemb;
+
+    if (n > QUERY_ANSWER_MAX_BYTES - b->len) {
+        b->too_large = true;
+        return 0;                               /* CURLE_WRITE_ERROR ends the transfer */
+    }
+    memcpy(b->data + b->len, ptr, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+/* libcurl's progress callback: a non-zero return abandons the transfer,
+ * which is how a stop cuts a query waiting on a slow endpoint. */
+static int progress(void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                    curl_off_t ulnow)
+{
+    const struct query *q = clientp;
+
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return atomic_load(&q->stop) ? 1 : 0;
+}
+
+/* Builds <url>?order_no=<escaped> (or &order_no= when the URL has a
+ * query already) into out. 0, or -1. */
+static int query_url(CURL *curl, const struct query_target *t, const char *order_no, char *out,
+                     size_t outsz)
+{
+    char *esc = curl_easy_escape(curl, order_no, 0);
+    int n;
+
+    if (esc == NULL)
+        return -1;
+    n = snprintf(out, outsz, "%s%corder_no=%s", t->url, strchr(t->url, '?') ? '&' : '?', esc);
+    curl_free(esc);
+    return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
+
+/* Asks t about order_no and parses what it says into ans. The reason of
+ * a failure goes to why. */
+static enum query_status ask(struct query *q, CURL *curl, const struct query_target *t,
+                             const char *order_no, struct answer_buf *b,
+                             struct query_answer *ans, char *why, size_t whysz)
+{
+    char url[QUERY_URL_MAX], auth[QUERY_TOKEN_MAX + 32];
+    struct curl_slist *hdr = NULL, *h;
+    enum query_status st = QUERY_ERROR;
+    long code = 0;
+    CURLcode cc;
+
+    memset(ans, 0, sizeof(*ans));
+    ans->status = QUERY_ERROR;
+    b->len = 0;
+    b->data[0] = '\0';
+    b->too_large = false;
+    if (query_url(curl, t, order_no, url, sizeof(url)) != 0) {
+        snprintf(why, whysz, "cannot build the query URL");
+        return QUERY_ERROR;
+    }
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", t->token);
+    const char *lines[] = { auth, "Accept: application/json" };
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        if ((h = curl_slist_append(hdr, lines[i])) == NULL) {
+            snprintf(why, whysz, "out of memory");
+            goto out;
+        }
+        hdr = h;
+    }
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, q);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)t->timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)t->timeout_ms);
+    cc = curl_easy_perform(curl);
+    if (cc == CURLE_ABORTED_BY_CALLBACK) {
+        st = QUERY_CANCELED;
+        snprintf(why, whysz, "the service is stopping");
+    } else if (cc == CURLE_OPERATION_TIMEDOUT) {
+        st = QUERY_TIMEOUT;
+        snprintf(why, whysz, "no answer within %d ms", t->timeout_ms);
+    } else if (cc == CURLE_WRITE_ERROR && b->too_large) {
+        st = QUERY_MALFORMED;
+        snprintf(why, whysz, "answer longer than %d bytes", QUERY_ANSWER_MAX_BYTES);
+    } else if (cc != CURLE_OK) {
+        snprintf(why, whysz, "%s", curl_easy_strerror(cc));
+    } else if (curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code), code != 200) {
+        snprintf(why, whysz, "endpoint answered HTTP %ld", code);
+    } else {
+        st = query_parse_answer(b->data, b->len, order_no, ans, why, whysz);
+    }
+out:
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(hdr);
+    OPENSSL_cleanse(auth, sizeof(auth));
+    ans->status = st;
+    return st;
+}
+
+/* ---- the round ----------------------------------------------------------- */
+
+static void count(struct metrics *m, enum query_status st)
+{
+    static const enum metric_counter by_status[] = {
+        [QUERY_PAID] = M_QUERY_PAID, [QUERY_NOTPAY] = M_QUERY_NOT_PAID,
+        [QUERY_CLOSED] = M_QUERY_NOT_PAID, [QUERY_NOT_FOUND] = M_QUERY_NOT_PAID,
+        [QUERY_MALFORMED] = M_QUERY_MALFORMED, [QUERY_ERROR] = M_QUERY_ERROR,
+        [QUERY_TIMEOUT] = M_QUERY_TIMEOUT,
+    };
+
+    if (st != QUERY_CANCELED)
+        metrics_inc(m, by_status[st]);
+}
+
+/* Takes up to max stale orders (after the cursor when rotating) into
+ * order_nos; the connection is released before any endpoint is asked. */
+static enum query_round_result list_orders(struct query *q, struct server *srv,
+                                           const struct query_round *run,
+                                           char (*order_nos)[ID_BUF], size_t *n)
+{
+    char status[DB_INT_BUF], age[DB_INT_BUF], lim[DB_INT_BUF];
+    const char *start_time = run->rotate ? q->cursor_time : QUERY_CURSOR_START;
+    const char *start_id = run->rotate ? q->cursor_id : "0";
+    const char *p[] = { db_param_int(status, ORDER_WAIT_PAY), db_param_int(age, run->age_s),
+                        start_time, start_time, start_id, db_param_int(lim, (int64_t)run->limit) };
+    struct db_row *rows = calloc(run->limit, sizeof(*rows));
+    struct db_conn *c = NULL;
+    enum query_round_result res = QUERY_ROUND_OK;
+    enum db_status st;
+    size_t got = 0, i;
+
+    *n = 0;
+    if (rows == NULL) {
+        log_error("order query: out of memory", "request_id=%s", run->request_id);
+        return QUERY_ROUND_ERROR;
+    }
+    if ((c = db_acquire(srv->db, QUERY_DB_WAIT_MS)) == NULL) {
+        log_warn("order query: no database connection", "request_id=%s", run->request_id);
+        free(rows);
+        return QUERY_ROUND_UNAVAILABLE;
+    }
+    st = db_query_retry(c, ST_WAIT_PAY_QUERY, p, 6, rows, run->limit, &got);
+    for (i = 0; st == DB_OK && i < got; i++)
+        if (db_row_str(&rows[i], QOC_ORDER_NO, order_nos[i], ID_BUF) != 0 ||
+            !validate_id(order_nos[i]))
+            st = db_fail(c, "order query: malformed order row");
+    if (st != DB_OK) {
+        log_warn("order query: cannot list stale orders", "status=%s error=\"%s\" request_id=%s",
+                 db_status_str(st), db_errstr(c), run->request_id);
+        res = st == DB_ERROR ? QUERY_ROUND_ERROR : QUERY_ROUND_UNAVAILABLE;
+    } else if (run->rotate && got == run->limit &&
+               db_row_str(&rows[got - 1], QOC_CURSOR_TIME, q->cursor_time,
+                          sizeof(q->cursor_time)) == 0 &&
+               db_row_str(&rows[got - 1], QOC_ID, q->cursor_id, sizeof(q->cursor_id)) == 0) {
+        *n = got;                               /* the next round goes on after these */
+    } else {
+        if (run->rotate) {                      /* the end of the list: start again */
+            snprintf(q->cursor_time, sizeof(q->cursor_time), "%s", QUERY_CURSOR_START);
+            snprintf(q->cursor_id, sizeof(q->cursor_id), "0");
+        }
+        *n = got;
+    }
+    db_release(srv->db, c);
+    free(rows);
+    return res;
+}
+
+/* Applies a PAID answer as a callback would be applied. */
+static enum query_round_result apply(struct server *srv, const struct query_target *t,
+                                     const char *order_no, const struct query_answer *ans,
+                                     const char *request_id, enum pay_result *result)
+{
+    struct pay_request req = { .amount_cents = ans->amount_cents, .gateway = t->gateway };
+    struct pay_outcome out;
+    struct db_conn *c;
+    enum pay_result r;
+
+    memcpy(req.pay_no, ans->pay_no, sizeof(req.pay_no));
+    memcpy(req.order_no, order_no, sizeof(req.order_no));
+    memcpy(req.currency, ans->currency, sizeof(req.currency));
+    if ((c = db_acquire(srv->db, QUERY_DB_WAIT_MS)) == NULL) {
+        log_warn("order query: no database connection to apply a payment",
+                 "target=%s order_no=%s pay_no=%s request_id=%s", t->name, order_no,
+                 ans->pay_no, request_id);
+        *result = PAY_UNAVAILABLE;
+        return QUERY_ROUND_UNAVAILABLE;
+    }
+    r = pay_apply(c, srv->paid, &req, &out);
+    *result = r;
+    pay_report(srv->m, &req, r, &out, request_id);
+    if (r == PAY_UNAVAILABLE || r == PAY_ERROR)
+        log_warn("order query: cannot apply a payment", "target=%s order_no=%s pay_no=%s "
+                 "result=%s error=\"%s\" request_id=%s", t->name, order_no, ans->pay_no,
+                 pay_result_str(r), db_errstr(c), request_id);
+    db_release(srv->db, c);
+    if (r == PAY_UNAVAILABLE)
+        return QUERY_ROUND_UNAVAILABLE;
+    return r == PAY_ERROR ? QUERY_ROUND_ERROR : QUERY_ROUND_OK;
+}
+
+/* Asks every endpoint about one order, so that a shopper who paid through
+ * two gateways is seen twice (the second payment is REFUND_REQUIRED), and
+ * applies each PAID answer. */
+static enum query_round_result one_order(struct query *q, struct server *srv, CURL *curl,
+                                         struct answer_buf *b, const char *order_no,
+                                         const struct query_round *run, struct query_item *it,
+                                         struct query_summary *sum)
+{
+    struct query_answer ans;
+    char why[160];
+    enum query_round_result res;
+    size_t i;
+
+    for (i = 0; i < q->n && !atomic_load(&q->stop); i++) {
+        const struct query_target *t = &q->t[i];
+        enum query_status st = ask(q, curl, t, order_no, b, &ans, why, sizeof(why));
+
+        if (st == QUERY_CANCELED)
+            break;
+        sum->queries++;
+        count(srv->m, st);
+        it->answer[i] = st;
+        it->nasked = i + 1;
+        if (st == QUERY_MALFORMED || st == QUERY_ERROR || st == QUERY_TIMEOUT) {
+            sum->failed++;
+            log_warn("order query failed", "target=%s order_no=%s answer=%s error=\"%s\" "
+                     "request_id=%s", t->name, order_no, query_status_name(st), why,
+                     run->request_id);
+            continue;
+        }
+        if (st != QUERY_PAID)
+            continue;
+        sum->paid++;
+        log_info("order query found a payment", "target=%s order_no=%s pay_no=%s "
+                 "request_id=%s", t->name, order_no, ans.pay_no, run->request_id);
+        if ((res = apply(srv, t, order_no, &ans, run->request_id, &it->result[i])) !=
+            QUERY_ROUND_OK)
+            return res;
+    }
+    return QUERY_ROUND_OK;
+}
+
+static CURL *curl_create(void)
+{
+    CURL *curl = curl_easy_init();
+
+    if (curl == NULL)
+        return NULL;
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, progress);
+    return curl;
+}
+
+enum query_round_result query_run(struct query *q, struct server *srv,
+                                  const struct query_round *run, size_t *nitems,
+                                  struct query_summary *sum)
+{
+    char (*order_nos)[ID_BUF] = NULL;
+    struct answer_buf *b = NULL;
+    struct query_item scratch;
+    enum query_round_result res;
+    CURL *curl = NULL;
+    size_t n = 0, i;
+
+    memset(sum, 0, sizeof(*sum));
+    if (nitems != NULL)
+        *nitems = 0;
+    if (pthread_mutex_trylock(&q->round) != 0)
+        return QUERY_ROUND_BUSY;
+    if ((order_nos = calloc(run->limit ? run->limit : 1, sizeof(*order_nos))) == NULL ||
+        (b = malloc(sizeof(*b))) == NULL || (curl = curl_create()) == NULL) {
+        log_error("order query: out of memory", "request_id=%s", run->request_id);
+        res = QUERY_ROUND_ERROR;
+        goto out;
+    }
+    if ((res = list_orders(q, srv, run, order_nos, &n)) != QUERY_ROUND_OK)
+        goto out;
+    sum->orders = n;
+    for (i = 0; i < n && res == QUERY_ROUND_OK && !atomic_load(&q->stop); i++) {
+        struct query_item *it = run->items != NULL ? &run->items[i] : &scratch;
+
+        memset(it, 0, sizeof(*it));
+        memcpy(it->order_no, order_nos[i], sizeof(it->order_no));
+        res = one_order(q, srv, curl, b, order_nos[i], run, it, sum);
+        if (nitems != NULL && run->items != NULL)
+            *nitems = i + 1;
+    }
+    sum->stopped = atomic_load(&q->stop);
+out:
+    pthread_mutex_unlock(&q->round);
+    curl_easy_cleanup(curl);
+    free(b);
+    free(order_nos);
+    return res;
+}
