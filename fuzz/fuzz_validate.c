@@ -1,6 +1,8 @@
 /* fuzz_validate.c - libFuzzer target for the identifier rules: validate_id
  * and validate_token against a plain restatement of the contract (1..64 of
- * [A-Za-z0-9_.:-]; 32 lowercase hex digits), on NUL-terminated input. */
+ * [A-Za-z0-9_.:-]; 32 lowercase hex digits), on NUL-terminated input; and
+ * for the URLs and bearer tokens the service sends: an accepted one never
+ * holds a blank, a control character, a '#' or user info. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +21,15 @@ static bool id_char(unsigned char c)
 static bool hex_char(unsigned char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/* True when the authority of url (between "://" and the first '/' or
+ * '?') holds an '@'. */
+static bool has_user_info(const char *url)
+{
+    const char *a = strstr(url, "://");
+
+    return a != NULL && memchr(a + 3, '@', strcspn(a + 3, "/?")) != NULL;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -40,6 +51,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (validate_id(s) != id || validate_token(s) != token)
         abort();
+    if (validate_http_url(s) && (strncmp(s, "http", 4) != 0 ||
+                                 strpbrk(s, " #\"<>\\") != NULL || has_user_info(s)))
+        abort();
+    if (validate_bearer_token(s, 1024) && strpbrk(s, " \r\n\t:,") != NULL)
+        abort();
+    for (i = 0; validate_http_url(s) && i < n; i++)
+        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+            abort();
     free(s);
     return 0;
 }
