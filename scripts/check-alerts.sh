@@ -29,6 +29,7 @@ paycallback_ready == 0\tpaycallback_ready < 0
 paycallback_redis_degraded == 1\tpaycallback_redis_degraded == 2
 paycallback_outbox_lag_seconds > 300\tpaycallback_outbox_lag_seconds > 900
 paycallback_outbox_dead > 0\tpaycallback_outbox_dead > 5
+(rate(paycallback_reconcile_queries_total[15m])) > 0.5\t(rate(paycallback_reconcile_queries_total[15m])) > 0.7
 severity: critical\tseverity: warning'
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
