@@ -68,7 +68,8 @@ $(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(HARNESS) $(TESTKE
 $(CEILING): $(BUILD)/bench/ceiling.o
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(LIB_OBJS)
+# The gateway targets sign and encrypt with tests/testkeys.c, as a gateway would.
+$(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(TESTKEYS) $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
