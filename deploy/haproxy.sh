@@ -21,7 +21,7 @@ write_cfg() {
 		servers+="    server i$i 127.0.0.1:$(instance_port "$i") check"$'\n'
 	done
 	sed -e "s|@ADMIN_SOCK@|$SOCK|" -e "s|@PORT@|$HAPROXY_PORT|" -e "s|@STATS_PORT@|$HAPROXY_STATS_PORT|" \
-		"$ROOT/deploy/haproxy.cfg.in" | awk -v s="$servers" '$0 == "@SERVERS@" { printf "%s", s; next } { print }' >"$CFG.tmp"
+		-e "s|@ERRORS_DIR@|$ROOT/deploy/haproxy/errors|" "$ROOT/deploy/haproxy.cfg.in" | awk -v s="$servers" '$0 == "@SERVERS@" { printf "%s", s; next } { print }' >"$CFG.tmp"
 	haproxy -c -q -f "$CFG.tmp" || die "generated configuration $CFG.tmp is invalid"
 	mv "$CFG.tmp" "$CFG"
 }
