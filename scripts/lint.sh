@@ -2,9 +2,11 @@
 # Static checks of what surrounds the code, run by `make lint` and CI:
 # Dockerfile and docker-compose.yml (with every broken copy of MUTATIONS
 # caught), docs/openapi.yaml against the route table and through Redocly's
-# linter (scripts/lint-openapi.sh, node and npm), and the Prometheus
-# alert rules with their promtool unit tests. Needs python3, python3-yaml
-# and promtool. Exit status 0 when every check passes.
+# linter (scripts/lint-openapi.sh, node and npm), the Prometheus
+# alert rules with their promtool unit tests, and HAProxy's JSON error
+# answers with the configuration that uses them (haproxy -c). Needs
+# python3, python3-yaml, promtool and haproxy. Exit status 0 when every
+# check passes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -14,5 +16,6 @@ python3 scripts/check-openapi.py || rc=1
 scripts/lint-openapi.sh || rc=1
 scripts/check-alerts.sh || rc=1
 python3 scripts/check-metric-names.py --self-test || rc=1
+python3 scripts/check-errorfiles.py --self-test || rc=1
 ((rc == 0)) && echo "lint: ok" || echo "lint: FAILED" >&2
 exit "$rc"
