@@ -123,6 +123,22 @@ oversell_storm() {   # oversell_storm NAME SKU: shoppers race through HAProxy
 
 created() { json "$WORK/$1.json" 's["status"].get("201", 0)'; }
 
+# proxy_error STATUS CURL_ARGS...: HAProxy's own answer (no instance's
+# X-Request-Id) has STATUS and the service's error shape, exactly
+# {"code","message"} as application/json.
+proxy_error() {
+	local want=$1 got
+	shift
+	got=$(curl -s --max-time 5 -D "$WORK/proxy-error.head" -o "$WORK/proxy-error.json" \
+		-w '%{http_code} %{content_type}' "$@") || return 1
+	[[ $got == "$want application/json"* ]] || return 1
+	! grep -qi '^x-request-id:' "$WORK/proxy-error.head" || return 1
+	python3 -c 'import json, sys
+o = json.load(open(sys.argv[1]))
+sys.exit(0 if set(o) == {"code", "message"} and all(isinstance(v, str) and v for v in o.values()) else 1)' \
+		"$WORK/proxy-error.json"
+}
+
 # The stock is exhausted exactly: as many 201 as units, the rest refused.
 sold_out() { [[ $(created "$1") == "$STOCK" ]] && only_status "$1" 201 409 503; }
 
@@ -153,8 +169,11 @@ seed_stock "$MYSQL_PORT" T1-SKU
 oversell_storm t1-sell T1-SKU
 check "topology 1: the sku sells out exactly, replies only 201/409/503" sold_out t1-sell
 check "topology 1: stock never oversold" stock_invariants "$MYSQL_PORT" T1-SKU "$(created t1-sell)"
-"$D/haproxy.sh" stop
+check "topology 1: headers past 8 KiB get HAProxy's JSON 431" \
+	proxy_error 431 -H "X-Pad: $(printf '%9000s' '' | tr ' ' a)" "$URL/healthz"
 "$D/instances.sh" stop
+check "topology 1: with no instance up HAProxy answers a JSON 503" wait_until 10 proxy_error 503 "$URL/healthz"
+"$D/haproxy.sh" stop
 
 # ---------------------------------------------------------------- topology 2
 echo "# topology 2: 3-node Galera, one instance per node, behind HAProxy"
