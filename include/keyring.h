@@ -11,18 +11,22 @@
 #include "config.h"
 
 struct gateways;
+struct sig_keys;
 
 struct keyring {
     struct config cfg;            /* the configuration the snapshot was read with; only
                                      its reloadable keys are read from here */
     struct gateways *gw;          /* loaded from cfg.gateways; owned */
+    struct sig_keys *callback_keys; /* callback.secret, then previous_secret if set, each
+                                       keyed once for HMAC; owned */
     unsigned long generation;     /* 1 at start, +1 per reload */
     atomic_long refs;
 };
 
 /* A copy of cfg with its gateways loaded (keys read, secrets taken from the
- * environment), one reference held by the caller. NULL with a one-line
- * reason in err when a gateway does not load. */
+ * environment) and its callback secrets keyed, one reference held by the
+ * caller. NULL with a one-line reason in err when a gateway does not load
+ * or OpenSSL cannot key a secret. */
 struct keyring *keyring_create(const struct config *cfg, unsigned long generation, char *err,
                                size_t errsz);
 

@@ -43,6 +43,34 @@ enum sig_status sig_verify_any(const char *const *secrets, size_t nsecrets, cons
                                const char *sig, const char *body, size_t body_len,
                                int64_t now_s, int64_t window_s);
 
+/* The secrets a service verifies with, each keyed once: the HMAC
+ * context of every secret is prepared at start (key hashing, inner and
+ * outer pads) and copied per request, instead of being set up from the
+ * secret on every call. Read-only once created, so any number of threads
+ * may verify with one struct sig_keys at once. */
+struct sig_keys;
+
+/* Keys for up to SIG_SECRETS_MAX secrets, in order. An empty or NULL
+ * secret gets no key and never matches. NULL when secrets is NULL, there
+ * are too many, memory runs out or OpenSSL fails. Free with
+ * sig_keys_destroy. */
+struct sig_keys *sig_keys_create(const char *const *secrets, size_t nsecrets);
+
+/* NULL-safe. No verification may be running with k. */
+void sig_keys_destroy(struct sig_keys *k);
+
+/* sig_compute with the i-th key of k: the same MAC, without the key
+ * schedule. 0, or -1 (no such key, an empty secret, OpenSSL failed). */
+int sig_keys_compute(const struct sig_keys *k, size_t i, const char *ts, const char *body,
+                     size_t body_len, char out[SIG_HEX_LEN + 1]);
+
+/* sig_verify_any with prepared keys, with the same checks in the same
+ * order and the same constant-time rule: every key is computed and
+ * compared. A NULL k never matches. */
+enum sig_status sig_keys_verify(const struct sig_keys *k, const char *ts, const char *sig,
+                                const char *body, size_t body_len, int64_t now_s,
+                                int64_t window_s);
+
 /* Human-readable reason for a status, for error messages. */
 const char *sig_status_str(enum sig_status st);
 

@@ -12,11 +12,22 @@
 #include <openssl/crypto.h>
 
 #include "gateway.h"
+#include "signature.h"
 
 struct keyslot {
     pthread_mutex_t mu;
     struct keyring *cur;
 };
+
+/* The callback secrets, keyed once per snapshot: the current one, then
+ * the previous one while a rotation has set it (cfg_load never leaves the
+ * current one empty). NULL when memory or OpenSSL fails. */
+static struct sig_keys *callback_keys_create(const struct config *cfg)
+{
+    const char *secrets[] = { cfg->callback_secret, cfg->callback_previous_secret };
+
+    return sig_keys_create(secrets, cfg->callback_previous_secret[0] ? 2 : 1);
+}
 
 struct keyring *keyring_create(const struct config *cfg, unsigned long generation, char *err,
                                size_t errsz)
@@ -30,12 +41,19 @@ struct keyring *keyring_create(const struct config *cfg, unsigned long generatio
     memcpy(&kr->cfg, cfg, sizeof(kr->cfg));
     kr->generation = generation;
     atomic_init(&kr->refs, 1);
-    if ((kr->gw = gateways_create(&kr->cfg, err, errsz)) == NULL) {
-        OPENSSL_cleanse(&kr->cfg, sizeof(kr->cfg));
-        free(kr);
-        return NULL;
+    kr->callback_keys = NULL;
+    if ((kr->gw = gateways_create(&kr->cfg, err, errsz)) == NULL)
+        goto fail;
+    if ((kr->callback_keys = callback_keys_create(&kr->cfg)) == NULL) {
+        snprintf(err, errsz, "cannot key HMAC-SHA256 with the callback secrets");
+        goto fail;
     }
     return kr;
+fail:
+    gateways_destroy(kr->gw);
+    OPENSSL_cleanse(&kr->cfg, sizeof(kr->cfg));
+    free(kr);
+    return NULL;
 }
 
 struct keyring *keyring_hold(struct keyring *kr)
@@ -49,6 +67,7 @@ void keyring_release(struct keyring *kr)
     if (kr == NULL || atomic_fetch_sub_explicit(&kr->refs, 1, memory_order_acq_rel) != 1)
         return;
     gateways_destroy(kr->gw);
+    sig_keys_destroy(kr->callback_keys);
     OPENSSL_cleanse(&kr->cfg, sizeof(kr->cfg));  /* secrets and keys leave no copy */
     free(kr);
 }

@@ -18,18 +18,15 @@
 #include "server.h"
 #include "signature.h"
 
+/* The secrets of this request's snapshot, keyed when it was made: the
+ * current one, and the previous one only while a rotation has set it. */
 static int verify_or_reply(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    const struct config *cfg = &req->keys->cfg;   /* the secrets of this request's snapshot */
-    const char *secrets[] = { cfg->callback_secret, cfg->callback_previous_secret };
     enum sig_status st;
 
-    /* cfg_load never leaves the secret empty; the previous one is tried
-     * only while a rotation has set it. */
-    st = sig_verify_any(secrets, cfg->callback_previous_secret[0] ? 2 : 1,
-                        http_req_header(req, "X-Timestamp"), http_req_header(req, "X-Signature"),
-                        req->body, req->body_len, (int64_t)time(NULL),
-                        srv->cfg->signature_tolerance_s);
+    st = sig_keys_verify(req->keys->callback_keys, http_req_header(req, "X-Timestamp"),
+                         http_req_header(req, "X-Signature"), req->body, req->body_len,
+                         (int64_t)time(NULL), srv->cfg->signature_tolerance_s);
     if (st == SIG_OK)
         return 0;
     log_warn("callback signature rejected", "reason=\"%s\" request_id=%s", sig_status_str(st),

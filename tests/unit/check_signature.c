@@ -307,6 +307,165 @@ START_TEST(sig_verify_any_refuses_more_secrets_than_its_maximum)
 }
 END_TEST
 
+/* --- sig_keys: secrets keyed once --- */
+
+/* The keys of RFC 4231's HMAC-SHA256 test cases 1-4, 6 and 7 (6 and 7 are
+ * longer than SHA-256's block, so HMAC hashes them first), each with its
+ * case's data. None holds a NUL byte, so each is a C string. */
+struct rfc4231_case {
+    unsigned char key_byte;       /* every byte of the key; 0: the bytes 0x01, 0x02, ... */
+    size_t key_len;
+    const char *key;              /* or a printable key */
+    const char *data;
+};
+
+static const struct rfc4231_case rfc4231[] = {
+    { 0x0b, 20, NULL, "Hi There" },
+    { 0, 0, "Jefe", "what do ya want for nothing?" },
+    { 0xaa, 20, NULL, "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd"
+                      "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd"
+                      "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd" },
+    { 0, 25, NULL, "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd"
+                   "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd"
+                   "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd" },
+    { 0xaa, 131, NULL, "Test Using Larger Than Block-Size Key - Hash Key First" },
+    { 0xaa, 131, NULL, "This is a test using a larger than block-size key and a larger than "
+                       "block-size data. The key needs to be hashed before being used by the "
+                       "HMAC algorithm." },
+};
+
+/* The key of case c as a string, built in keybuf unless it is printable. */
+static const char *rfc4231_key(const struct rfc4231_case *c, char keybuf[256])
+{
+    if (c->key != NULL)
+        return c->key;
+    for (size_t i = 0; i < c->key_len; i++)
+        keybuf[i] = (char)(c->key_byte ? c->key_byte : i + 1);
+    keybuf[c->key_len] = '\0';
+    return keybuf;
+}
+
+START_TEST(sig_keys_compute_equals_a_from_scratch_hmac_on_rfc4231_keys)
+{
+    for (size_t i = 0; i < sizeof(rfc4231) / sizeof(rfc4231[0]); i++) {
+        char keybuf[256], keyed[SIG_HEX_LEN + 1], scratch[SIG_HEX_LEN + 1];
+        const char *secret = rfc4231_key(&rfc4231[i], keybuf);
+        struct sig_keys *k = sig_keys_create(&secret, 1);
+        const char *data = rfc4231[i].data;
+
+        ck_assert_ptr_nonnull(k);
+        ck_assert_int_eq(0, sig_keys_compute(k, 0, TS, data, strlen(data), keyed));
+        ck_assert_int_eq(0, sig_compute(secret, TS, data, strlen(data), scratch));
+        ck_assert_str_eq(scratch, keyed);
+        ck_assert_int_eq(0, sig_keys_compute(k, 0, "", data, strlen(data), keyed));
+        ck_assert_int_eq(0, sig_compute(secret, "", data, strlen(data), scratch));
+        ck_assert_str_eq(scratch, keyed);
+        sig_keys_destroy(k);
+    }
+}
+END_TEST
+
+/* RFC 4231 test case 7's data holds a '.', so it splits into a timestamp
+ * part and a body part and the MAC is the RFC's own. */
+START_TEST(sig_keys_compute_matches_rfc4231_case_7)
+{
+    const char *data = rfc4231[5].data;
+    const char *dot = strchr(data, '.');
+    char keybuf[256], ts[128], out[SIG_HEX_LEN + 1];
+    const char *secret = rfc4231_key(&rfc4231[5], keybuf);
+    struct sig_keys *k = sig_keys_create(&secret, 1);
+
+    ck_assert_ptr_nonnull(k);
+    memcpy(ts, data, (size_t)(dot - data));
+    ts[dot - data] = '\0';
+    ck_assert_int_eq(0, sig_keys_compute(k, 0, ts, dot + 1, strlen(dot + 1), out));
+    ck_assert_str_eq("9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2", out);
+    ck_assert_int_eq(0, sig_compute(secret, ts, dot + 1, strlen(dot + 1), out));
+    ck_assert_str_eq("9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2", out);
+    sig_keys_destroy(k);
+}
+END_TEST
+
+START_TEST(sig_keys_stay_keyed_after_every_use)
+{
+    const char *secret = SECRET;
+    struct sig_keys *k = sig_keys_create(&secret, 1);
+    char out[SIG_HEX_LEN + 1];
+
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(0, sig_keys_compute(k, 0, TS, BODY, strlen(BODY), out));
+    ck_assert_str_eq(MAC_BODY, out);
+    ck_assert_int_eq(0, sig_keys_compute(k, 0, TS, "", 0, out));
+    ck_assert_str_eq(MAC_EMPTY, out);
+    ck_assert_int_eq(0, sig_keys_compute(k, 0, TS, BODY, strlen(BODY), out));
+    ck_assert_str_eq(MAC_BODY, out);
+    ck_assert_int_eq(SIG_OK, sig_keys_verify(k, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
+    ck_assert_int_eq(SIG_OK, sig_keys_verify(k, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
+    sig_keys_destroy(k);
+}
+END_TEST
+
+START_TEST(sig_keys_verify_accepts_either_secret_of_a_rotation)
+{
+    const char *rotating[] = { "other-secret", SECRET };
+    const char *neither[] = { "third", "fourth" };
+    struct sig_keys *k = sig_keys_create(rotating, 2);
+    struct sig_keys *n = sig_keys_create(neither, 2);
+
+    ck_assert_ptr_nonnull(k);
+    ck_assert_ptr_nonnull(n);
+    ck_assert_int_eq(SIG_OK, sig_keys_verify(k, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
+    ck_assert_int_eq(SIG_OK, sig_keys_verify(k, TS, MAC_OTHER, BODY, strlen(BODY), TS_S, WINDOW_S));
+    ck_assert_int_eq(SIG_MISMATCH,
+                     sig_keys_verify(n, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
+    ck_assert_int_eq(SIG_BAD_TIMESTAMP, sig_keys_verify(k, TS, MAC_BODY, BODY, strlen(BODY),
+                                                        TS_S + WINDOW_S + 1, WINDOW_S));
+    sig_keys_destroy(k);
+    sig_keys_destroy(n);
+}
+END_TEST
+
+START_TEST(sig_keys_never_match_an_empty_secret)
+{
+    const char *empty_second[] = { "third", "" };
+    const char *empty_first[] = { NULL, SECRET };
+    struct sig_keys *a = sig_keys_create(empty_second, 2);
+    struct sig_keys *b = sig_keys_create(empty_first, 2);
+    char out[SIG_HEX_LEN + 1];
+
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(-1, sig_keys_compute(a, 1, TS, BODY, strlen(BODY), out));
+    ck_assert_str_eq("", out);
+    ck_assert_int_eq(SIG_MISMATCH,
+                     sig_keys_verify(a, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
+    ck_assert_int_eq(SIG_OK, sig_keys_verify(b, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
+    sig_keys_destroy(a);
+    sig_keys_destroy(b);
+}
+END_TEST
+
+START_TEST(sig_keys_refuse_more_secrets_than_the_maximum)
+{
+    const char *secrets[] = { SECRET, SECRET, SECRET };
+    struct sig_keys *k = sig_keys_create(secrets, 1);
+    char out[SIG_HEX_LEN + 1];
+
+    ck_assert_ptr_null(sig_keys_create(secrets, SIG_SECRETS_MAX + 1));
+    ck_assert_ptr_null(sig_keys_create(NULL, 1));
+    ck_assert_int_eq(SIG_MISMATCH,
+                     sig_keys_verify(NULL, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
+    ck_assert_int_eq(SIG_MISSING, sig_keys_verify(NULL, NULL, MAC_BODY, BODY, strlen(BODY), TS_S,
+                                                  WINDOW_S));
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(-1, sig_keys_compute(k, 1, TS, BODY, strlen(BODY), out));
+    ck_assert_int_eq(-1, sig_keys_compute(k, 0, NULL, BODY, strlen(BODY), out));
+    ck_assert_int_eq(-1, sig_keys_compute(k, 0, TS, NULL, 5, out));
+    sig_keys_destroy(k);
+    sig_keys_destroy(NULL);
+}
+END_TEST
+
 static Suite *signature_suite(void)
 {
     Suite *s = suite_create("signature");
@@ -358,6 +517,15 @@ static Suite *signature_suite(void)
     tcase_add_test(tc, sig_verify_any_refuses_when_neither_matches);
     tcase_add_test(tc, sig_verify_any_never_matches_an_empty_secret);
     tcase_add_test(tc, sig_verify_any_refuses_more_secrets_than_its_maximum);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("keys");
+    tcase_add_test(tc, sig_keys_compute_equals_a_from_scratch_hmac_on_rfc4231_keys);
+    tcase_add_test(tc, sig_keys_compute_matches_rfc4231_case_7);
+    tcase_add_test(tc, sig_keys_stay_keyed_after_every_use);
+    tcase_add_test(tc, sig_keys_verify_accepts_either_secret_of_a_rotation);
+    tcase_add_test(tc, sig_keys_never_match_an_empty_secret);
+    tcase_add_test(tc, sig_keys_refuse_more_secrets_than_the_maximum);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("status_str");
