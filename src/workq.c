@@ -1,27 +1,39 @@
 /* workq.c - a mutex-protected FIFO, n worker threads and one watchdog that
  * expires jobs which waited too long. Jobs are intrusive, so pushing never
- * allocates and never fails for want of memory. */
+ * allocates and never fails for want of memory. An idle worker is handed
+ * its job directly and woken alone, on its own semaphore, so a push wakes
+ * one thread that never has to take the queue's lock to start. */
 #include "workq.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
 #define WORKQ_WATCH_MIN_MS 10         /* shortest watchdog sleep */
 
+struct worker {
+    struct workq *q;
+    pthread_t tid;
+    sem_t wake;                       /* posted once per hand-off, and at stop */
+    struct workq_job *job;            /* handed by workq_push; NULL at stop */
+    struct worker *next_idle;
+};
+
 struct workq {
     pthread_mutex_t mu;
-    pthread_cond_t cv;                /* a job was queued, or stop */
     pthread_cond_t watch_cv;          /* wakes the watchdog at stop */
-    struct workq_job *head, *tail;
+    struct workq_job *head, *tail;    /* empty whenever a worker is idle */
+    struct worker *idle;              /* idle workers, the last one to finish on top */
     int waiting;
     int max_wait_ms;
     bool stop;
     int nthreads;
     pthread_t watchdog;
     bool watchdog_started;
-    pthread_t threads[];
+    struct worker w[];
 };
 
 static long long now_ms(void)
@@ -47,26 +59,40 @@ static struct workq_job *pop(struct workq *q)
     return j;
 }
 
-static void *worker_main(void *arg)
+/* Takes the next queued job, or, with none queued, puts w on the idle
+ * stack and sleeps until workq_push hands it one. NULL at stop. */
+static struct workq_job *next_job(struct worker *w)
 {
-    struct workq *q = arg;
-    struct workq_job *j;
+    struct workq *q = w->q;
+    struct workq_job *j = NULL;
+    bool idle = false;
 
     pthread_mutex_lock(&q->mu);
-    for (;;) {
-        while (q->head == NULL && !q->stop)
-            pthread_cond_wait(&q->cv, &q->mu);
-        if (q->stop)
-            break;
-        j = pop(q);
-        pthread_mutex_unlock(&q->mu);
-        if (now_ms() - j->enqueued_ms > q->max_wait_ms)
+    if (!q->stop && (j = pop(q)) == NULL) {
+        w->job = NULL;
+        w->next_idle = q->idle;
+        q->idle = w;
+        idle = true;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (!idle)
+        return j;
+    while (sem_wait(&w->wake) != 0 && errno == EINTR)
+        ;
+    return w->job;                    /* written before the post */
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct workq_job *j;
+
+    while ((j = next_job(w)) != NULL) {
+        if (now_ms() - j->enqueued_ms > w->q->max_wait_ms)
             j->expire(j);
         else
             j->run(j);
-        pthread_mutex_lock(&q->mu);
     }
-    pthread_mutex_unlock(&q->mu);
     return NULL;
 }
 
@@ -109,21 +135,27 @@ static void *watchdog_main(void *arg)
 
 struct workq *workq_create(int nthreads, int max_wait_ms)
 {
-    struct workq *q = calloc(1, sizeof(*q) + (size_t)nthreads * sizeof(pthread_t));
+    struct workq *q = calloc(1, sizeof(*q) + (size_t)nthreads * sizeof(q->w[0]));
     pthread_condattr_t ca;
 
     if (q == NULL)
         return NULL;
     q->max_wait_ms = max_wait_ms;
     pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->cv, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&q->watch_cv, &ca);
     pthread_condattr_destroy(&ca);
     for (; q->nthreads < nthreads; q->nthreads++) {
-        if (pthread_create(&q->threads[q->nthreads], NULL, worker_main, q) != 0)
+        struct worker *w = &q->w[q->nthreads];
+
+        w->q = q;
+        if (sem_init(&w->wake, 0, 0) != 0)
             goto fail;
+        if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+            sem_destroy(&w->wake);
+            goto fail;
+        }
     }
     if (pthread_create(&q->watchdog, NULL, watchdog_main, q) != 0)
         goto fail;
@@ -134,8 +166,13 @@ fail:
     return NULL;
 }
 
+/* An idle worker means an empty queue, so handing it the job keeps the
+ * FIFO order. The post happens under mu, so workq_destroy cannot free the
+ * worker in between; the woken worker does not take mu to start. */
 int workq_push(struct workq *q, struct workq_job *job)
 {
+    struct worker *w;
+
     job->enqueued_ms = now_ms();
     job->next = NULL;
     pthread_mutex_lock(&q->mu);
@@ -143,13 +180,18 @@ int workq_push(struct workq *q, struct workq_job *job)
         pthread_mutex_unlock(&q->mu);
         return -1;
     }
-    if (q->tail != NULL)
-        q->tail->next = job;
-    else
-        q->head = job;
-    q->tail = job;
-    q->waiting++;
-    pthread_cond_signal(&q->cv);
+    if ((w = q->idle) != NULL) {
+        q->idle = w->next_idle;
+        w->job = job;
+        sem_post(&w->wake);
+    } else {
+        if (q->tail != NULL)
+            q->tail->next = job;
+        else
+            q->head = job;
+        q->tail = job;
+        q->waiting++;
+    }
     pthread_mutex_unlock(&q->mu);
     return 0;
 }
@@ -167,21 +209,27 @@ int workq_waiting(struct workq *q)
 void workq_destroy(struct workq *q)
 {
     struct workq_job *j;
+    struct worker *w;
 
     if (q == NULL)
         return;
     pthread_mutex_lock(&q->mu);
     q->stop = true;
-    pthread_cond_broadcast(&q->cv);
+    for (w = q->idle; w != NULL; w = w->next_idle) {
+        w->job = NULL;                /* wakes to stop */
+        sem_post(&w->wake);
+    }
+    q->idle = NULL;
     pthread_cond_broadcast(&q->watch_cv);
     pthread_mutex_unlock(&q->mu);
-    for (int i = 0; i < q->nthreads; i++)
-        pthread_join(q->threads[i], NULL);
+    for (int i = 0; i < q->nthreads; i++) {
+        pthread_join(q->w[i].tid, NULL);
+        sem_destroy(&q->w[i].wake);
+    }
     if (q->watchdog_started)
         pthread_join(q->watchdog, NULL);
     while ((j = pop(q)) != NULL)
         j->expire(j);
-    pthread_cond_destroy(&q->cv);
     pthread_cond_destroy(&q->watch_cv);
     pthread_mutex_destroy(&q->mu);
     free(q);
