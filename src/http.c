@@ -109,19 +109,21 @@ struct req_state {
     struct connguard_conn *guard;
     char *body;
     size_t len, cap;
+    size_t body_hint;             /* Content-Length, when sent and within the cap */
     bool started;                 /* the access callback has seen the headers */
     bool too_large;
     bool replied;
     bool close;                   /* reply with Connection: close */
     _Atomic int phase;            /* enum req_phase */
     struct timespec start;
-    char path[HTTP_PATH_MAX_BYTES + 1]; /* raw path, before percent-decoding */
-    char dpath[HTTP_PATH_MAX_BYTES + 1]; /* decoded path, what req.path points at */
+    char *path;                   /* raw path, before percent-decoding: in paths */
+    char *dpath;                  /* decoded path, what req.path points at: in paths */
     bool path_too_long;
     struct http_req req;
     struct http_resp resp;
     size_t route;
     char allow[64];
+    char paths[];                 /* path and dpath, each as long as this request's path */
 };
 
 const struct http_route_info *http_routes(size_t *count)
@@ -547,7 +549,7 @@ static int prepare_request(struct req_state *rs, const char *method)
     request_id(rs->srv->http, rs->conn, req->request_id);
     rs->route = NROUTES;
     if (path_decode(rs->path, rs->dpath) != 0) {
-        snprintf(rs->dpath, sizeof(rs->dpath), "%s", rs->path);
+        strcpy(rs->dpath, rs->path);              /* the same size */
         http_reply_error(&rs->resp, 400, "BAD_REQUEST",
                          "malformed path: bad percent-escape, or an escaped '/' or NUL");
         return -1;
@@ -633,7 +635,7 @@ static enum MHD_Result reply_early(struct server *srv, struct MHD_Connection *co
     rs->req.path = rs->dpath;
     request_id(srv->http, conn, rs->req.request_id);
     if (path_decode(rs->path, rs->dpath) != 0)
-        snprintf(rs->dpath, sizeof(rs->dpath), "%s", rs->path);
+        strcpy(rs->dpath, rs->path);              /* the same size */
     rs->route = NROUTES;
     rs->close = close;
     http_reply_error(&rs->resp, status, code, message);
@@ -651,7 +653,7 @@ static void append_body(struct req_state *rs, const char *data, size_t n, size_t
         return;
     }
     if (rs->len + n + 1 > rs->cap) {
-        size_t ncap = rs->cap ? rs->cap : HTTP_BODY_INIT_BYTES;
+        size_t ncap = rs->cap ? rs->cap : rs->body_hint ? rs->body_hint + 1 : HTTP_BODY_INIT_BYTES;
         while (ncap < rs->len + n + 1)
             ncap *= 2;
         char *nb = realloc(rs->body, ncap);
@@ -670,16 +672,21 @@ static void append_body(struct req_state *rs, const char *data, size_t n, size_t
 /* Called by libmicrohttpd once the request line is read, before the
  * headers: the request state is born here, with the raw path (before
  * libmicrohttpd's percent-decoding, which would let "X%2Fcancel" route as
- * "X/cancel" and "A%00junk" as "A") and the start time. The return value
- * becomes *req_cls; the completed callback frees it. */
+ * "X/cancel" and "A%00junk" as "A") and the start time. It is one
+ * allocation sized to the path, small enough for the allocator's
+ * per-thread cache for every route's path. The return value becomes
+ * *req_cls; the completed callback frees it. */
 static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-    struct req_state *rs = calloc(1, sizeof(*rs));
-    const union MHD_ConnectionInfo *ci;
     size_t n = strcspn(uri, "?");
+    size_t keep = n > HTTP_PATH_MAX_BYTES ? HTTP_PATH_MAX_BYTES : n;
+    struct req_state *rs = calloc(1, sizeof(*rs) + 2 * (keep + 1));
+    const union MHD_ConnectionInfo *ci;
 
     if (rs == NULL)
         return NULL;
+    rs->path = rs->paths;
+    rs->dpath = rs->paths + keep + 1;
     rs->srv = cls;
     rs->conn = conn;
     rs->route = NROUTES;
@@ -734,6 +741,7 @@ static enum MHD_Result on_headers(struct server *srv, struct MHD_Connection *con
     int ncl = header_count(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    unsigned long long cl_bytes;
     const char *cl;
 
     if (ci != NULL && ci->header_size > HTTP_HEADER_MAX_BYTES)
@@ -753,10 +761,12 @@ static enum MHD_Result on_headers(struct server *srv, struct MHD_Connection *con
         return reply_early(srv, conn, rs, method, 501, "NOT_IMPLEMENTED",
                            "transfer coding not supported: only chunked", true);
     cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl != NULL && strtoull(cl, NULL, 10) > (size_t)srv->cfg->body_max_bytes) {
+    cl_bytes = cl != NULL ? strtoull(cl, NULL, 10) : 0;
+    if (cl_bytes > (size_t)srv->cfg->body_max_bytes) {
         rs->too_large = true;                     /* answer now, never read it */
         return handle_request(srv, conn, rs, method);
     }
+    rs->body_hint = (size_t)cl_bytes;             /* the body gets one allocation */
     connguard_phase(rs->guard, CONNGUARD_BODY);
     return MHD_YES;
 }
