@@ -32,6 +32,7 @@
 #include "workq.h"
 
 #define HTTP_BODY_INIT_BYTES   1024
+#define HTTP_REPLY_INIT_BYTES  512    /* below the allocator's per-thread cache limit */
 #define HTTP_PATH_MAX_BYTES    1024
 #define HTTP_HEADER_MAX_BYTES  8192   /* request line and headers; the library's own
                                          limit (its 32 KiB memory pool) is above it */
@@ -192,11 +193,23 @@ static void set_body(struct http_resp *resp, int status, char *body)
     resp->outcome = HTTP_OUT_DEFINITE;
 }
 
+/* Most replies are printed straight into a buffer of ours, which the
+ * reply keeps: cJSON's own buffer grows by reallocation and is freed with
+ * cJSON_free, so it has to be copied. A reply longer than the buffer
+ * (cJSON_PrintPreallocated fails) is printed the long way. */
 void http_reply_json(struct http_resp *resp, int status, const struct cJSON *obj)
 {
-    char *text = cJSON_PrintUnformatted(obj);
-    char *copy = text ? strdup(text) : NULL;
+    char *text = malloc(HTTP_REPLY_INIT_BYTES), *copy;
 
+    /* cJSON_PrintPreallocated takes a non-const item, but only reads it. */
+    if (text != NULL &&
+        cJSON_PrintPreallocated((cJSON *)obj, text, HTTP_REPLY_INIT_BYTES, false)) {
+        set_body(resp, status, text);
+        return;
+    }
+    free(text);
+    text = cJSON_PrintUnformatted(obj);
+    copy = text ? strdup(text) : NULL;
     cJSON_free(text);
     if (copy == NULL) {
         set_body(resp, 500, strdup("{\"code\":\"INTERNAL\",\"message\":\"out of memory\"}"));
