@@ -3,9 +3,8 @@
  * binary fraction. No I/O and no state, so any thread may call it. */
 #include "money.h"
 
-#include <inttypes.h>
 #include <stdbool.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 /* The largest amount DECIMAL(12,2) can hold, 9999999999.99, in cents. */
@@ -85,13 +84,31 @@ enum money_status money_parse(const char *s, int64_t *cents)
  * truncated, NUL-terminated string, as snprintf() gives. */
 char *money_format(int64_t cents, char *buf, size_t bufsz)
 {
+    char tmp[32];                 /* "-", 18 digits, ".", 2 digits, NUL: room */
+    char *p = tmp + sizeof(tmp);
     uint64_t mag;
+    size_t n;
 
     if (buf == NULL || bufsz == 0)
         return buf;
     mag = cents < 0 ? (uint64_t)0 - (uint64_t)cents : (uint64_t)cents;
-    snprintf(buf, bufsz, "%s%" PRIu64 ".%02" PRIu64, cents < 0 ? "-" : "",
-             mag / 100, mag % 100);
+    /* Right to left, with no snprintf: every callback formats its amount
+     * three times, and the format parser cost more than the digits. */
+    *--p = (char)('0' + mag % 10);
+    *--p = (char)('0' + mag / 10 % 10);
+    *--p = '.';
+    mag /= 100;
+    do {
+        *--p = (char)('0' + mag % 10);
+        mag /= 10;
+    } while (mag > 0);
+    if (cents < 0)
+        *--p = '-';
+    n = (size_t)(tmp + sizeof(tmp) - p);
+    if (n > bufsz - 1)
+        n = bufsz - 1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
     return buf;
 }
 

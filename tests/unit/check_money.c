@@ -297,6 +297,15 @@ START_TEST(money_format_truncates_into_small_buffer)
 }
 END_TEST
 
+START_TEST(money_format_leaves_a_one_byte_buffer_empty)
+{
+    char buf[1] = { 'x' };
+
+    ck_assert_str_eq("", money_format(89900, buf, sizeof(buf)));
+    ck_assert_ptr_null(money_format(89900, NULL, 16));
+}
+END_TEST
+
 START_TEST(money_format_signs_negative_values)
 {
     char buf[32];
@@ -420,6 +429,7 @@ static Suite *money_suite(void)
     tcase_add_test(tc, money_format_round_trips_through_parse);
     tcase_add_test(tc, money_format_canonicalises_parsed_text);
     tcase_add_test(tc, money_format_truncates_into_small_buffer);
+    tcase_add_test(tc, money_format_leaves_a_one_byte_buffer_empty);
     tcase_add_test(tc, money_format_signs_negative_values);
     suite_add_tcase(s, tc);
 
