@@ -34,7 +34,8 @@ int workq_push(struct workq *q, struct workq_job *job);
 int workq_waiting(struct workq *q);
 
 /* Stops the threads after the job each one runs, expires what is still
- * queued, joins, frees. NULL-safe. */
+ * queued, joins, frees. NULL-safe. No workq_push may run beside it (or
+ * after it: q is freed). */
 void workq_destroy(struct workq *q);
 
 #endif

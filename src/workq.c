@@ -167,8 +167,11 @@ fail:
 }
 
 /* An idle worker means an empty queue, so handing it the job keeps the
- * FIFO order. The post happens under mu, so workq_destroy cannot free the
- * worker in between; the woken worker does not take mu to start. */
+ * FIFO order. The post (a system call when the worker sleeps) comes after
+ * the unlock, so no other thread waits on mu behind it; the worker, off
+ * the idle stack, waits for that post, and workq_destroy (never run beside
+ * a push) joins it, so it outlives the post. The woken worker does not
+ * take mu to start. */
 int workq_push(struct workq *q, struct workq_job *job)
 {
     struct worker *w;
@@ -183,7 +186,6 @@ int workq_push(struct workq *q, struct workq_job *job)
     if ((w = q->idle) != NULL) {
         q->idle = w->next_idle;
         w->job = job;
-        sem_post(&w->wake);
     } else {
         if (q->tail != NULL)
             q->tail->next = job;
@@ -193,6 +195,8 @@ int workq_push(struct workq *q, struct workq_job *job)
         q->waiting++;
     }
     pthread_mutex_unlock(&q->mu);
+    if (w != NULL)
+        sem_post(&w->wake);
     return 0;
 }
 
