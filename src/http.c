@@ -975,6 +975,19 @@ static const struct sockaddr *listen_addr(const struct config *cfg, struct socka
     return NULL;
 }
 
+/* The library's polling threads: at most HTTP_IO_THREADS_MAX, no more
+ * than workers, and no more than the CPUs online. They never block, so a
+ * thread beyond the CPUs adds no throughput, only wake-ups: each thread
+ * sleeps in its own epoll_wait, and more of them means fewer ready
+ * connections per wake-up. */
+static int polling_threads(const struct config *cfg)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cfg->workers < HTTP_IO_THREADS_MAX ? cfg->workers : HTTP_IO_THREADS_MAX;
+
+    return cpus >= 1 && cpus < n ? (int)cpus : n;
+}
+
 int http_start(struct server *srv, int *port)
 {
     const struct config *cfg = srv->cfg;
@@ -983,7 +996,7 @@ int http_start(struct server *srv, int *port)
     const struct sockaddr *sa;
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                          MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
-    int io_threads = cfg->workers < HTTP_IO_THREADS_MAX ? cfg->workers : HTTP_IO_THREADS_MAX;
+    int io_threads = polling_threads(cfg);
     unsigned int idle_s;
     const union MHD_DaemonInfo *info;
     long lib_limit;
