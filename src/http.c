@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +78,8 @@ static struct http_route_info route_info[NROUTES];
 
 struct http_state {
     struct MHD_Daemon *d;
+    int quiesced_fd;              /* the listen socket after http_quiesce, shut down; closed
+                                     once the daemon has stopped, never before */
     atomic_int inflight;
     atomic_bool stopping;         /* quiesced: replies close their connection */
     atomic_bool abandoned;        /* the grace period ran out: no reply goes out any more */
@@ -978,8 +981,8 @@ static const struct sockaddr *listen_addr(const struct config *cfg, struct socka
 /* The library's polling threads: at most HTTP_IO_THREADS_MAX, no more
  * than workers, and no more than the CPUs online. They never block, so a
  * thread beyond the CPUs adds no throughput, only wake-ups: each thread
- * sleeps in its own epoll_wait, and more of them means fewer ready
- * connections per wake-up. */
+ * sleeps in its own poll, and more of them means fewer ready connections
+ * per wake-up. */
 static int polling_threads(const struct config *cfg)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -994,7 +997,13 @@ int http_start(struct server *srv, int *port)
     struct sockaddr_in6 a6 = { 0 };
     struct sockaddr_in a4 = { 0 };
     const struct sockaddr *sa;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+    /* poll, not epoll: libmicrohttpd 0.9.75 quiesces an epoll daemon that
+     * runs its own threads racily (a worker and MHD_quiesce_daemon both
+     * take the listen socket out of the epoll set, and the loser aborts
+     * the process with "Failed to remove listen FD from epoll set"), so a
+     * graceful stop could end in SIGABRT. Its poll side quiesces through
+     * the inter-thread channel, without that race. */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                          MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     int io_threads = polling_threads(cfg);
     unsigned int idle_s;
@@ -1003,6 +1012,7 @@ int http_start(struct server *srv, int *port)
 
     if ((srv->http = calloc(1, sizeof(*srv->http))) == NULL)
         return -1;
+    srv->http->quiesced_fd = -1;
     if (getrandom(&srv->http->req_id_key, sizeof(srv->http->req_id_key), 0) !=
         (ssize_t)sizeof(srv->http->req_id_key))
         srv->http->req_id_key = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -1051,8 +1061,13 @@ void http_quiesce(struct server *srv)
         return;
     atomic_store(&srv->http->stopping, true);
     fd = MHD_quiesce_daemon(srv->http->d);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    if (fd == MHD_INVALID_SOCKET)
+        return;
+    /* The library's threads may still hold the descriptor, so it stays
+     * open until the daemon stops; shut down, it stops listening now: new
+     * connections are refused and a restart can bind the port. */
+    shutdown(fd, SHUT_RDWR);
+    srv->http->quiesced_fd = fd;
 }
 
 void http_abandon(struct server *srv)
@@ -1076,6 +1091,8 @@ void http_stop(struct server *srv)
     workq_destroy(srv->http->ops);
     if (srv->http->d != NULL)
         MHD_stop_daemon(srv->http->d);
+    if (srv->http->quiesced_fd >= 0)
+        close(srv->http->quiesced_fd);
     connguard_destroy(srv->http->guard);
     free(srv->http);
     srv->http = NULL;

@@ -27,6 +27,8 @@
 #define EXIT_WAIT_MS     20000
 #define IDLE_EXIT_MS     2000     /* an idle server is gone within this */
 #define IDLE_EXIT_ASAN_MS 5000
+#define STOP_ROUNDS      12       /* stops under load, each must exit 0 */
+#define HAMMERS          4        /* client threads during each of them */
 
 static struct h_server *start(const char *const *env)
 {
@@ -197,6 +199,56 @@ START_TEST(idle_server_exits_0_promptly)
 }
 END_TEST
 
+/* Clients that open a connection per request against port until stop is
+ * set, for the stop-under-load test. */
+struct hammer {
+    int port;
+    volatile int stop;
+    int sent;
+};
+
+static void *hammer_run(void *arg)
+{
+    struct hammer *h = arg;
+    struct h_resp r;
+
+    while (!h->stop) {
+        if (h_http(h->port, "GET", "/healthz", NULL, NULL, 0, &r) == 0)
+            h->sent++;
+        h_resp_free(&r);
+    }
+    return NULL;
+}
+
+/* A stop signal that arrives while the polling threads are busy with new
+ * connections exits 0 every time: no abort inside the HTTP library while
+ * it stops listening. */
+START_TEST(stop_while_connections_arrive_exits_0_every_time)
+{
+    for (int round = 0; round < STOP_ROUNDS; round++) {
+        struct h_server *s = start(NULL);
+        struct hammer h[HAMMERS] = { 0 };
+        pthread_t t[HAMMERS];
+        struct h_deadline d = h_deadline_in(BLOCK_WAIT_MS);
+        int rc;
+
+        for (int i = 0; i < HAMMERS; i++) {
+            h[i].port = h_server_port(s);
+            ck_assert_int_eq(0, pthread_create(&t[i], NULL, hammer_run, &h[i]));
+        }
+        while (h[0].sent < 5)
+            ck_assert_msg(h_deadline_wait(&d), "no request answered in round %d", round);
+        ck_assert_int_eq(0, h_server_signal(s, SIGTERM));
+        rc = h_server_wait(s, EXIT_WAIT_MS);
+        for (int i = 0; i < HAMMERS; i++) {
+            h[i].stop = 1;
+            pthread_join(t[i], NULL);
+        }
+        ck_assert_msg(rc == 0, "round %d: the server exited with %d, not 0", round, rc);
+    }
+}
+END_TEST
+
 START_TEST(grace_period_bounds_the_stop_and_the_cut_request_leaves_nothing)
 {
     static const char *const env[] = { "PAYCALLBACK_GRACE_S=1", NULL };
@@ -281,6 +333,7 @@ static Suite *shutdown_suite(void)
 
     tc = tcase("an idle server stops at once");
     tcase_add_test(tc, idle_server_exits_0_promptly);
+    tcase_add_test(tc, stop_while_connections_arrive_exits_0_every_time);
     suite_add_tcase(s, tc);
 
     tc = tcase("the grace period bounds the stop");
