@@ -252,7 +252,7 @@ static void format_pairs(struct line *l, const char *fmt, va_list *ap)
  * shipper turns money into a float. */
 static bool json_integer(const char *s, size_t len)
 {
-    size_t i = s[0] == '-' ? 1 : 0;
+    size_t i = len > 0 && s[0] == '-' ? 1 : 0;
 
     if (len <= i || len - i > 15 || (s[i] == '0' && len - i > 1))
         return false;
@@ -260,6 +260,57 @@ static bool json_integer(const char *s, size_t len)
         if (!isdigit((unsigned char)s[i]))
             return false;
     return true;
+}
+
+/* The length of the well-formed UTF-8 sequence at s (at most n bytes): 1
+ * to 4, or 0 when it is not one (a stray continuation byte, an overlong
+ * form, a surrogate, past U+10FFFF, or cut short at the end of the line). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    size_t len, i;
+    unsigned int cp;
+
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2, cp = s[0] & 0x1fu;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3, cp = s[0] & 0x0fu;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, cp = s[0] & 0x07u;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3fu);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+/* Copies s into out as valid UTF-8, as JSON must be: a byte that starts
+ * no well-formed sequence (a client's raw bytes, or a character the 2 KiB
+ * cut split) becomes '?'. */
+static void put_utf8(struct line *out, const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_len(u + i, len - i);
+
+        if (n == 0) {
+            put_c(out, '?');
+            i++;
+        } else {
+            put_s(out, s + i, n);
+            i += n;
+        }
+    }
 }
 
 /* Rewrites the logfmt line src (n bytes, no newline) as a JSON object
@@ -284,7 +335,7 @@ static void to_json(const char *src, size_t n, struct line *out)
             continue;
         }
         put_s(out, first ? "\"" : ",\"", first ? 1 : 2);
-        put_s(out, src + k, i - k);
+        put_utf8(out, src + k, i - k);
         put_s(out, "\":", 2);
         first = false;
         v = ++i;
@@ -300,7 +351,7 @@ static void to_json(const char *src, size_t n, struct line *out)
                 e -= b % 2;                   /* drop the half escape */
             }
             put_c(out, '"');
-            put_s(out, src + v, e - v);
+            put_utf8(out, src + v, e - v);
             put_c(out, '"');
             i++;
         } else {
@@ -310,7 +361,7 @@ static void to_json(const char *src, size_t n, struct line *out)
                 put_s(out, src + v, i - v);
             } else {
                 put_c(out, '"');
-                put_s(out, src + v, i - v);
+                put_utf8(out, src + v, i - v);
                 put_c(out, '"');
             }
         }
@@ -351,7 +402,7 @@ void log_write(enum log_level lvl, const char *msg, const char *fmt, ...)
             l.n = before;                     /* no pairs after all: no trailing space */
     }
     if (atomic_load_explicit(&json_lines, memory_order_relaxed)) {
-        char jbuf[LOG_LINE_MAX * 2];
+        char jbuf[LOG_LINE_MAX * 3];          /* a pair grows at most 2.4 times */
         struct line j = { jbuf, 0, sizeof(jbuf) - 1 };
 
         to_json(buf, l.n, &j);

@@ -209,6 +209,37 @@ START_TEST(a_json_line_cut_short_is_still_one_object)
 }
 END_TEST
 
+START_TEST(a_json_line_is_valid_utf8_whatever_the_client_sent)
+{
+    char big[3000];
+    size_t i;
+    cJSON *o;
+
+    log_info("request", "path=\"%s\" ok=%s", "/\xff\xc3xcaf\xc3\xa9\xed\xa0\x80", "\xe2\x82");
+    o = logged_json();                                    /* cJSON checks nothing: we do */
+    ck_assert_str_eq("/??xcaf\xc3\xa9" "???", json_str(o, "path"));
+    ck_assert_str_eq("??", json_str(o, "ok"));
+    cJSON_Delete(o);
+
+    ck_assert_int_eq(0, ftruncate(fileno(capture), 0));
+    rewind(capture);
+    for (i = 0; i + 2 < sizeof big; i += 2)               /* é, é, ... cut mid-character */
+        memcpy(big + i, "\xc3\xa9", 2);
+    big[i] = '\0';
+    log_info("big", "v=\"%s\"", big);
+    o = logged_json();
+    for (const unsigned char *p = (const unsigned char *)json_str(o, "v"); *p != '\0';) {
+        if (*p == '?') {
+            p++;
+            continue;
+        }
+        ck_assert_msg(p[0] == 0xc3 && p[1] == 0xa9, "bad byte %02x", *p);
+        p += 2;
+    }
+    cJSON_Delete(o);
+}
+END_TEST
+
 START_TEST(log_set_format_knows_two_formats)
 {
     ck_assert_int_eq(-1, log_set_format("xml"));
@@ -240,6 +271,7 @@ static Suite *log_suite(void)
     tcase_add_checked_fixture(tc, json_setup, json_teardown);
     tcase_add_test(tc, json_lines_carry_every_value_exactly);
     tcase_add_test(tc, a_json_line_cut_short_is_still_one_object);
+    tcase_add_test(tc, a_json_line_is_valid_utf8_whatever_the_client_sent);
     tcase_add_test(tc, log_set_format_knows_two_formats);
     suite_add_tcase(s, tc);
     return s;
