@@ -6,7 +6,7 @@
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
-/* Sets the minimum level written. Call before threads start. */
+/* Sets the minimum level written; safe from any thread (SIGHUP reloads it). */
 void log_set_level(enum log_level lvl);
 
 /* "logfmt" (the default) or "json": the same lines as JSON objects, one per

@@ -39,7 +39,7 @@
                                          limit (its 32 KiB memory pool) is above it */
 #define HTTP_IO_THREADS_MAX    4      /* libmicrohttpd polling threads */
 #define HTTP_OPS_THREADS       2      /* the /readyz and /metrics lane */
-#define HTTP_FD_RESERVE        64     /* descriptors for logs, listeners, epoll, spare */
+#define HTTP_FD_RESERVE        64     /* descriptors for logs, listeners, the ITC, spare */
 
 #define ROUTE_OPERATOR (1u << 0)  /* needs an operator key: auth_require_or_reply */
 

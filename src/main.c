@@ -57,10 +57,10 @@ static void usage(FILE *f)
             "exits 0. A second signal stops the wait. SIGHUP re-reads the configuration\n"
             "file (with the environment of the start) and applies its secrets and keys\n"
             "(callback.secret, callback.previous_secret, webhook.secret, auth.keys, the\n"
-            "gateways' keys) and log_level to every request that starts afterwards; a\n"
-            "request in flight keeps the ones it started with. A file that does not load\n"
-            "is refused whole and the running values stay; any other changed key is\n"
-            "logged and waits for a restart.\n"
+            "gateway profiles but their query_* keys) and log_level to every request that\n"
+            "starts afterwards; a request in flight keeps the ones it started with. A file\n"
+            "that does not load is refused whole and the running values stay; any other\n"
+            "changed key is logged and waits for a restart.\n"
             "\n"
             "Exit status: 0 clean stop or passed check; 1 runtime failure (MySQL not\n"
             "reachable for --check-config, MySQL without the schema version this build\n"
@@ -192,6 +192,13 @@ static void reload(struct server *srv, const struct opts *o, unsigned long *gene
     cur = keyslot_acquire(srv->keys);
     if (keyring_compatible(cur, next, err, sizeof(err)) != 0)
         goto fail;
+    /* The file was checked against its own webhook.url, but the running
+     * one stays until a restart: it still needs a secret to sign with. */
+    if (srv->cfg->webhook_url[0] != '\0' && fresh->webhook_secret[0] == '\0') {
+        snprintf(err, sizeof(err), "webhook.secret is empty while the running webhook.url "
+                 "(changed only by a restart) delivers events");
+        goto fail;
+    }
     if (cfg_restart_keys(srv->cfg, fresh, changed, sizeof(changed)) > 0)
         log_warn("changed keys keep their running value until a restart", "keys=%s", changed);
     log_level_parse(fresh->log_level, &lvl);
@@ -212,6 +219,9 @@ fail:
     metrics_set_gauge(srv->m, G_RELOAD_OK, 0);
     log_error("reload refused; the running secrets and keys stay", "path=%s error=\"%s\"",
               o->config, err);
+    for (char *p = err; *p != '\0'; p++)     /* one line: no forged notify field */
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
     sd_notifyf(0, "READY=1\nSTATUS=listening; last reload refused: %s", err);
 out:
     keyring_release(next);
@@ -327,6 +337,12 @@ int main(int argc, char **argv)
 
     if ((rc = parse_args(argc, argv, &o)) != 0)
         return rc < 0 ? 0 : 2;
+    /* SIGHUP is blocked before anything else, so one that arrives during
+     * the start (a reload racing a start) waits for sigwait instead of
+     * ending the process. */
+    sigemptyset(&wait_set);
+    sigaddset(&wait_set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &wait_set, NULL);
     if (cfg_load(&cfg, o.config, (const char *const *)environ, o.dev ? CFG_LOAD_DEV : 0, err,
                  sizeof(err)) != 0) {
         fprintf(stderr, "paycallback: %s\n", err);
@@ -353,11 +369,12 @@ int main(int argc, char **argv)
                  "production like this", "callback_secret_is_dev=%d",
                  strcmp(cfg.callback_secret, CFG_DEV_SECRET) == 0);
 
+
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGTERM);
     sigaddset(&stop_set, SIGINT);
-    wait_set = stop_set;
-    sigaddset(&wait_set, SIGHUP);
+    sigaddset(&wait_set, SIGTERM);
+    sigaddset(&wait_set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &wait_set, NULL);    /* inherited by every thread */
     signal(SIGPIPE, SIG_IGN);
 

@@ -212,6 +212,30 @@ START_TEST(a_key_that_needs_a_restart_is_named_and_keeps_its_value)
 }
 END_TEST
 
+/* webhook.url needs a restart, so a file that drops the webhook section
+ * would leave the running relay without a secret to sign with: refused. */
+START_TEST(a_reload_never_leaves_the_running_webhook_without_its_secret)
+{
+    const char *refused[] = { "reload refused", "webhook.secret is empty", NULL };
+    char *line;
+
+    h_fixture_server_down();
+    write_config("{\"callback\": {\"secret\": \"" SECRET_A "\"},"
+                 " \"webhook\": {\"url\": \"http://127.0.0.1:9/hook\","
+                 " \"secret\": \"reload-webhook-secret-51c2\"},"
+                 " \"auth\": {\"keys\": [{\"name\": \"dev\", \"key\": \"" H_OPERATOR_KEY "\"}]}}");
+    h_fixture_server_up_config(cfg_path, NULL);
+    write_secrets(SECRET_B, "", "ops1", KEY_1, 16);                     /* no webhook section */
+    hup_and_await(FAILED_SERIES, 1);
+    line = h_log_find(refused, 5000);
+    ck_assert_msg(line != NULL, "no refusal naming webhook.secret");
+    free(line);
+    ck_assert_int_eq(0, (int)h_metric(OK_SERIES));
+    h_db_insert_order("RL1", "u1", "899.00", 1);
+    ck_assert_int_eq(200, callback_with(SECRET_A, "RL1", "PAY-RL1"));   /* A still rules */
+}
+END_TEST
+
 /* The request's headers arrive before the reload and its body after: it
  * is checked against the secret it started with, A, although A is gone
  * for every request that starts afterwards. */
@@ -265,6 +289,7 @@ int main(void)
     tcase_add_test(tc, a_file_that_does_not_load_is_refused_and_the_running_secrets_stay);
     tcase_add_test(tc, a_key_that_needs_a_restart_is_named_and_keeps_its_value);
     tcase_add_test(tc, a_request_in_flight_keeps_the_secrets_it_started_with);
+    tcase_add_test(tc, a_reload_never_leaves_the_running_webhook_without_its_secret);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
