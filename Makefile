@@ -165,7 +165,7 @@ test-deb:
 # Installs the package on this host and drives it through systemd (PID 1):
 # start, reload, refused reload, stop; purges it after. Root, disposable host.
 test-systemd: deb
-	@scripts/check-systemd.sh $(BUILD)/deb/paycallback_$(VERSION)_amd64.deb
+	@scripts/check-systemd.sh $(BUILD)/deb/paycallback_$(VERSION)_$(shell dpkg --print-architecture).deb
 test-readme: services
 	@$(MAKE) --no-print-directory all
 	@scripts/check-readme.sh $(BIN)

@@ -26,6 +26,15 @@ check() {
 cleanup() { systemctl stop paycallback >/dev/null 2>&1 || true; dpkg --purge paycallback >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 prop() { systemctl show paycallback -p "$1" --value; }
+# systemctl reload returns once kill has sent SIGHUP (systemd 252 does not
+# wait for RELOADING=1/READY=1): wait until the status text says $1.
+await_status() {
+	local deadline=$((SECONDS + 10))
+	until grep -q "$1" <<<"$(prop StatusText)"; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.1
+	done
+}
 write_cfg() { # current-secret previous-secret
 	printf '{"listen": {"address": "127.0.0.1", "port": 18080},
 	  "callback": {"secret": "%s", "previous_secret": "%s"},
@@ -49,7 +58,7 @@ check "secret A refused at start" [ "$(signed "$secret_a")" = 503 ]   # signatur
 
 write_cfg "$secret_b" "$secret_a"
 systemctl reload paycallback
-check "reload did not report generation 2" grep -q 'reloaded (generation 2)' <<<"$(prop StatusText)"
+check "reload did not report generation 2" await_status 'reloaded (generation 2)'
 check "same process after reload" [ "$(prop NRestarts)" = 0 ]
 check "secret B refused after reload" [ "$(signed "$secret_b")" = 503 ]
 check "previous secret A refused after reload" [ "$(signed "$secret_a")" = 503 ]
@@ -58,7 +67,7 @@ check "reloads_total ok is not 1" [ "$(metric 'paycallback_config_reloads_total{
 
 echo '{"callbak": {}}' >"$cfg"
 systemctl reload paycallback
-check "refused reload not in the status" grep -q 'last reload refused' <<<"$(prop StatusText)"
+check "refused reload not in the status" await_status 'last reload refused'
 check "still active after a refused reload" [ "$(prop ActiveState)" = active ]
 check "secret B lost by a refused reload" [ "$(signed "$secret_b")" = 503 ]
 check "last_reload_successful is not 0" [ "$(metric paycallback_config_last_reload_successful)" = 0 ]
