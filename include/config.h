@@ -29,6 +29,20 @@ struct cfg_auth_key {
     char key[CFG_AUTH_KEY_MAX];
 };
 
+#define CFG_SHARDS_MAX   8          /* mysql.shards entries */
+#define CFG_SHARD_ID_MAX 99         /* a shard id is written into order numbers: 2 digits */
+
+/* One database of a sharded service (mysql.shards). The id is chosen by
+ * the operator and never reused or renumbered: order numbers carry it.
+ * host, port and database default to mysql.*; user, password and every
+ * other mysql.* setting are shared. */
+struct cfg_shard {
+    int id;                       /* 1..CFG_SHARD_ID_MAX, unique */
+    char host[CFG_STR_MAX];
+    int port;
+    char database[CFG_STR_MAX];
+};
+
 /* cfg_load flags. */
 #define CFG_LOAD_DEV (1u << 0)        /* development switch (--dev), as PAYCALLBACK_DEV=1 */
 #define CFG_PAYMENT_DAYS_MIN 35     /* longer than any gateway retries a callback (Adyen: 30 d) */
@@ -59,6 +73,10 @@ struct config {
     int mysql_wait_ms;            /* bound on waiting for a pooled connection */
     char mysql_init_command[CFG_STR_MAX]; /* operator SQL run on every new session; may be empty */
     int mysql_io_timeout_s;       /* read and write timeout of a MySQL socket */
+    /* mysql.shards: 0 = one database (mysql.*), order numbers unprefixed;
+     * else the databases orders are spread over, in placement order. */
+    struct cfg_shard shards[CFG_SHARDS_MAX];
+    int nshards;
 
     char redis_host[CFG_STR_MAX];
     int redis_port;

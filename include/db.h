@@ -21,6 +21,7 @@
 #include "stmts.h"
 
 struct config;
+struct cfg_shard;
 struct metrics;
 struct db_pool;
 struct db_conn;
@@ -53,6 +54,15 @@ struct db_row {
  * lazily, so the pool comes up while MySQL is down. NULL on allocation
  * failure. m may be NULL. */
 struct db_pool *db_pool_create(const struct config *cfg, struct metrics *m);
+
+/* db_pool_create for the server and database of at (a mysql.shards
+ * entry); NULL at is mysql.*'s. */
+struct db_pool *db_pool_create_at(const struct config *cfg, const struct cfg_shard *at,
+                                  struct metrics *m);
+
+/* Names the pool's index in the shard set, for the per-shard metrics
+ * (0 by default). Before the pool is shared. */
+void db_pool_set_shard_index(struct db_pool *pool, size_t idx);
 
 /* Closes every connection. All connections must have been released. NULL-safe. */
 void db_pool_destroy(struct db_pool *pool);
@@ -195,6 +205,10 @@ bool db_row_is_null(const struct db_row *r, unsigned int col);
  * in err (errsz bytes) for the last two. Any thread; needs
  * mysql_library_init. */
 enum db_status db_probe(const struct config *cfg, char *err, size_t errsz);
+
+/* db_probe of the server and database of at (NULL: mysql.*'s). */
+enum db_status db_probe_at(const struct config *cfg, const struct cfg_shard *at, char *err,
+                           size_t errsz);
 
 /* "OK", "DUPLICATE", ... for logs. */
 const char *db_status_str(enum db_status st);

@@ -19,6 +19,18 @@ struct http_resp;
  * db_release. */
 struct db_conn *db_acquire_or_reply(struct server *srv, struct http_resp *resp);
 
+/* The shard order_no lives on, or NULL after replying 404 ORDER_NOT_FOUND
+ * (its number names no shard of this service: nothing may be written). */
+struct shard;
+const struct shard *order_shard_or_reply(struct server *srv, const char *order_no,
+                                         struct http_resp *resp);
+
+/* db_acquire_or_reply on one shard's pool; a timeout also counts in the
+ * shard's paycallback_shard_unavailable_total. Release with
+ * db_release(sh->pool, c). */
+struct db_conn *shard_acquire_or_reply(struct server *srv, const struct shard *sh,
+                                       struct http_resp *resp);
+
 /* Logs the failure a domain call left on c (db_errno, db_errstr) as one
  * line with what failed and the request id: a warning when retryable (MySQL
  * unreachable or busy), an error otherwise. */

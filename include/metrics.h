@@ -111,6 +111,26 @@ void metrics_set_gateways(struct metrics *m, const char *const *names, size_t n,
 void metrics_gateway_result(struct metrics *m, size_t gw, size_t result);
 void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason);
 
+#define METRICS_SHARDS_MAX 8
+
+/* Per-shard counters, labelled shard="<id>". */
+enum metric_shard_counter {
+    MS_UNAVAILABLE,               /* requests answered 503 because this shard failed them */
+    MS_POOL_TIMEOUTS,             /* acquisitions of this shard's pool that gave up */
+    MS_RECONNECTS,                /* this shard's connections made again after a lost link */
+    MS_COUNT
+};
+
+/* Names the shards (labels shard="<label>", index = position). Call once
+ * before the HTTP threads start; the labels must outlive m. */
+void metrics_set_shards(struct metrics *m, const char *const *labels, size_t n);
+
+/* Counts one event of shard idx. */
+void metrics_shard_inc(struct metrics *m, size_t idx, enum metric_shard_counter c);
+
+/* Sets shard idx's readiness gauge: 1 when it took writes at the last probe. */
+void metrics_shard_ready(struct metrics *m, size_t idx, int ready);
+
 /* Sets the gauge of Redis state: 1 degraded, 0 up. */
 void metrics_set_redis_degraded(struct metrics *m, int degraded);
 

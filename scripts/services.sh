@@ -56,17 +56,17 @@ mysql_provision() {
 	local sql=$ROOT/sql db host
 	[[ -r $sql/schema.sql && -r $sql/seed.sql ]] || die "missing $sql/schema.sql or $sql/seed.sql"
 	if ! {
-		for db in "$DB_NAME" "$DB_TEST_NAME"; do
+		for db in "$DB_NAME" "$DB_TEST_NAME" "${DB_TEST_NAME}_s2"; do
 			echo "CREATE DATABASE IF NOT EXISTS \`$db\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;"
 		done
 		for host in 127.0.0.1 localhost; do
 			echo "CREATE USER IF NOT EXISTS '$DB_USER'@'$host' IDENTIFIED BY '$DB_PASSWORD';"
 			echo "ALTER USER '$DB_USER'@'$host' IDENTIFIED BY '$DB_PASSWORD';"
-			for db in "$DB_NAME" "$DB_TEST_NAME"; do
+			for db in "$DB_NAME" "$DB_TEST_NAME" "${DB_TEST_NAME}_s2"; do
 				echo "GRANT ALL PRIVILEGES ON \`$db\`.* TO '$DB_USER'@'$host';"
 			done
 		done
-		for db in "$DB_NAME" "$DB_TEST_NAME"; do
+		for db in "$DB_NAME" "$DB_TEST_NAME" "${DB_TEST_NAME}_s2"; do
 			echo "USE \`$db\`;"
 			cat "$sql/schema.sql"
 			echo

@@ -51,6 +51,32 @@ CREATE TABLE IF NOT EXISTS stock (
     CONSTRAINT ck_stock_price CHECK (price >= 0)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+-- The registries of a sharded service (mysql.shards; docs/sharding.md). A
+-- row is placed on the shard a hash of its key picks, is written before
+-- the order's own transaction, and is never deleted, so a crash between the
+-- two leaves a binding the retry follows rather than a second owner. One
+-- database has them too, empty.
+-- Which order a pay_no pays: a pay_no presented for two orders on two
+-- shards is refused as on one database.
+CREATE TABLE IF NOT EXISTS pay_no_registry (
+    pay_no      VARCHAR(64)   NOT NULL,
+    order_no    VARCHAR(64)   NOT NULL,
+    create_time DATETIME(3)   NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    PRIMARY KEY (pay_no)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Which order a checkout (user_id, request_id) made, and with what: one
+-- order per checkout whatever shard its sku's stock lives on.
+CREATE TABLE IF NOT EXISTS checkout_registry (
+    user_id     VARCHAR(64)   NOT NULL,
+    request_id  VARCHAR(64)   NOT NULL,
+    order_no    VARCHAR(64)   NOT NULL,
+    sku         VARCHAR(64)   NOT NULL,
+    quantity    INT UNSIGNED  NOT NULL,
+    create_time DATETIME(3)   NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    PRIMARY KEY (user_id, request_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 -- Transactional outbox: written in the same transaction as the status
 -- change it announces, published by a relay. One event of a type per order.
 CREATE TABLE IF NOT EXISTS outbox (

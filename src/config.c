@@ -23,7 +23,8 @@
 #define CFG_ENV_PREFIX     "PAYCALLBACK_"
 #define CFG_GATEWAYS_KEY "gateways"
 
-enum key_type { KEY_INT, KEY_STR, KEY_KEYS /* the auth.keys list */ };
+enum key_type { KEY_INT, KEY_STR, KEY_KEYS /* the auth.keys list */,
+                KEY_SHARDS /* the mysql.shards list */ };
 
 struct cfg_key {
     const char *section;          /* NULL: top level */
@@ -40,6 +41,7 @@ struct cfg_key {
 #define I(sec, name, field, lo, hi, def) { sec, name, KEY_INT, FIELD(field), lo, hi, def, false }
 #define S(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def, false }
 #define K(sec, name, field) { sec, name, KEY_KEYS, FIELD(field), 0, 0, "", true }
+#define SH(sec, name, field) { sec, name, KEY_SHARDS, FIELD(field), 0, 0, "", false }
 /* A string key that SIGHUP reloads: the secrets and the log level. */
 #define SR(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def, true }
 
@@ -67,6 +69,7 @@ static const struct cfg_key keys[] = {
     I("mysql", "wait_ms", mysql_wait_ms, 1, 60000, "1000"),
     S("mysql", "init_command", mysql_init_command, 0, ""),
     I("mysql", "io_timeout_s", mysql_io_timeout_s, 2, 3600, "2"),
+    SH("mysql", "shards", shards),
     S("redis", "host", redis_host, 1, "127.0.0.1"),
     I("redis", "port", redis_port, 1, 65535, "6379"),
     I("redis", "db", redis_db, 0, 255, "0"),
@@ -108,6 +111,7 @@ static const struct cfg_key keys[] = {
 #undef I
 #undef S
 #undef K
+#undef SH
 #undef SR
 
 /* PAYCALLBACK_<SECTION>_<NAME> in capitals, into buf. */
@@ -330,6 +334,200 @@ static int set_keys_json(struct config *cfg, const cJSON *item, const char *file
     return 0;
 }
 
+/* ---- mysql.shards: the databases orders are spread over ----------------- */
+
+static void clear_shards(struct config *cfg)
+{
+    memset(cfg->shards, 0, sizeof(cfg->shards));
+    cfg->nshards = 0;
+}
+
+/* Appends one shard after checking it. host and database may be "" and
+ * port 0: mysql.*'s, filled in by check_shards once the environment has
+ * been applied. 0, or -1 with the reason. */
+static int add_shard(struct config *cfg, long id, const char *host, size_t hlen, long port,
+                     const char *db, size_t dlen, const char *origin, char *err, size_t errsz)
+{
+    struct cfg_shard *sh;
+    int i, pos = cfg->nshards + 1;
+
+    if (cfg->nshards >= CFG_SHARDS_MAX) {
+        snprintf(err, errsz, "%s: mysql.shards holds more than %d shards", origin,
+                 CFG_SHARDS_MAX);
+        return -1;
+    }
+    if (id < 1 || id > CFG_SHARD_ID_MAX) {
+        snprintf(err, errsz, "%s: mysql.shards entry %d: id must be in 1..%d", origin, pos,
+                 CFG_SHARD_ID_MAX);
+        return -1;
+    }
+    if (port < 0 || port > 65535) {
+        snprintf(err, errsz, "%s: mysql.shards entry %d: port must be in 1..65535", origin, pos);
+        return -1;
+    }
+    if (hlen >= CFG_STR_MAX || dlen >= CFG_STR_MAX) {
+        snprintf(err, errsz, "%s: mysql.shards entry %d: host and database are at most %d "
+                 "bytes", origin, pos, CFG_STR_MAX - 1);
+        return -1;
+    }
+    for (i = 0; i < cfg->nshards; i++) {
+        if (cfg->shards[i].id == id) {
+            snprintf(err, errsz, "%s: mysql.shards: shard id %ld appears twice", origin, id);
+            return -1;
+        }
+    }
+    sh = &cfg->shards[cfg->nshards++];
+    memset(sh, 0, sizeof(*sh));
+    sh->id = (int)id;
+    memcpy(sh->host, host, hlen);
+    sh->port = (int)port;
+    memcpy(sh->database, db, dlen);
+    return 0;
+}
+
+/* The environment form, "id=host:port/database,..." where host, :port and
+ * /database may each be left out (mysql.*'s); "" is no shards. It replaces
+ * the file's list as a whole. */
+static int set_shards_text(struct config *cfg, const char *text, const char *origin, char *err,
+                           size_t errsz)
+{
+    const char *p = text, *end, *eq, *slash, *colon, *hend;
+    long id, port;
+    char num[16];
+
+    clear_shards(cfg);
+    while (*p != '\0') {
+        end = p + strcspn(p, ",");
+        eq = memchr(p, '=', (size_t)(end - p));
+        if (eq == NULL || (size_t)(eq - p) >= sizeof(num)) {
+            snprintf(err, errsz, "%s: mysql.shards entry %d must be id=host:port/database",
+                     origin, cfg->nshards + 1);
+            return -1;
+        }
+        memcpy(num, p, (size_t)(eq - p));
+        num[eq - p] = '\0';
+        slash = memchr(eq + 1, '/', (size_t)(end - eq - 1));
+        hend = slash != NULL ? slash : end;
+        colon = memchr(eq + 1, ':', (size_t)(hend - eq - 1));
+        port = 0;
+        if (colon != NULL) {
+            char pn[16];
+            size_t n = (size_t)(hend - colon - 1);
+            if (n == 0 || n >= sizeof(pn)) {
+                snprintf(err, errsz, "%s: mysql.shards entry %d: port must be in 1..65535",
+                         origin, cfg->nshards + 1);
+                return -1;
+            }
+            memcpy(pn, colon + 1, n);
+            pn[n] = '\0';
+            if (parse_long(pn, &port) != 0 || port < 1) {
+                snprintf(err, errsz, "%s: mysql.shards entry %d: port must be in 1..65535",
+                         origin, cfg->nshards + 1);
+                return -1;
+            }
+        }
+        if (parse_long(num, &id) != 0) {
+            snprintf(err, errsz, "%s: mysql.shards entry %d: id must be in 1..%d", origin,
+                     cfg->nshards + 1, CFG_SHARD_ID_MAX);
+            return -1;
+        }
+        if (add_shard(cfg, id, eq + 1, (size_t)((colon != NULL ? colon : hend) - eq - 1), port,
+                      slash != NULL ? slash + 1 : "",
+                      slash != NULL ? (size_t)(end - slash - 1) : 0, origin, err, errsz) != 0)
+            return -1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* The file form: [{"id": 1, "host": "...", "port": 3306, "database": "..."}],
+ * id required, the others optional (mysql.*'s). */
+static int set_shards_json(struct config *cfg, const cJSON *item, const char *file, char *err,
+                           size_t errsz)
+{
+    const cJSON *entry, *m;
+    int pos = 0;
+
+    clear_shards(cfg);
+    if (!cJSON_IsArray(item)) {
+        snprintf(err, errsz, "%s: mysql.shards must be an array of {\"id\", \"host\", "
+                 "\"port\", \"database\"}", file);
+        return -1;
+    }
+    cJSON_ArrayForEach(entry, item) {
+        const char *host = "", *db = "";
+        int64_t id = 0, port = 0;
+
+        pos++;
+        if (!cJSON_IsObject(entry) || json_duplicate_key(entry) != NULL) {
+            snprintf(err, errsz, "%s: mysql.shards entry %d must be an object with each member "
+                     "once", file, pos);
+            return -1;
+        }
+        cJSON_ArrayForEach(m, entry) {
+            int ok;
+            if (strcmp(m->string, "id") == 0)
+                ok = json_int_value(m, 1, CFG_SHARD_ID_MAX, &id) == JSON_OK;
+            else if (strcmp(m->string, "port") == 0)
+                ok = json_int_value(m, 1, 65535, &port) == JSON_OK;
+            else if (strcmp(m->string, "host") == 0 && cJSON_IsString(m))
+                ok = (host = m->valuestring)[0] != '\0';
+            else if (strcmp(m->string, "database") == 0 && cJSON_IsString(m))
+                ok = (db = m->valuestring)[0] != '\0';
+            else if (strcmp(m->string, "host") == 0 || strcmp(m->string, "database") == 0)
+                ok = 0;
+            else {
+                snprintf(err, errsz, "%s: unknown key \"mysql.shards[%d].%.32s\"", file,
+                         pos - 1, m->string);
+                return -1;
+            }
+            if (!ok) {
+                snprintf(err, errsz, "%s: mysql.shards entry %d: %s must be %s", file, pos,
+                         m->string, strcmp(m->string, "id") == 0 ? "an integer in 1..99"
+                         : strcmp(m->string, "port") == 0 ? "an integer in 1..65535"
+                         : "a non-empty string");
+                return -1;
+            }
+        }
+        if (id == 0) {
+            snprintf(err, errsz, "%s: mysql.shards entry %d needs an \"id\"", file, pos);
+            return -1;
+        }
+        if (add_shard(cfg, (long)id, host, strlen(host), (long)port, db, strlen(db), file, err,
+                      errsz) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Fills each shard's endpoint left out with mysql.*'s, and refuses two
+ * shards on one database: every guarantee across shards rests on them
+ * being distinct. */
+static int check_shards(struct config *cfg, char *err, size_t errsz)
+{
+    int i, j;
+
+    for (i = 0; i < cfg->nshards; i++) {
+        struct cfg_shard *sh = &cfg->shards[i];
+        if (sh->host[0] == '\0')
+            memcpy(sh->host, cfg->mysql_host, sizeof(sh->host));
+        if (sh->port == 0)
+            sh->port = cfg->mysql_port;
+        if (sh->database[0] == '\0')
+            memcpy(sh->database, cfg->mysql_database, sizeof(sh->database));
+        for (j = 0; j < i; j++) {
+            const struct cfg_shard *o = &cfg->shards[j];
+            if (strcmp(o->host, sh->host) == 0 && o->port == sh->port &&
+                strcmp(o->database, sh->database) == 0) {
+                snprintf(err, errsz, "mysql.shards: shards %d and %d are the same database "
+                         "(%s:%d/%s)", o->id, sh->id, sh->host, sh->port, sh->database);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Stores text (a default or an environment value) as the value of k.
  * Returns 0, or -1 with a reason in err. */
 static int set_value(struct config *cfg, const struct cfg_key *k, const char *text,
@@ -342,6 +540,8 @@ static int set_value(struct config *cfg, const struct cfg_key *k, const char *te
         return set_str(cfg, k, text, origin, err, errsz);
     if (k->type == KEY_KEYS)
         return set_keys_text(cfg, text, origin, err, errsz);
+    if (k->type == KEY_SHARDS)
+        return set_shards_text(cfg, text, origin, err, errsz);
     if (parse_long(text, &v) != 0) {
         key_path(k, path, sizeof(path));
         snprintf(err, errsz, "%s: %s must be an integer, got \"%.32s\"", origin, path, text);
@@ -362,6 +562,8 @@ static int set_json(struct config *cfg, const struct cfg_key *k, const cJSON *it
     key_path(k, path, sizeof(path));
     if (k->type == KEY_KEYS)
         return set_keys_json(cfg, item, file, err, errsz);
+    if (k->type == KEY_SHARDS)
+        return set_shards_json(cfg, item, file, err, errsz);
     if (k->type == KEY_STR) {
         if (!cJSON_IsString(item)) {
             snprintf(err, errsz, "%s: %s must be a string", file, path);
@@ -735,7 +937,7 @@ static int check_values(struct config *cfg, char *err, size_t errsz)
                  cfg->listen_address);
         return -1;
     }
-    if (check_secrets(cfg, err, errsz) != 0)
+    if (check_secrets(cfg, err, errsz) != 0 || check_shards(cfg, err, errsz) != 0)
         return -1;
     return check_auth_keys(cfg, err, errsz);
 }
@@ -802,6 +1004,9 @@ static void key_range(const struct cfg_key *k, char *buf, size_t n)
     case KEY_KEYS:
         snprintf(buf, n, "n<=%d", CFG_AUTH_KEYS_MAX);
         break;
+    case KEY_SHARDS:
+        snprintf(buf, n, "n<=%d", CFG_SHARDS_MAX);
+        break;
     }
 }
 
@@ -834,6 +1039,8 @@ static bool key_equal(const struct cfg_key *k, const struct config *a, const str
         return *(const int *)(const void *)fa == *(const int *)(const void *)fb;
     case KEY_STR:
         return strcmp(fa, fb) == 0;
+    case KEY_SHARDS:
+        return a->nshards == b->nshards && memcmp(a->shards, b->shards, sizeof(a->shards)) == 0;
     case KEY_KEYS:
         break;
     }

@@ -42,6 +42,8 @@ struct db_conn {
 
 struct db_pool {
     const struct config *cfg;
+    struct cfg_shard at;          /* the server and database: mysql.*'s or a shard's */
+    size_t shard_index;           /* its index in the shard set, for per-shard metrics */
     struct metrics *m;
     struct slots *free;           /* which of conns are lent out */
     struct db_conn *conns;
@@ -190,25 +192,28 @@ static void session_options(MYSQL *my, const struct config *cfg)
 static enum db_status connect_conn(struct db_conn *c)
 {
     const struct config *cfg = c->pool->cfg;
+    const struct cfg_shard *at = &c->pool->at;
 
     if (c->my != NULL)
         return DB_OK;
     if ((c->my = mysql_init(NULL)) == NULL)
         return db_fail(c, "cannot allocate a mysql handle");
     session_options(c->my, cfg);
-    if (mysql_real_connect(c->my, cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
-                           cfg->mysql_database, (unsigned int)cfg->mysql_port, NULL, 0) == NULL) {
+    if (mysql_real_connect(c->my, at->host, cfg->mysql_user, cfg->mysql_password,
+                           at->database, (unsigned int)at->port, NULL, 0) == NULL) {
         c->err = mysql_errno(c->my);
         snprintf(c->errstr, sizeof(c->errstr), "cannot connect to mysql %.64s:%d: %.140s (errno %u)",
-                 cfg->mysql_host, cfg->mysql_port, mysql_error(c->my), c->err);
+                 at->host, at->port, mysql_error(c->my), c->err);
         tidy_errstr(c);
         disconnect(c);
         return DB_UNAVAILABLE;
     }
     atomic_store(&c->server_id, mysql_thread_id(c->my));
     metrics_inc(c->pool->m, M_MYSQL_CONNECTS);
-    if (c->was_connected)
+    if (c->was_connected) {
         metrics_inc(c->pool->m, M_MYSQL_RECONNECTS);
+        metrics_shard_inc(c->pool->m, c->pool->shard_index, MS_RECONNECTS);
+    }
     c->was_connected = true;
     return DB_OK;
 }
@@ -614,7 +619,8 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 
 /* The tables of sql/schema.sql the service reads and writes. */
 static const char *const schema_tables[] = { "orders", "payment_record", "stock", "outbox",
-                                             "idem_token", "audit_log", "idem_key" };
+                                             "idem_token", "audit_log", "idem_key",
+                                             "pay_no_registry", "checkout_registry" };
 #define NSCHEMA_TABLES (sizeof(schema_tables) / sizeof(schema_tables[0]))
 
 /* Checks that the stored procedures of the version this build calls
@@ -675,9 +681,25 @@ static enum db_status probe_schema(MYSQL *my, char *err, size_t errsz)
     return probe_procedures(my, err, errsz);
 }
 
+/* mysql.*'s endpoint as a shard entry (id 0). */
+static void default_endpoint(const struct config *cfg, struct cfg_shard *at)
+{
+    memset(at, 0, sizeof(*at));
+    memcpy(at->host, cfg->mysql_host, sizeof(at->host));
+    at->port = cfg->mysql_port;
+    memcpy(at->database, cfg->mysql_database, sizeof(at->database));
+}
+
 enum db_status db_probe(const struct config *cfg, char *err, size_t errsz)
 {
+    return db_probe_at(cfg, NULL, err, errsz);
+}
+
+enum db_status db_probe_at(const struct config *cfg, const struct cfg_shard *at, char *err,
+                           size_t errsz)
+{
     MYSQL *my = mysql_init(NULL);
+    struct cfg_shard def;
     enum db_status st = DB_UNAVAILABLE;
 
     err[0] = '\0';
@@ -685,9 +707,13 @@ enum db_status db_probe(const struct config *cfg, char *err, size_t errsz)
         snprintf(err, errsz, "out of memory");
         return DB_ERROR;
     }
+    if (at == NULL) {
+        default_endpoint(cfg, &def);
+        at = &def;
+    }
     session_options(my, cfg);
-    if (mysql_real_connect(my, cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
-                           cfg->mysql_database, (unsigned int)cfg->mysql_port, NULL, 0) == NULL) {
+    if (mysql_real_connect(my, at->host, cfg->mysql_user, cfg->mysql_password, at->database,
+                           (unsigned int)at->port, NULL, 0) == NULL) {
         snprintf(err, errsz, "cannot connect: %s (errno %u)", mysql_error(my), mysql_errno(my));
         st = classify(mysql_errno(my)).st == DB_RETRY ? DB_UNAVAILABLE : DB_ERROR;
         goto out;
@@ -706,9 +732,8 @@ void db_pool_interrupt(struct db_pool *p)
     if (p == NULL || (my = mysql_init(NULL)) == NULL)
         return;
     session_options(my, p->cfg);
-    if (mysql_real_connect(my, p->cfg->mysql_host, p->cfg->mysql_user, p->cfg->mysql_password,
-                           p->cfg->mysql_database, (unsigned int)p->cfg->mysql_port, NULL,
-                           0) != NULL) {
+    if (mysql_real_connect(my, p->at.host, p->cfg->mysql_user, p->cfg->mysql_password,
+                           p->at.database, (unsigned int)p->at.port, NULL, 0) != NULL) {
         for (int i = 0; i < p->size; i++) {
             unsigned long id = atomic_load(&p->conns[i].server_id);
             if (id == 0)
@@ -729,11 +754,21 @@ const char *db_status_str(enum db_status st)
 
 struct db_pool *db_pool_create(const struct config *cfg, struct metrics *m)
 {
+    return db_pool_create_at(cfg, NULL, m);
+}
+
+struct db_pool *db_pool_create_at(const struct config *cfg, const struct cfg_shard *at,
+                                  struct metrics *m)
+{
     struct db_pool *p = calloc(1, sizeof(*p));
 
     if (p == NULL)
         return NULL;
     p->cfg = cfg;
+    if (at != NULL)
+        p->at = *at;
+    else
+        default_endpoint(cfg, &p->at);
     p->m = m;
     p->size = cfg->mysql_pool_size;
     if ((p->conns = calloc((size_t)p->size, sizeof(*p->conns))) == NULL ||
@@ -745,6 +780,11 @@ struct db_pool *db_pool_create(const struct config *cfg, struct metrics *m)
     for (int i = 0; i < p->size; i++)
         p->conns[i].pool = p;
     return p;
+}
+
+void db_pool_set_shard_index(struct db_pool *p, size_t idx)
+{
+    p->shard_index = idx;
 }
 
 void db_pool_destroy(struct db_pool *p)
@@ -765,6 +805,8 @@ struct db_conn *db_acquire(struct db_pool *p, int wait_ms)
 
     if (waited)
         metrics_inc(p->m, i >= 0 ? M_MYSQL_POOL_WAITS : M_MYSQL_POOL_TIMEOUTS);
+    if (i < 0)
+        metrics_shard_inc(p->m, p->shard_index, MS_POOL_TIMEOUTS);
     if (i < 0)
         return NULL;
     p->conns[i].err = 0;

@@ -30,6 +30,7 @@
 #include "reconcile.h"
 #include "seen.h"
 #include "server.h"
+#include "shard.h"
 
 extern char **environ;
 
@@ -273,17 +274,22 @@ out:
 static int check_schema_at_start(const struct config *cfg)
 {
     char err[512];
-    enum db_status st = db_probe(cfg, err, sizeof(err));
+    int i, n = cfg->nshards > 0 ? cfg->nshards : 1;
 
-    if (st == DB_UNAVAILABLE) {
-        log_warn("mysql unreachable at start, schema not checked", "host=%s port=%d error=\"%s\"",
-                 cfg->mysql_host, cfg->mysql_port, err);
-        return 0;
-    }
-    if (st != DB_OK) {
-        fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", cfg->mysql_host, cfg->mysql_port,
-                cfg->mysql_database, err);
-        return -1;
+    for (i = 0; i < n; i++) {
+        const struct cfg_shard *at = cfg->nshards > 0 ? &cfg->shards[i] : NULL;
+        const char *host = at ? at->host : cfg->mysql_host;
+        const char *db = at ? at->database : cfg->mysql_database;
+        int port = at ? at->port : cfg->mysql_port;
+        enum db_status st = db_probe_at(cfg, at, err, sizeof(err));
+
+        if (st == DB_UNAVAILABLE)
+            log_warn("mysql unreachable at start, schema not checked",
+                     "shard=%d host=%s port=%d error=\"%s\"", at ? at->id : 1, host, port, err);
+        else if (st != DB_OK) {
+            fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", host, port, db, err);
+            return -1;
+        }
     }
     return 0;
 }
@@ -297,13 +303,22 @@ static int check_config(const struct config *cfg, const struct gateways *gws,
     char err[512];
     size_t i;
 
-    if (db_probe(cfg, err, sizeof(err)) != DB_OK) {
-        fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", cfg->mysql_host, cfg->mysql_port,
-                cfg->mysql_database, err);
-        return 1;
+    for (i = 0; i < (size_t)(cfg->nshards > 0 ? cfg->nshards : 1); i++) {
+        const struct cfg_shard *at = cfg->nshards > 0 ? &cfg->shards[i] : NULL;
+        const char *host = at ? at->host : cfg->mysql_host;
+        const char *db = at ? at->database : cfg->mysql_database;
+        int port = at ? at->port : cfg->mysql_port;
+        char shard[24] = "";
+
+        if (at != NULL)
+            snprintf(shard, sizeof(shard), "shard %d: ", at->id);
+        if (db_probe_at(cfg, at, err, sizeof(err)) != DB_OK) {
+            fprintf(stderr, "paycallback: %smysql %s:%d/%s: %s\n", shard, host, port, db, err);
+            return 1;
+        }
+        printf("%smysql %s:%d/%s: ok, schema present (procedures " DB_PROC_PAY_CALLBACK ")\n",
+               shard, host, port, db);
     }
-    printf("mysql %s:%d/%s: ok, schema present (procedures " DB_PROC_PAY_CALLBACK ")\n", cfg->mysql_host, cfg->mysql_port,
-           cfg->mysql_database);
     if (probe_redis(cfg, err, sizeof(err)) != 0)
         fprintf(stderr, "paycallback: warning: redis %s:%d: %s; the service would run degraded "
                 "(tokens in MySQL, no stock lock)\n", cfg->redis_host, cfg->redis_port, err);
@@ -400,7 +415,8 @@ int main(int argc, char **argv)
         goto out;
     const struct http_route_info *ri = http_routes(&nroutes);
     if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
-        (srv.db = db_pool_create(&cfg, srv.m)) == NULL ||
+        shard_set_open(&srv.shards, &cfg, srv.m) != 0 ||
+        (srv.db = srv.shards.s[0].pool) == NULL ||
         (srv.rds = rds_pool_create(&cfg, srv.m)) == NULL ||
         (srv.paid = seen_create(SEEN_SLOTS_DEFAULT)) == NULL ||
         (srv.keys = keyslot_create(keyring_hold(kr0))) == NULL) {
@@ -445,7 +461,8 @@ int main(int argc, char **argv)
     query_cancel(srv.query);                  /* a query waiting on a slow endpoint ends now */
     if (graceful_stop(&srv, &stop_set) != 0) {
         http_abandon(&srv);                   /* the cut requests get no answer */
-        db_pool_interrupt(srv.db);            /* a cut CALL rolls back, not on by itself */
+        for (size_t i = 0; i < srv.shards.n; i++)   /* a cut CALL rolls back, not on by itself */
+            db_pool_interrupt(srv.shards.s[i].pool);
         _exit(1);                             /* MySQL rolls the cut transactions back */
     }
     log_info("stopped", "%s", "");
@@ -459,7 +476,7 @@ out:
     seen_destroy(srv.paid);
     keyslot_destroy(srv.keys);
     rds_pool_destroy(srv.rds);
-    db_pool_destroy(srv.db);
+    shard_set_close(&srv.shards);
     metrics_destroy(srv.m);
     curl_global_cleanup();
     query_destroy(srv.query);

@@ -52,6 +52,10 @@ struct metrics {
     size_t ngw, ngw_results, ngw_reasons;
     atomic_ullong gw_result[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
     atomic_ullong gw_reject[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
+    const char *const *shard_labels;          /* set once before threads start */
+    size_t nshards;
+    atomic_ullong shard_count[METRICS_SHARDS_MAX][MS_COUNT];
+    atomic_int shard_ready[METRICS_SHARDS_MAX];
     struct timespec start;                    /* wall clock at creation */
     atomic_llong gauge[G_COUNT];
     atomic_ullong idem_wait_bucket[NBUCKETS + 1];   /* non-cumulative; last = +Inf */
@@ -457,6 +461,54 @@ void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason)
         atomic_fetch_add_explicit(&m->gw_reject[gw][reason], 1, memory_order_relaxed);
 }
 
+void metrics_set_shards(struct metrics *m, const char *const *labels, size_t n)
+{
+    if (m == NULL)
+        return;
+    m->shard_labels = labels;
+    m->nshards = n < METRICS_SHARDS_MAX ? n : METRICS_SHARDS_MAX;
+}
+
+void metrics_shard_inc(struct metrics *m, size_t idx, enum metric_shard_counter c)
+{
+    if (m != NULL && idx < m->nshards && (unsigned)c < MS_COUNT)
+        atomic_fetch_add_explicit(&m->shard_count[idx][c], 1, memory_order_relaxed);
+}
+
+void metrics_shard_ready(struct metrics *m, size_t idx, int ready)
+{
+    if (m != NULL && idx < m->nshards)
+        atomic_store_explicit(&m->shard_ready[idx], ready != 0, memory_order_relaxed);
+}
+
+static void render_shards(const struct metrics *m, struct buf *b)
+{
+    static const struct { const char *name, *help; } info[MS_COUNT] = {
+        [MS_UNAVAILABLE] = { "paycallback_shard_unavailable_total",
+                             "Requests answered 503 because this shard's database failed them." },
+        [MS_POOL_TIMEOUTS] = { "paycallback_shard_pool_timeouts_total",
+                               "Acquisitions of this shard's connection pool that gave up." },
+        [MS_RECONNECTS] = { "paycallback_shard_reconnects_total",
+                            "Connections to this shard made again after a lost link." },
+    };
+    size_t i;
+    int c;
+
+    if (m->nshards == 0)
+        return;
+    bprintf(b, "# HELP paycallback_shard_ready 1 when the shard's database took writes at the "
+               "last readiness probe.\n# TYPE paycallback_shard_ready gauge\n");
+    for (i = 0; i < m->nshards; i++)
+        bprintf(b, "paycallback_shard_ready{shard=\"%s\"} %d\n", m->shard_labels[i],
+                atomic_load_explicit(&m->shard_ready[i], memory_order_relaxed));
+    for (c = 0; c < MS_COUNT; c++) {
+        bprintf(b, "# HELP %s %s\n# TYPE %s counter\n", info[c].name, info[c].help, info[c].name);
+        for (i = 0; i < m->nshards; i++)
+            bprintf(b, "%s{shard=\"%s\"} %llu\n", info[c].name, m->shard_labels[i],
+                    ld(&m->shard_count[i][c]));
+    }
+}
+
 /* One labelled series per gateway and label value, zeros included, so a
  * rate() sees a series before its first increment. */
 static void render_gateway_family(const struct metrics *m, struct buf *b, const char *name,
@@ -565,6 +617,7 @@ char *metrics_render(const struct metrics *m, size_t *len)
     render_latency(m, &b);
     render_counters(m, &b);
     render_gateways(m, &b);
+    render_shards(m, &b);
     render_build_info(m, &b);
     render_process(m, &b);
     render_idem_wait(m, &b);

@@ -4,6 +4,8 @@
 #include "config.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
+#include "shard.h"
 #include "server.h"
 
 struct db_conn *db_acquire_or_reply(struct server *srv, struct http_resp *resp)
@@ -12,6 +14,28 @@ struct db_conn *db_acquire_or_reply(struct server *srv, struct http_resp *resp)
 
     if (c == NULL)
         http_reply_unavailable(resp, "database busy: no free connection");
+    return c;
+}
+
+const struct shard *order_shard_or_reply(struct server *srv, const char *order_no,
+                                         struct http_resp *resp)
+{
+    const struct shard *sh = shard_of_order(&srv->shards, order_no);
+
+    if (sh == NULL)
+        http_reply_error(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
+    return sh;
+}
+
+struct db_conn *shard_acquire_or_reply(struct server *srv, const struct shard *sh,
+                                       struct http_resp *resp)
+{
+    struct db_conn *c = db_acquire(sh->pool, srv->cfg->mysql_wait_ms);
+
+    if (c == NULL) {
+        metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
+        http_reply_unavailable(resp, "database busy: no free connection");
+    }
     return c;
 }
 

@@ -1,6 +1,8 @@
 /* ops.c - operations routes: liveness, readiness and Prometheus metrics. */
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "db.h"
@@ -8,6 +10,7 @@
 #include "metrics.h"
 #include "rds.h"
 #include "server.h"
+#include "shard.h"
 
 void handle_healthz(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
@@ -29,44 +32,110 @@ static const char *mysql_state(enum db_status st, const struct db_node *node)
     return node->galera ? "not_synced" : "down";
 }
 
-/* Pings MySQL through the pool (node gets its Galera state) and Redis
- * (which refreshes the degraded state, once a second while down), and
- * records the outcome in the paycallback_ready gauge. DB_OK when MySQL
- * takes writes. */
-static enum db_status probe_ready(struct server *srv, struct db_node *node)
+/* Pings one shard's database (node gets its Galera state) and records the
+ * outcome in its paycallback_shard_ready gauge. DB_OK when it takes writes. */
+static enum db_status probe_shard(struct server *srv, const struct shard *sh,
+                                  struct db_node *node)
 {
     struct db_conn *conn = NULL;
     enum db_status st = DB_UNAVAILABLE;
 
-    if ((conn = db_acquire(srv->db, srv->cfg->mysql_wait_ms)) != NULL)
+    if ((conn = db_acquire(sh->pool, srv->cfg->mysql_wait_ms)) != NULL)
         st = db_ping(conn, node);
-    db_release(srv->db, conn);
-    rds_ping(srv->rds);
-    metrics_set_ready(srv->m, st == DB_OK);
+    db_release(sh->pool, conn);
+    metrics_shard_ready(srv->m, sh->index, st == DB_OK);
     return st;
+}
+
+/* What the probes found: each shard's state, and how many take writes. */
+struct ready_probe {
+    enum db_status st[CFG_SHARDS_MAX];
+    struct db_node node[CFG_SHARDS_MAX];
+    size_t up;
+};
+
+/* Pings every shard (or only only, when not NULL) and Redis (which
+ * refreshes the degraded state, once a second while down), and records
+ * the outcome in the paycallback_ready gauge: 1 while some shard takes
+ * writes, since one shard down fails only its own orders. */
+static void probe_ready(struct server *srv, const struct shard *only, struct ready_probe *p)
+{
+    size_t i;
+
+    memset(p, 0, sizeof(*p));
+    for (i = 0; i < srv->shards.n; i++) {
+        p->st[i] = DB_UNAVAILABLE;
+        if (only != NULL && only != &srv->shards.s[i])
+            continue;
+        if ((p->st[i] = probe_shard(srv, &srv->shards.s[i], &p->node[i])) == DB_OK)
+            p->up++;
+    }
+    rds_ping(srv->rds);
+    if (only == NULL)
+        metrics_set_ready(srv->m, p->up > 0);
 }
 
 /* Ready while MySQL takes writes: it answers and, on Galera, the node is
  * Synced and primary. Redis being down only degrades, shown as
- * "redis":"degraded" (tokens in MySQL, stock lock skipped). */
+ * "redis":"degraded" (tokens in MySQL, stock lock skipped).
+ *
+ * Sharded, the service is ready while any shard takes writes, and the body
+ * says which ("shards":{"1":"up","2":"down"}; "mysql" is "up", "partial"
+ * or "down"): taking every instance out of rotation because one shard is
+ * down would turn a partial outage into a total one. /readyz?shard=N
+ * answers for shard N alone (404 for a shard this service does not have),
+ * for per-shard health checks and alerts. */
 void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    struct db_node node = { 0, 0, 0 };
-    enum db_status st = probe_ready(srv, &node);
-    cJSON *o = cJSON_CreateObject();
+    const char *want = http_req_query(req, "shard");
+    const struct shard *only = NULL;
+    struct ready_probe p;
+    cJSON *o, *shards;
+    size_t i;
+    bool ok;
 
-    (void)req;
-    if (st != DB_OK) {                        /* an error body like any other, plus the probe */
-        cJSON_AddStringToObject(o, "code", "UNAVAILABLE");
-        cJSON_AddStringToObject(o, "message", node.galera ? "galera node is not synced"
-                                                          : "mysql does not answer");
+    if (want != NULL) {
+        char *end;
+        long id = strtol(want, &end, 10);
+        if (want[0] < '0' || want[0] > '9' || *end != '\0' || id < 1 || id > CFG_SHARD_ID_MAX ||
+            (only = shard_by_id(&srv->shards, (int)id)) == NULL) {
+            http_reply_error(resp, 404, "NOT_FOUND", "no such shard");
+            return;
+        }
     }
-    cJSON_AddStringToObject(o, "status", st == DB_OK ? "ready" : "unavailable");
-    cJSON_AddStringToObject(o, "mysql", mysql_state(st, &node));
-    if (node.galera)
-        cJSON_AddNumberToObject(o, "wsrep_local_state", node.wsrep_local_state);
+    probe_ready(srv, only, &p);
+    ok = p.up > 0;
+    o = cJSON_CreateObject();
+    if (!srv->shards.sharded) {
+        const struct db_node *node = &p.node[0];
+        if (!ok) {                                /* an error body like any other, plus the probe */
+            cJSON_AddStringToObject(o, "code", "UNAVAILABLE");
+            cJSON_AddStringToObject(o, "message", node->galera ? "galera node is not synced"
+                                                               : "mysql does not answer");
+        }
+        cJSON_AddStringToObject(o, "status", ok ? "ready" : "unavailable");
+        cJSON_AddStringToObject(o, "mysql", mysql_state(p.st[0], node));
+        if (node->galera)
+            cJSON_AddNumberToObject(o, "wsrep_local_state", node->wsrep_local_state);
+    } else {
+        size_t asked = only != NULL ? 1 : srv->shards.n;
+        if (!ok) {
+            cJSON_AddStringToObject(o, "code", "UNAVAILABLE");
+            cJSON_AddStringToObject(o, "message", only != NULL ? "the shard does not take writes"
+                                                               : "no shard takes writes");
+        }
+        cJSON_AddStringToObject(o, "status", ok ? "ready" : "unavailable");
+        cJSON_AddStringToObject(o, "mysql", p.up == asked ? "up" : p.up > 0 ? "partial" : "down");
+        shards = cJSON_AddObjectToObject(o, "shards");
+        for (i = 0; i < srv->shards.n; i++) {
+            if (only != NULL && only != &srv->shards.s[i])
+                continue;
+            cJSON_AddStringToObject(shards, srv->shards.s[i].label,
+                                    mysql_state(p.st[i], &p.node[i]));
+        }
+    }
     cJSON_AddStringToObject(o, "redis", rds_degraded(srv->rds) ? "degraded" : "up");
-    if (st == DB_OK)
+    if (ok)
         http_reply_json(resp, 200, o);
     else
         http_reply_json_unavailable(resp, o);
@@ -77,12 +146,12 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
  * and alerting needs no probe of its own against /readyz. */
 void handle_metrics(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    struct db_node node = { 0, 0, 0 };
+    struct ready_probe p;
     size_t len;
     char *text;
 
     (void)req;
-    probe_ready(srv, &node);
+    probe_ready(srv, NULL, &p);
     text = metrics_render(srv->m, &len);
     if (text == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "cannot render metrics");

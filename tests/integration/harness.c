@@ -1134,15 +1134,35 @@ void h_db_reset(void)
         "TRUNCATE TABLE idem_token",
         "TRUNCATE TABLE audit_log",
         "TRUNCATE TABLE idem_key",
+        "TRUNCATE TABLE pay_no_registry",
+        "TRUNCATE TABLE checkout_registry",
         "TRUNCATE TABLE stock",
         "INSERT INTO stock (sku, price, num) VALUES "
         "('SHOE-42', 899.00, 100), ('SOCK-01', 19.90, 500), ('HAT-7', 129.50, 10)",
     };
+    const char *db = test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
+    char use[160];
     MYSQL *m = db_open();
 
-    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++)
-        mysql_free_result(db_run(m, sql[i]));
+    /* The second shard's database first, then back to the test database. */
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(use, sizeof use, pass == 0 ? "USE `%s" H_SHARD2_SUFFIX "`" : "USE `%s`", db);
+        mysql_free_result(db_run(m, use));
+        for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++)
+            mysql_free_result(db_run(m, sql[i]));
+    }
     mysql_close(m);
+}
+
+const char *h_shards_env(void)
+{
+    static char env[512];
+    const char *db = test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
+    unsigned int port = test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT);
+
+    snprintf(env, sizeof env, "PAYCALLBACK_MYSQL_SHARDS=1=" H_HOST ":%u/%s,2=" H_HOST ":%u/%s"
+             H_SHARD2_SUFFIX, port, db, port, db);
+    return env;
 }
 
 void h_temp_file(char path[H_TEMP_PATH_MAX], const char *text)

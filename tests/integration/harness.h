@@ -254,6 +254,18 @@ char *h_db_scalar_str(const char *fmt, ...) __attribute__((format(printf, 1, 2))
  * back the seed stock (SHOE-42, SOCK-01, HAT-7). */
 void h_db_reset(void);
 
+/* The second shard of a sharded test server is a second database on the
+ * same MariaDB: the test database's name + H_SHARD2_SUFFIX (qualify table
+ * names with it in h_db_exec: "paycallback_test_s2.orders"). h_db_reset
+ * empties both. */
+#define H_SHARD2_SUFFIX "_s2"
+#define H_SHARD2_DB     "paycallback_test" H_SHARD2_SUFFIX
+
+/* "PAYCALLBACK_MYSQL_SHARDS=1=...,2=...": the environment entry that makes
+ * a test server sharded over the test database (shard 1) and its _s2
+ * twin (shard 2). A static string. */
+const char *h_shards_env(void);
+
 /* Inserts an order directly: sku SHOE-42, quantity 1, request_id
  * "req-" order_no (cut to 64 chars), the given amount ("899.00") and
  * status (1 = WAIT_PAY). */

@@ -532,6 +532,87 @@ END_TEST
 
 /* ---- what SIGHUP may change -------------------------------------------------- */
 
+
+/* ---- mysql.shards ---------------------------------------------------------- */
+
+START_TEST(cfg_load_reads_shards_and_fills_their_endpoints_from_mysql)
+{
+    struct config cfg;
+
+    ck_assert_int_eq(0, load(&cfg, "{\"mysql\": {\"host\": \"10.0.0.5\", \"port\": 3310, "
+                                   "\"database\": \"pc\", \"shards\": [{\"id\": 2, \"port\": 33412}, "
+                                   "{\"id\": 7, \"host\": \"10.0.0.9\", \"database\": \"pc7\"}]}}",
+                          NULL));
+    ck_assert_int_eq(2, cfg.nshards);
+    ck_assert_int_eq(2, cfg.shards[0].id);
+    ck_assert_str_eq("10.0.0.5", cfg.shards[0].host);
+    ck_assert_int_eq(33412, cfg.shards[0].port);
+    ck_assert_str_eq("pc", cfg.shards[0].database);
+    ck_assert_int_eq(7, cfg.shards[1].id);
+    ck_assert_str_eq("10.0.0.9", cfg.shards[1].host);
+    ck_assert_int_eq(3310, cfg.shards[1].port);
+    ck_assert_str_eq("pc7", cfg.shards[1].database);
+    ck_assert_int_eq(0, load(&cfg, "{}", NULL));
+    ck_assert_int_eq(0, cfg.nshards);
+}
+END_TEST
+
+START_TEST(cfg_load_lets_the_environment_replace_the_shard_list)
+{
+    const char *env[] = { "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:33411/a,3=:33413,4=db4/b", NULL };
+    const char *none[] = { "PAYCALLBACK_MYSQL_SHARDS=", NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(0, load(&cfg, "{\"mysql\": {\"shards\": [{\"id\": 9}]}}", env));
+    ck_assert_int_eq(3, cfg.nshards);
+    ck_assert_int_eq(1, cfg.shards[0].id);
+    ck_assert_str_eq("127.0.0.1", cfg.shards[0].host);
+    ck_assert_int_eq(33411, cfg.shards[0].port);
+    ck_assert_str_eq("a", cfg.shards[0].database);
+    ck_assert_int_eq(3, cfg.shards[1].id);
+    ck_assert_str_eq("127.0.0.1", cfg.shards[1].host);       /* mysql.host's default */
+    ck_assert_int_eq(33413, cfg.shards[1].port);
+    ck_assert_str_eq("paycallback", cfg.shards[1].database);
+    ck_assert_str_eq("db4", cfg.shards[2].host);
+    ck_assert_int_eq(3306, cfg.shards[2].port);
+    ck_assert_str_eq("b", cfg.shards[2].database);
+    ck_assert_int_eq(0, load(&cfg, "{\"mysql\": {\"shards\": [{\"id\": 9}]}}", none));
+    ck_assert_int_eq(0, cfg.nshards);
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_bad_shard_lists)
+{
+    const char *e1[] = { "PAYCALLBACK_MYSQL_SHARDS=1=h:0", NULL };
+    const char *e2[] = { "PAYCALLBACK_MYSQL_SHARDS=x=h:1", NULL };
+    const char *e3[] = { "PAYCALLBACK_MYSQL_SHARDS=1h:1", NULL };
+    const char *e4[] = { "PAYCALLBACK_MYSQL_SHARDS=1=h:1,1=g:2", NULL };
+
+    refused("{\"mysql\": {\"shards\": {}}}", NULL, "mysql.shards must be an array");
+    refused("{\"mysql\": {\"shards\": [{\"host\": \"h\"}]}}", NULL, "needs an \"id\"");
+    refused("{\"mysql\": {\"shards\": [{\"id\": 100}]}}", NULL, "id must be an integer in 1..99");
+    refused("{\"mysql\": {\"shards\": [{\"id\": 0}]}}", NULL, "id must be an integer in 1..99");
+    refused("{\"mysql\": {\"shards\": [{\"id\": 1, \"port\": 70000}]}}", NULL,
+            "port must be an integer in 1..65535");
+    refused("{\"mysql\": {\"shards\": [{\"id\": 1, \"host\": \"\"}]}}", NULL,
+            "host must be a non-empty string");
+    refused("{\"mysql\": {\"shards\": [{\"id\": 1, \"hots\": \"h\"}]}}", NULL,
+            "unknown key \"mysql.shards[0].hots\"");
+    refused("{\"mysql\": {\"shards\": [{\"id\": 1, \"id\": 2}]}}", NULL, "each member once");
+    refused("{\"mysql\": {\"shards\": [{\"id\": 1}, {\"id\": 1, \"port\": 2}]}}", NULL,
+            "shard id 1 appears twice");
+    refused("{\"mysql\": {\"shards\": [{\"id\": 1}, {\"id\": 2}]}}", NULL,
+            "shards 1 and 2 are the same database");
+    refused("{\"mysql\": {\"shards\": [{\"id\":1},{\"id\":2,\"port\":2},{\"id\":3,\"port\":3},"
+            "{\"id\":4,\"port\":4},{\"id\":5,\"port\":5},{\"id\":6,\"port\":6},{\"id\":7,\"port\":7},"
+            "{\"id\":8,\"port\":8},{\"id\":9,\"port\":9}]}}", NULL, "more than 8 shards");
+    refused("{}", e1, "port must be in 1..65535");
+    refused("{}", e2, "id must be in 1..99");
+    refused("{}", e3, "must be id=host:port/database");
+    refused("{}", e4, "shard id 1 appears twice");
+}
+END_TEST
+
 START_TEST(cfg_restart_keys_names_only_the_keys_a_reload_cannot_apply)
 {
     static struct config a, b;
@@ -629,6 +710,12 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_refuses_the_development_key_outside_development);
     tcase_add_test(tc, cfg_load_refuses_bad_keys_without_printing_them);
     tcase_add_test(tc, cfg_load_refuses_duplicate_names_and_keys);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("shards");
+    tcase_add_test(tc, cfg_load_reads_shards_and_fills_their_endpoints_from_mysql);
+    tcase_add_test(tc, cfg_load_lets_the_environment_replace_the_shard_list);
+    tcase_add_test(tc, cfg_load_refuses_bad_shard_lists);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fail closed on the callback secret");

@@ -1,0 +1,77 @@
+/* shard.h - the databases a service spreads orders over, and where each
+ * row lives (docs/sharding.md).
+ *
+ * Without mysql.shards the service has one database, shard 1, and order
+ * numbers carry no prefix: everything is as on one server. With it, every
+ * order number starts with "S" + its shard id in two digits + "-"
+ * ("S02-O20261202170301" "9f1c0a7e5b3d2c18"), so a callback, a transition
+ * or a read is routed by its order_no alone, with no lookup. Rows that
+ * must be unique across shards (a pay_no's owner, a checkout's order) are
+ * placed by a hash of their key over the configured shards, in order.
+ *
+ * The set is built once at start and read-only afterwards: any thread. */
+#ifndef PAYCALLBACK_SHARD_H
+#define PAYCALLBACK_SHARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+struct db_pool;
+struct metrics;
+
+#define SHARD_PREFIX_LEN 4        /* "S07-" */
+
+struct shard {
+    int id;                       /* as configured: written into order numbers */
+    size_t index;                 /* position in the set: the metrics' shard index */
+    char label[4];                /* the id as text, for metrics and logs */
+    struct db_pool *pool;
+};
+
+struct shard_set {
+    bool sharded;                 /* mysql.shards is set: order numbers are prefixed */
+    size_t n;
+    struct shard s[CFG_SHARDS_MAX];
+    const char *labels[CFG_SHARDS_MAX]; /* s[i].label, for the metrics registry */
+};
+
+/* Opens one pool per shard (lazily connected), or the one pool of mysql.*
+ * as shard 1 without mysql.shards. 0, or -1 on allocation failure (set is
+ * then destroyed). */
+int shard_set_open(struct shard_set *set, const struct config *cfg, struct metrics *m);
+
+/* Closes every pool. Safe on a zeroed or failed set. */
+void shard_set_close(struct shard_set *set);
+
+/* The shard with this id, or NULL. */
+const struct shard *shard_by_id(const struct shard_set *set, int id);
+
+/* What an order number says of its shard: SHARD_NO_PREFIX when it does
+ * not start with "S" + 2 digits + "-", else SHARD_PREFIXED with the id in
+ * *id (1..99; "S00-" is SHARD_MALFORMED). Pure. */
+enum shard_parse { SHARD_NO_PREFIX, SHARD_PREFIXED, SHARD_MALFORMED };
+enum shard_parse shard_parse_order_no(const char *order_no, int *id);
+
+/* The shard an order lives on, or NULL when its number names none of this
+ * service's shards (the caller answers 404 and writes nothing). Unsharded,
+ * every order is on shard 1. Sharded, a prefixed number is routed by its
+ * prefix and an unprefixed one (made before sharding) to shard 1, if
+ * configured. */
+const struct shard *shard_of_order(const struct shard_set *set, const char *order_no);
+
+/* Where the row keyed by key is placed: the first 8 bytes of SHA-256(key),
+ * big-endian, modulo the number of shards, over the shards in configured
+ * order. Pure given the set; the same key always lands on the same shard
+ * while the list is unchanged. */
+size_t shard_place_index(const char *key, size_t nshards);
+const struct shard *shard_place(const struct shard_set *set, const char *key);
+
+/* The order number of a new order on sh: tail itself when the set is not
+ * sharded, else "Sdd-" + tail. out has outsz bytes. 0, or -1 when it does
+ * not fit. */
+int shard_order_no(const struct shard_set *set, const struct shard *sh, const char *tail,
+                   char *out, size_t outsz);
+
+#endif

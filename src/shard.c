@@ -1,0 +1,112 @@
+/* shard.c - the shard set: one pool per database, routing by order number
+ * and placement by hash. */
+#include "shard.h"
+
+#include <openssl/sha.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "db.h"
+#include "metrics.h"
+
+int shard_set_open(struct shard_set *set, const struct config *cfg, struct metrics *m)
+{
+    size_t i;
+
+    memset(set, 0, sizeof(*set));
+    set->sharded = cfg->nshards > 0;
+    set->n = set->sharded ? (size_t)cfg->nshards : 1;
+    for (i = 0; i < set->n; i++) {
+        struct shard *sh = &set->s[i];
+        sh->id = set->sharded ? cfg->shards[i].id : 1;
+        sh->index = i;
+        snprintf(sh->label, sizeof(sh->label), "%d", sh->id);
+        sh->pool = set->sharded ? db_pool_create_at(cfg, &cfg->shards[i], m)
+                                : db_pool_create(cfg, m);
+        if (sh->pool == NULL) {
+            shard_set_close(set);
+            return -1;
+        }
+        db_pool_set_shard_index(sh->pool, i);
+        set->labels[i] = sh->label;
+    }
+    metrics_set_shards(m, set->labels, set->n);
+    return 0;
+}
+
+void shard_set_close(struct shard_set *set)
+{
+    size_t i;
+
+    for (i = 0; i < CFG_SHARDS_MAX; i++) {
+        db_pool_destroy(set->s[i].pool);
+        set->s[i].pool = NULL;
+    }
+    set->n = 0;
+}
+
+const struct shard *shard_by_id(const struct shard_set *set, int id)
+{
+    size_t i;
+
+    for (i = 0; i < set->n; i++)
+        if (set->s[i].id == id)
+            return &set->s[i];
+    return NULL;
+}
+
+enum shard_parse shard_parse_order_no(const char *s, int *id)
+{
+    *id = 0;
+    if (s[0] != 'S' || s[1] < '0' || s[1] > '9' || s[2] < '0' || s[2] > '9' || s[3] != '-')
+        return SHARD_NO_PREFIX;
+    *id = (s[1] - '0') * 10 + (s[2] - '0');
+    return *id == 0 ? SHARD_MALFORMED : SHARD_PREFIXED;
+}
+
+const struct shard *shard_of_order(const struct shard_set *set, const char *order_no)
+{
+    int id = 1;
+
+    if (set->sharded) {
+        switch (shard_parse_order_no(order_no, &id)) {
+        case SHARD_NO_PREFIX:
+            id = 1;                       /* made before the service was sharded */
+            break;
+        case SHARD_PREFIXED:
+            break;
+        case SHARD_MALFORMED:
+            return NULL;
+        }
+    }
+    return shard_by_id(set, id);
+}
+
+size_t shard_place_index(const char *key, size_t nshards)
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    uint64_t h = 0;
+    int i;
+
+    if (nshards <= 1)
+        return 0;
+    SHA256((const unsigned char *)key, strlen(key), md);
+    for (i = 0; i < 8; i++)
+        h = (h << 8) | md[i];
+    return (size_t)(h % nshards);
+}
+
+const struct shard *shard_place(const struct shard_set *set, const char *key)
+{
+    return &set->s[shard_place_index(key, set->n)];
+}
+
+int shard_order_no(const struct shard_set *set, const struct shard *sh, const char *tail,
+                   char *out, size_t outsz)
+{
+    int n = set->sharded ? snprintf(out, outsz, "S%02d-%s", sh->id, tail)
+                         : snprintf(out, outsz, "%s", tail);
+
+    return n < 0 || (size_t)n >= outsz ? -1 : 0;
+}
