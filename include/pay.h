@@ -12,6 +12,7 @@
 #ifndef PAYCALLBACK_PAY_H
 #define PAYCALLBACK_PAY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "db.h"
@@ -19,6 +20,8 @@
 
 struct metrics;
 struct seen;
+struct shard;
+struct shard_set;
 
 #define PAY_CURRENCY_BUF 4        /* ISO 4217 alpha code and the NUL */
 
@@ -52,7 +55,9 @@ struct pay_outcome {
     /* PAID, REFUND_REQUIRED, REPLAY: the answer to give. */
     int order_status;             /* enum order_status after the call; 0 if the order is gone */
     int outcome;                  /* enum payment_status: the first answer for this pay_no */
-    /* REPLAY, CONFLICT: the record of the first call. */
+    /* REPLAY, CONFLICT: the record of the first call. A conflict found in
+     * the pay_no registry (sharded) knows the order only: the amount is
+     * then -1. */
     char stored_order_no[ID_BUF];
     int64_t stored_amount_cents;
     /* MISMATCH: what the order expects. */
@@ -76,6 +81,46 @@ struct pay_outcome {
  * db_errno(c)/db_errstr(c). Any thread, one connection per thread. */
 enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
                           struct pay_outcome *out);
+
+/* How pay_route reaches the databases. */
+struct pay_route {
+    const struct shard_set *set;
+    int wait_ms;                  /* longest wait for each connection borrowed */
+    struct seen *recent;          /* pay_apply's hint; may be NULL */
+    struct metrics *m;            /* a shard that fails a payment is counted; may be NULL */
+};
+
+/* Where a routed payment failed: set on PAY_UNAVAILABLE and PAY_ERROR, for
+ * the caller's one log line. */
+struct pay_failure {
+    const struct shard *shard;    /* whose database failed */
+    const char *step;             /* "pay_no registry" or "pay_apply" */
+    bool no_conn;                 /* no connection of its pool freed up in time */
+    unsigned int err;             /* db_errno, 0 when there was none */
+    char msg[DB_ERRSTR_MAX];      /* db_errstr, or why there was no connection */
+};
+
+/* Applies req on the shard its order_no names, borrowing and releasing
+ * connections itself (one at a time: never two shards' at once). A number
+ * that names no shard of the set is PAY_NOT_FOUND with nothing written
+ * anywhere. Unsharded, it is pay_apply on shard 1's pool. Sharded, the
+ * pay_no is first bound to its order in pay_no_registry on
+ * shard_place(pay_no), an autocommit insert: a pay_no bound to another
+ * order is PAY_CONFLICT, nothing written on the order's shard; bound to
+ * this one (a repeat, or the retry of a callback that died between the two
+ * steps), it goes on to pay_apply on the order's shard. The binding stays
+ * whatever the shard then answers. A pay_no of the recent hint whose record
+ * on the order's shard is this very payment is answered PAY_REPLAY from
+ * that one read, without the registry. A shard that cannot be reached is
+ * PAY_UNAVAILABLE, counted in its paycallback_shard_unavailable_total and
+ * named in fail. Any thread. */
+enum pay_result pay_route(const struct pay_route *rt, const struct pay_request *req,
+                          struct pay_outcome *out, struct pay_failure *fail);
+
+/* Logs a routed payment's failure as one "mysql failure" line: the step,
+ * the shard, the MySQL error and request_id; a warning when retryable,
+ * else an error. */
+void pay_log_failure(const struct pay_failure *f, bool retryable, const char *request_id);
 
 /* Logs and counts what operators must see of a result, each line with
  * request_id: PAID (info), REFUND_REQUIRED, CONFLICT, NOT_FOUND and

@@ -15,6 +15,8 @@ enum db_stmt {
     ST_PAY_CALL,                  /* pay_no, order_no, amount, payload -> enum pay_call_col */
     ST_PAY_SELECT,                /* pay_no -> enum pay_seen_col */
     ST_ORDER_CURRENCY,            /* order_no -> enum order_currency_col */
+    ST_PAY_NO_REGISTER,           /* pay_no, order_no (sharded: the pay_no's registry shard) */
+    ST_PAY_NO_OWNER,              /* pay_no -> enum pay_no_owner_col */
     /* outbox (outbox.c) */
     ST_OUTBOX_INSERT,             /* event_type, order_no, payload */
     /* orders (orders.c) */
@@ -75,6 +77,9 @@ enum order_col {
 /* ST_PAY_SELECT: a payment_record joined with its order's status (NULL
  * when the order is gone). */
 enum pay_seen_col { PSC_ORDER_NO, PSC_AMOUNT, PSC_OUTCOME, PSC_ORDER_STATUS };
+
+/* ST_PAY_NO_OWNER: the order a pay_no was first presented with. */
+enum pay_no_owner_col { PNC_ORDER_NO };
 
 /* ST_ORDER_CURRENCY: what a payment in a stated currency is checked against. */
 enum order_currency_col { OCC_CURRENCY, OCC_AMOUNT };

@@ -7,7 +7,11 @@
  * WAIT_PAY -> PAID with its order.paid outbox row. Either all of it
  * commits or none of it does, so any retry is safe. The transaction runs
  * inside MariaDB as one CALL of pay_callback_v1 (sql/schema.sql): one
- * client/server round trip instead of six. */
+ * client/server round trip instead of six.
+ *
+ * pay_route runs it on the order's shard. Sharded, a third line comes
+ * first: the pay_no's row in pay_no_registry on its placement, so that
+ * two shards' UNIQUE(pay_no) can never each record the same payment. */
 #include "pay.h"
 
 #include <stdbool.h>
@@ -20,6 +24,7 @@
 #include "order_state.h"
 #include "outbox.h"
 #include "seen.h"
+#include "shard.h"
 
 /* pay_callback_v1 (sql/schema.sql) writes these codes as literals. */
 _Static_assert(ORDER_WAIT_PAY == 1 && ORDER_PAID == 2 && PAYMENT_PAID == 1 &&
@@ -172,25 +177,33 @@ static enum pay_result check_currency(struct db_conn *c, const struct pay_reques
     return PAY_MISMATCH;
 }
 
-enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
-                          struct pay_outcome *out)
+/* The cheap path of a pay_no this process saw recorded: one indexed read.
+ * True when the record answered (a replay or a conflict) or the read
+ * failed, with the result in *r; false when there is no record, so the
+ * hint was wrong. */
+static bool hinted(struct db_conn *c, const struct pay_request *req, struct pay_outcome *out,
+                   enum pay_result *r)
+{
+    enum db_status st;
+    bool found = false;
+
+    if ((st = load_record(c, req, out, &found)) != DB_OK) {
+        *r = from_db(st);
+        return true;
+    }
+    if (found)
+        *r = record_result(req, out);
+    return found;
+}
+
+/* The currency check and the one call, which inserts first. */
+static enum pay_result call(struct db_conn *c, struct seen *recent, const struct pay_request *req,
+                            struct pay_outcome *out)
 {
     struct pay_call j = { .req = req };
     enum pay_result r;
     enum db_status st;
-    bool found = false;
 
-    memset(out, 0, sizeof(*out));
-    /* A pay_no this process saw committed is most likely a gateway retry:
-     * one indexed read answers it without a write. Anything else goes
-     * straight to the one call, which inserts first; it stays the
-     * authority, so a wrong hint only costs the read. */
-    if (seen_has(recent, req->pay_no)) {
-        if ((st = load_record(c, req, out, &found)) != DB_OK)
-            return from_db(st);
-        if (found)
-            return record_result(req, out);
-    }
     if ((r = check_currency(c, req, out)) != PAY_PAID)
         return r;
     if ((st = db_retry(c, pay_call_body, &j)) != DB_OK)
@@ -203,6 +216,161 @@ enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct p
     if (r == PAY_PAID || r == PAY_REFUND_REQUIRED || r == PAY_REPLAY || r == PAY_CONFLICT)
         seen_add(recent, req->pay_no);          /* a record exists, committed */
     return r;
+}
+
+enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
+                          struct pay_outcome *out)
+{
+    enum pay_result r;
+
+    memset(out, 0, sizeof(*out));
+    /* A pay_no this process saw committed is most likely a gateway retry:
+     * one indexed read answers it without a write. Anything else goes
+     * straight to the one call, which inserts first; it stays the
+     * authority, so a wrong hint only costs the read. */
+    if (seen_has(recent, req->pay_no) && hinted(c, req, out, &r))
+        return r;
+    return call(c, recent, req, out);
+}
+
+/* ---- routed by shard ----------------------------------------------------- */
+
+/* The one connection a routed payment holds, and its shard. */
+struct hop {
+    const struct pay_route *rt;
+    const struct shard *sh;
+    struct db_conn *c;
+};
+
+static void hop_release(struct hop *h)
+{
+    if (h->c != NULL)
+        db_release(h->sh->pool, h->c);
+    h->c = NULL;
+    h->sh = NULL;
+}
+
+/* A failed step: where and why, for the caller's log line; a shard that
+ * could not serve it is counted. Other results pass through. */
+static enum pay_result failed(struct hop *h, const struct shard *sh, enum pay_result r,
+                              const char *step, struct pay_failure *fail)
+{
+    if (r != PAY_UNAVAILABLE && r != PAY_ERROR)
+        return r;
+    fail->shard = sh;
+    fail->step = step;
+    if (h->c != NULL && h->sh == sh) {
+        fail->err = db_errno(h->c);
+        snprintf(fail->msg, sizeof(fail->msg), "%s", db_errstr(h->c));
+    }
+    if (r == PAY_UNAVAILABLE)
+        metrics_shard_inc(h->rt->m, sh->index, MS_UNAVAILABLE);
+    return r;
+}
+
+/* Holds a connection of sh, giving back the one of another shard first, so
+ * that no request ever waits for one pool while holding another's. */
+static bool hop_to(struct hop *h, const struct shard *sh, const char *step,
+                   struct pay_failure *fail)
+{
+    if (h->c != NULL && h->sh == sh)
+        return true;
+    hop_release(h);
+    if ((h->c = db_acquire(sh->pool, h->rt->wait_ms)) == NULL) {
+        fail->no_conn = true;
+        snprintf(fail->msg, sizeof(fail->msg), "no free connection within %d ms", h->rt->wait_ms);
+        failed(h, sh, PAY_UNAVAILABLE, step, fail);
+        return false;
+    }
+    h->sh = sh;
+    return true;
+}
+
+/* Binds req->pay_no to req->order_no in pay_no_registry, or reads whom it
+ * is bound to. PAY_PAID means "bound to this order: go on". A lost link
+ * after the insert committed re-runs it into the duplicate, which reads
+ * back this very order. */
+static enum pay_result register_pay_no(struct db_conn *c, const struct pay_request *req,
+                                       struct pay_outcome *out)
+{
+    const char *p[] = { req->pay_no, req->order_no };
+    struct db_row row;
+    size_t n = 0;
+    enum db_status st = db_exec_retry(c, ST_PAY_NO_REGISTER, p, 2, NULL);
+
+    if (st == DB_OK)
+        return PAY_PAID;
+    if (st != DB_DUPLICATE)
+        return from_db(st);
+    if ((st = db_query_retry(c, ST_PAY_NO_OWNER, p, 1, &row, 1, &n)) != DB_OK)
+        return from_db(st);
+    if (n == 0 || db_row_str(&row, PNC_ORDER_NO, out->stored_order_no,
+                             sizeof(out->stored_order_no)) != 0) {
+        db_fail(c, "pay_no_registry row of pay_no %s is missing or malformed", req->pay_no);
+        return PAY_ERROR;
+    }
+    if (strcmp(out->stored_order_no, req->order_no) == 0)
+        return PAY_PAID;
+    out->stored_amount_cents = -1;            /* the registry keeps the order only */
+    return PAY_CONFLICT;
+}
+
+/* The sharded path: the hint's one read on the order's shard, else the
+ * registry on the pay_no's placement, then the call on the order's shard. */
+static enum pay_result route_sharded(struct hop *h, const struct shard *sh,
+                                     const struct pay_request *req, struct pay_outcome *out,
+                                     struct pay_failure *fail)
+{
+    const struct shard *reg = shard_place(h->rt->set, req->pay_no);
+    enum pay_result r;
+
+    /* Only a replay of this very payment skips the registry: it writes
+     * nothing, and its record on the order's shard was written after the
+     * binding. A record of another order or amount goes the full way, so
+     * the registry, not the hint, decides every conflict. */
+    if (seen_has(h->rt->recent, req->pay_no)) {
+        if (!hop_to(h, sh, "pay_apply", fail))
+            return PAY_UNAVAILABLE;
+        if (hinted(h->c, req, out, &r) && r != PAY_CONFLICT)
+            return failed(h, sh, r, "pay_apply", fail);
+        memset(out, 0, sizeof(*out));
+    }
+    if (!hop_to(h, reg, "pay_no registry", fail))
+        return PAY_UNAVAILABLE;
+    if ((r = register_pay_no(h->c, req, out)) != PAY_PAID)
+        return failed(h, reg, r, "pay_no registry", fail);
+    memset(out, 0, sizeof(*out));
+    if (!hop_to(h, sh, "pay_apply", fail))
+        return PAY_UNAVAILABLE;
+    return failed(h, sh, call(h->c, h->rt->recent, req, out), "pay_apply", fail);
+}
+
+enum pay_result pay_route(const struct pay_route *rt, const struct pay_request *req,
+                          struct pay_outcome *out, struct pay_failure *fail)
+{
+    const struct shard *sh = shard_of_order(rt->set, req->order_no);
+    struct hop h = { .rt = rt };
+    enum pay_result r;
+
+    memset(out, 0, sizeof(*out));
+    memset(fail, 0, sizeof(*fail));
+    if (sh == NULL)
+        return PAY_NOT_FOUND;                 /* names no shard of ours: nothing written anywhere */
+    if (rt->set->sharded)
+        r = route_sharded(&h, sh, req, out, fail);
+    else if (!hop_to(&h, sh, "pay_apply", fail))
+        r = PAY_UNAVAILABLE;
+    else
+        r = failed(&h, sh, pay_apply(h.c, rt->recent, req, out), "pay_apply", fail);
+    hop_release(&h);
+    return r;
+}
+
+void pay_log_failure(const struct pay_failure *f, bool retryable, const char *request_id)
+{
+    log_write(retryable ? LOG_WARN : LOG_ERROR, "mysql failure",
+              "op=%s shard=%s errno=%u error=\"%s\" request_id=%s", f->step != NULL ? f->step : "-",
+              f->shard != NULL ? f->shard->label : "-", f->err, f->msg, request_id);
 }
 
 void pay_report(struct metrics *m, const struct pay_request *req, enum pay_result r,
@@ -231,7 +399,9 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
         log_alert("PAY_NO_CONFLICT",
                   "gateway=%s pay_no=%s order_no=%s amount=%s stored_order_no=%s stored_amount=%s "
                   "request_id=%s", gw, req->pay_no, req->order_no, amount, out->stored_order_no,
-                  money_format(out->stored_amount_cents, other, sizeof(other)), request_id);
+                  out->stored_amount_cents < 0
+                      ? "-" : money_format(out->stored_amount_cents, other, sizeof(other)),
+                  request_id);
         break;
     case PAY_NOT_FOUND:
         log_alert("ORDER_NOT_FOUND", "gateway=%s order_no=%s pay_no=%s amount=%s request_id=%s",

@@ -22,6 +22,8 @@ const char *const stmt_sql[ST_COUNT] = {
         "WHERE VARIABLE_NAME IN ('WSREP_READY', 'WSREP_LOCAL_STATE')",
     [ST_PAY_CALL] = "CALL " DB_PROC_PAY_CALLBACK "(?, ?, ?, ?)",
     [ST_ORDER_CURRENCY] = "SELECT currency, amount FROM orders WHERE order_no = ?",
+    [ST_PAY_NO_REGISTER] = "INSERT INTO pay_no_registry (pay_no, order_no) VALUES (?, ?)",
+    [ST_PAY_NO_OWNER] = "SELECT order_no FROM pay_no_registry WHERE pay_no = ?",
     [ST_PAY_SELECT] =
         "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
         "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",

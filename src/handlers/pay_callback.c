@@ -1,7 +1,8 @@
 /* pay_callback.c - POST /pay/callback: the bank's payment notification in
  * our own JSON format. Verifies the signature, parses the body into a
- * struct pay_request, applies it (pay.c) and renders the answer; the
- * payment rules themselves live in pay.c, shared by every gateway format. */
+ * struct pay_request, applies it on its order's shard (pay_route) and
+ * renders the answer; the payment rules themselves live in pay.c, shared by
+ * every gateway format. */
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <time.h>
@@ -72,7 +73,7 @@ static void reply_success(struct http_resp *resp, const struct pay_request *pr,
     cJSON_Delete(o);
 }
 
-static void render(const struct http_req *req, struct http_resp *resp, const struct db_conn *c,
+static void render(const struct http_req *req, struct http_resp *resp, const struct pay_failure *f,
                    const struct pay_request *pr, enum pay_result r, const struct pay_outcome *out)
 {
     switch (r) {
@@ -92,25 +93,33 @@ static void render(const struct http_req *req, struct http_resp *resp, const str
         http_reply_error(resp, 422, "AMOUNT_MISMATCH", "amount differs from the order's amount");
         break;
     case PAY_UNAVAILABLE:
+        if (f->no_conn) {                     /* the pool's own wait: not a MySQL failure */
+            http_reply_unavailable(resp, "database busy: no free connection");
+            break;
+        }
+        pay_log_failure(f, true, req->request_id);
+        http_reply_unavailable(resp, "database unavailable, retry later");
+        break;
     case PAY_ERROR:
-        reply_db_failure(req, resp, c, "pay_apply", r == PAY_UNAVAILABLE);
+        pay_log_failure(f, false, req->request_id);
+        http_reply_error(resp, 500, "INTERNAL", "database error");
         break;
     }
 }
 
+/* Signature first, then the body; pay_route does the rest, shard by shard. */
 void handle_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct pay_route rt = { .set = &srv->shards, .wait_ms = srv->cfg->mysql_wait_ms,
+                                  .recent = srv->paid, .m = srv->m };
     struct pay_request pr;
     struct pay_outcome out;
-    struct db_conn *conn = NULL;
+    struct pay_failure fail;
     enum pay_result r;
 
     if (verify_or_reply(srv, req, resp) != 0 || parse_or_reply(req, &pr, resp) != 0)
         return;
-    if ((conn = db_acquire_or_reply(srv, resp)) == NULL)
-        return;
-    r = pay_apply(conn, srv->paid, &pr, &out);
+    r = pay_route(&rt, &pr, &out, &fail);
     pay_report(srv->m, &pr, r, &out, req->request_id);
-    render(req, resp, conn, &pr, r, &out);
-    db_release(srv->db, conn);
+    render(req, resp, &fail, &pr, r, &out);
 }

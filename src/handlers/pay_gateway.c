@@ -1,7 +1,7 @@
 /* pay_gateway.c - POST /pay/callback/{gateway}: a payment notification in
  * a configured gateway's own format. The kind reads and verifies it
  * (pay_alipay.c, pay_wechat.c, pay_stripe.c); a paying notification then
- * goes through the same pay_apply as the native callback, so dedupe, CAS,
+ * goes through the same pay_route as the native callback, so dedupe, CAS,
  * REFUND_REQUIRED and the outbox behave identically; the answer is given in
  * the gateway's words, so that it stops resending exactly when the payment
  * is recorded. A refused notification writes nothing. */
@@ -74,11 +74,11 @@ static void refuse(struct server *srv, const struct gateway *gw, const struct pa
     k->fail(resp, status, code, gw_status_str(st));
 }
 
-/* The answer to what pay_apply did: recorded (now or before) is the ack;
+/* The answer to what pay_route did: recorded (now or before) is the ack;
  * an unmatched payment is refused so the gateway keeps it visible; a
  * database that is away is the gateway's "try again". */
 static void render(const struct pay_gateway_kind *k, const struct http_req *req,
-                   struct http_resp *resp, const struct db_conn *c, enum pay_result r)
+                   struct http_resp *resp, const struct pay_failure *f, enum pay_result r)
 {
     switch (r) {
     case PAY_PAID:
@@ -96,41 +96,42 @@ static void render(const struct pay_gateway_kind *k, const struct http_req *req,
         k->fail(resp, 422, "AMOUNT_MISMATCH", "amount or currency differs from the order's");
         break;
     case PAY_UNAVAILABLE:
-        log_db_failure(req, c, "pay_apply", true);
+        if (f->no_conn) {                     /* the pool's own wait: not a MySQL failure */
+            k->fail(resp, 503, "UNAVAILABLE", "database busy, retry later");
+            break;
+        }
+        pay_log_failure(f, true, req->request_id);
         k->fail(resp, 503, "UNAVAILABLE", "database unavailable, retry later");
         break;
     case PAY_ERROR:
-        log_db_failure(req, c, "pay_apply", false);
+        pay_log_failure(f, false, req->request_id);
         k->fail(resp, 500, "INTERNAL", "internal error");
         break;
     }
 }
 
-/* Applies a verified, paying notification and answers. */
+/* Applies a verified, paying notification on its order's shard and answers. */
 static void apply(struct server *srv, const struct gateway *gw, const struct pay_gateway_kind *k,
                   const struct http_req *req, struct http_resp *resp, const struct gw_notice *n)
 {
+    const struct pay_route rt = { .set = &srv->shards, .wait_ms = srv->cfg->mysql_wait_ms,
+                                  .recent = srv->paid, .m = srv->m };
     struct pay_request pr = { .amount_cents = n->amount_cents, .gateway = gw->cfg->name };
     struct pay_outcome out;
-    struct db_conn *conn;
+    struct pay_failure fail;
     enum pay_result r;
 
     memcpy(pr.pay_no, n->pay_no, sizeof(pr.pay_no));
     memcpy(pr.order_no, n->order_no, sizeof(pr.order_no));
     memcpy(pr.currency, n->currency, sizeof(pr.currency));
-    if ((conn = db_acquire_or_reply(srv, resp)) == NULL) {
-        metrics_gateway_result(srv->m, gw->index, PAY_UNAVAILABLE);
-        k->fail(resp, 503, "UNAVAILABLE", "database busy, retry later");
-        return;
-    }
-    r = pay_apply(conn, srv->paid, &pr, &out);
+    r = pay_route(&rt, &pr, &out, &fail);
     pay_report(srv->m, &pr, r, &out, req->request_id);
     metrics_gateway_result(srv->m, gw->index, r);
-    log_info("gateway notification applied", "gateway=%s pay_no=%s order_no=%s result=%s "
-             "request_id=%s", gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r),
-             req->request_id);
-    render(k, req, resp, conn, r);
-    db_release(srv->db, conn);
+    if (!fail.no_conn)
+        log_info("gateway notification applied", "gateway=%s pay_no=%s order_no=%s result=%s "
+                 "request_id=%s", gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r),
+                 req->request_id);
+    render(k, req, resp, &fail, r);
 }
 
 void handle_pay_gateway(struct server *srv, const struct http_req *req, struct http_resp *resp)
