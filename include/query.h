@@ -3,9 +3,11 @@
  * service sends GET <query_url>?order_no=<order_no> with "Authorization:
  * Bearer <token>" to every configured query endpoint: the native one
  * (callback.query_url) and each gateway profile's query_url. An endpoint
- * that answers PAID has its payment applied through pay_apply, exactly as
+ * that answers PAID has its payment applied through pay_route, exactly as
  * a callback would be, so a query racing the real callback still records
- * one payment per pay_no and pays the order once.
+ * one payment per pay_no and pays the order once. With several shards the
+ * stale orders of each are taken in even shares, and a shard that is down
+ * is skipped (and counted) while the others' orders are asked about.
  *
  * No database connection is held while an endpoint is asked. Knows nothing
  * of the HTTP server; uses libcurl for the client side. */
@@ -64,6 +66,11 @@ struct query_answer {
 enum query_status query_parse_answer(const char *body, size_t len, const char *order_no,
                                      struct query_answer *out, char *why, size_t whysz);
 
+/* A shard's share of a round's orders when remaining are still to take
+ * and shards_left shards still to read: remaining split evenly, rounded up
+ * (0 when no shard is left). Pure. */
+size_t query_share(size_t remaining, size_t shards_left);
+
 /* "PAID", "NOTPAY", ..., "TIMEOUT", "CANCELED". Never NULL. */
 const char *query_status_name(enum query_status st);
 
@@ -120,13 +127,15 @@ struct query_round {
 enum query_round_result {
     QUERY_ROUND_OK,
     QUERY_ROUND_BUSY,             /* another round is running in this process */
-    QUERY_ROUND_UNAVAILABLE,      /* MySQL unreachable or busy (logged); what was applied stays */
+    QUERY_ROUND_UNAVAILABLE,      /* MySQL unreachable or busy (logged; sharded: every shard
+                                     could not be listed); what was applied stays */
     QUERY_ROUND_ERROR             /* a bug, a schema problem, out of memory (logged) */
 };
 
-/* Runs one round with srv's pools and metrics: takes the stale orders,
- * asks every endpoint about each (no database connection held meanwhile),
- * applies each PAID answer with pay_apply and reports it with pay_report,
+/* Runs one round with srv's shards and metrics: takes the stale orders of
+ * every shard, asks every endpoint about each (no database connection held
+ * meanwhile), applies each PAID answer with pay_route and reports it with
+ * pay_report,
  * counts every answer in the metrics. One round at a time per process: a
  * second caller gets QUERY_ROUND_BUSY at once. *nitems gets the number of
  * items filled (when run->items is set), *sum the counts. Any thread. */

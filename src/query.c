@@ -1,8 +1,9 @@
 /* query.c - the active query of stale orders: the endpoints and their
  * tokens loaded at start, the strict parser of an answer, the one libcurl
  * call per endpoint and order, and the round that lists stale orders,
- * asks about each and applies what was paid through pay_apply. The
- * payment rules are pay.c's; the schedule is reconcile.c's. */
+ * asks about each and applies what was paid through pay_route. The
+ * payment rules are pay.c's; the schedule is reconcile.c's. With several
+ * shards, the stale orders of every shard are taken, in even shares. */
 #include "query.h"
 
 #include <cjson/cJSON.h>
@@ -23,11 +24,18 @@
 #include "money.h"
 #include "order_state.h"
 #include "server.h"
+#include "shard.h"
 
 #define QUERY_DB_WAIT_MS   1000
 #define QUERY_URL_MAX      512    /* a 255-byte URL, "&order_no=" and an id escaped whole */
 #define QUERY_CURSOR_MAX   32                     /* "YYYY-MM-DD HH:MM:SS.ffffff" */
 #define QUERY_CURSOR_START "1000-01-01 00:00:00.000000"
+
+/* Where a rotating round goes on in one shard's stale orders. */
+struct query_cursor {
+    char time[QUERY_CURSOR_MAX];
+    char id[DB_INT_BUF];
+};
 
 struct query_target {
     const char *name;             /* QUERY_NATIVE_NAME or the profile's name (borrowed) */
@@ -41,9 +49,9 @@ struct query {
     struct query_target t[QUERY_TARGETS_MAX];
     size_t n;
     atomic_bool stop;
-    pthread_mutex_t round;        /* one round at a time; guards the cursor */
-    char cursor_time[QUERY_CURSOR_MAX];
-    char cursor_id[DB_INT_BUF];
+    pthread_mutex_t round;        /* one round at a time; guards the cursors */
+    struct query_cursor cursor[CFG_SHARDS_MAX];   /* by shard index */
+    size_t next_shard;            /* the shard a rotating round starts with */
 };
 
 static const char *const status_names[] = { "PAID", "NOTPAY", "CLOSED", "NOT_FOUND",
@@ -158,6 +166,12 @@ static int add_target(struct query *q, const char *name, const char *gateway, co
     return 0;
 }
 
+static void cursor_reset(struct query_cursor *cur)
+{
+    snprintf(cur->time, sizeof(cur->time), "%s", QUERY_CURSOR_START);
+    snprintf(cur->id, sizeof(cur->id), "0");
+}
+
 struct query *query_create(const struct config *cfg, char *err, size_t errsz)
 {
     struct query *q = calloc(1, sizeof(*q));
@@ -168,8 +182,8 @@ struct query *query_create(const struct config *cfg, char *err, size_t errsz)
         return NULL;
     }
     pthread_mutex_init(&q->round, NULL);
-    snprintf(q->cursor_time, sizeof(q->cursor_time), "%s", QUERY_CURSOR_START);
-    snprintf(q->cursor_id, sizeof(q->cursor_id), "0");
+    for (i = 0; i < CFG_SHARDS_MAX; i++)
+        cursor_reset(&q->cursor[i]);
     /* config.c has checked the native token already (it is a key). */
     if (cfg->callback_query_url[0] != '\0' &&
         add_target(q, QUERY_NATIVE_NAME, NULL, cfg->callback_query_url,
@@ -348,90 +362,130 @@ static void count(struct metrics *m, enum query_status st)
         metrics_inc(m, by_status[st]);
 }
 
-/* Takes up to max stale orders (after the cursor when rotating) into
- * order_nos; the connection is released before any endpoint is asked. */
-static enum query_round_result list_orders(struct query *q, struct server *srv,
-                                           const struct query_round *run,
-                                           char (*order_nos)[ID_BUF], size_t *n)
+size_t query_share(size_t remaining, size_t shards_left)
 {
+    return shards_left == 0 ? 0 : (remaining + shards_left - 1) / shards_left;
+}
+
+/* Takes up to max stale orders of one shard (after its cursor when
+ * rotating) into order_nos, rows being max rows of scratch; the connection
+ * is released before any endpoint is asked. */
+static enum query_round_result list_shard(struct query *q, struct server *srv,
+                                          const struct shard *sh, const struct query_round *run,
+                                          size_t max, struct db_row *rows,
+                                          char (*order_nos)[ID_BUF], size_t *n)
+{
+    struct query_cursor *cur = &q->cursor[sh->index];
+    struct query_cursor start = { QUERY_CURSOR_START, "0" };
     char status[DB_INT_BUF], age[DB_INT_BUF], lim[DB_INT_BUF];
-    const char *start_time = run->rotate ? q->cursor_time : QUERY_CURSOR_START;
-    const char *start_id = run->rotate ? q->cursor_id : "0";
+    const struct query_cursor *from = run->rotate ? cur : &start;
     const char *p[] = { db_param_int(status, ORDER_WAIT_PAY), db_param_int(age, run->age_s),
-                        start_time, start_time, start_id, db_param_int(lim, (int64_t)run->limit) };
-    struct db_row *rows = calloc(run->limit, sizeof(*rows));
-    struct db_conn *c = NULL;
+                        from->time, from->time, from->id, db_param_int(lim, (int64_t)max) };
     enum query_round_result res = QUERY_ROUND_OK;
+    struct db_conn *c;
     enum db_status st;
     size_t got = 0, i;
 
     *n = 0;
-    if (rows == NULL) {
-        log_error("order query: out of memory", "request_id=%s", run->request_id);
-        return QUERY_ROUND_ERROR;
-    }
-    if ((c = db_acquire(srv->db, QUERY_DB_WAIT_MS)) == NULL) {
-        log_warn("order query: no database connection", "request_id=%s", run->request_id);
-        free(rows);
+    if ((c = db_acquire(sh->pool, QUERY_DB_WAIT_MS)) == NULL) {
+        metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
+        log_warn("order query: no database connection", "shard=%s request_id=%s", sh->label,
+                 run->request_id);
         return QUERY_ROUND_UNAVAILABLE;
     }
-    st = db_query_retry(c, ST_WAIT_PAY_QUERY, p, 6, rows, run->limit, &got);
+    st = db_query_retry(c, ST_WAIT_PAY_QUERY, p, 6, rows, max, &got);
     for (i = 0; st == DB_OK && i < got; i++)
         if (db_row_str(&rows[i], QOC_ORDER_NO, order_nos[i], ID_BUF) != 0 ||
             !validate_id(order_nos[i]))
             st = db_fail(c, "order query: malformed order row");
     if (st != DB_OK) {
-        log_warn("order query: cannot list stale orders", "status=%s error=\"%s\" request_id=%s",
-                 db_status_str(st), db_errstr(c), run->request_id);
+        log_warn("order query: cannot list stale orders", "shard=%s status=%s error=\"%s\" "
+                 "request_id=%s", sh->label, db_status_str(st), db_errstr(c), run->request_id);
         res = st == DB_ERROR ? QUERY_ROUND_ERROR : QUERY_ROUND_UNAVAILABLE;
-    } else if (run->rotate && got == run->limit &&
-               db_row_str(&rows[got - 1], QOC_CURSOR_TIME, q->cursor_time,
-                          sizeof(q->cursor_time)) == 0 &&
-               db_row_str(&rows[got - 1], QOC_ID, q->cursor_id, sizeof(q->cursor_id)) == 0) {
+        if (res == QUERY_ROUND_UNAVAILABLE)
+            metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
+    } else if (run->rotate && got == max &&
+               db_row_str(&rows[got - 1], QOC_CURSOR_TIME, cur->time, sizeof(cur->time)) == 0 &&
+               db_row_str(&rows[got - 1], QOC_ID, cur->id, sizeof(cur->id)) == 0) {
         *n = got;                               /* the next round goes on after these */
     } else {
-        if (run->rotate) {                      /* the end of the list: start again */
-            snprintf(q->cursor_time, sizeof(q->cursor_time), "%s", QUERY_CURSOR_START);
-            snprintf(q->cursor_id, sizeof(q->cursor_id), "0");
-        }
+        if (run->rotate)                        /* the end of the list: start again */
+            cursor_reset(cur);
         *n = got;
     }
-    db_release(srv->db, c);
-    free(rows);
+    db_release(sh->pool, c);
     return res;
 }
 
-/* Applies a PAID answer as a callback would be applied. */
+/* Takes up to run->limit stale orders into order_nos, shard by shard, each
+ * shard's share an even split of what is left, so that one shard's backlog
+ * never crowds out another's orders; a shard that has fewer leaves the rest
+ * to the shards after it, and a rotating round starts one shard further
+ * each time. A shard that cannot be read is skipped (logged, counted): the
+ * round fails only when every shard did. */
+static enum query_round_result list_orders(struct query *q, struct server *srv,
+                                           const struct query_round *run,
+                                           char (*order_nos)[ID_BUF], size_t *n)
+{
+    const struct shard_set *set = &srv->shards;
+    size_t start = run->rotate ? q->next_shard % set->n : 0, k, got, failed = 0;
+    enum query_round_result res = QUERY_ROUND_OK, r;
+    struct db_row *rows;
+
+    *n = 0;
+    if (run->limit == 0)
+        return QUERY_ROUND_OK;
+    if ((rows = calloc(run->limit, sizeof(*rows))) == NULL) {
+        log_error("order query: out of memory", "request_id=%s", run->request_id);
+        return QUERY_ROUND_ERROR;
+    }
+    for (k = 0; k < set->n && *n < run->limit; k++) {
+        const struct shard *sh = &set->s[(start + k) % set->n];
+
+        r = list_shard(q, srv, sh, run, query_share(run->limit - *n, set->n - k), rows,
+                       order_nos + *n, &got);
+        if (r != QUERY_ROUND_OK) {
+            failed++;
+            res = r;
+            continue;
+        }
+        *n += got;
+    }
+    if (run->rotate)
+        q->next_shard = (start + 1) % set->n;
+    free(rows);
+    return failed == k ? res : QUERY_ROUND_OK;
+}
+
+/* Applies a PAID answer as a callback would be applied: routed to the
+ * order's shard, through the pay_no registry when sharded. */
 static enum query_round_result apply(struct server *srv, const struct query_target *t,
                                      const char *order_no, const struct query_answer *ans,
                                      const char *request_id, enum pay_result *result)
 {
+    const struct pay_route rt = { .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS,
+                                  .recent = srv->paid, .m = srv->m };
     struct pay_request req = { .amount_cents = ans->amount_cents, .gateway = t->gateway };
     struct pay_outcome out;
-    struct db_conn *c;
+    struct pay_failure fail;
     enum pay_result r;
 
     memcpy(req.pay_no, ans->pay_no, sizeof(req.pay_no));
     memcpy(req.order_no, order_no, sizeof(req.order_no));
     memcpy(req.currency, ans->currency, sizeof(req.currency));
-    if ((c = db_acquire(srv->db, QUERY_DB_WAIT_MS)) == NULL) {
-        log_warn("order query: no database connection to apply a payment",
-                 "target=%s order_no=%s pay_no=%s request_id=%s", t->name, order_no,
-                 ans->pay_no, request_id);
-        *result = PAY_UNAVAILABLE;
-        return QUERY_ROUND_UNAVAILABLE;
-    }
-    r = pay_apply(c, srv->paid, &req, &out);
+    r = pay_route(&rt, &req, &out, &fail);
     *result = r;
     pay_report(srv->m, &req, r, &out, request_id);
     if (r == PAY_UNAVAILABLE || r == PAY_ERROR)
         log_warn("order query: cannot apply a payment", "target=%s order_no=%s pay_no=%s "
-                 "result=%s error=\"%s\" request_id=%s", t->name, order_no, ans->pay_no,
-                 pay_result_str(r), db_errstr(c), request_id);
-    db_release(srv->db, c);
-    if (r == PAY_UNAVAILABLE)
-        return QUERY_ROUND_UNAVAILABLE;
-    return r == PAY_ERROR ? QUERY_ROUND_ERROR : QUERY_ROUND_OK;
+                 "result=%s op=%s shard=%s error=\"%s\" request_id=%s", t->name, order_no,
+                 ans->pay_no, pay_result_str(r), fail.step != NULL ? fail.step : "-",
+                 fail.shard != NULL ? fail.shard->label : "-", fail.msg, request_id);
+    if (r == PAY_ERROR)
+        return QUERY_ROUND_ERROR;
+    /* Sharded, one shard down leaves the other shards' orders to ask. */
+    return r == PAY_UNAVAILABLE && !srv->shards.sharded ? QUERY_ROUND_UNAVAILABLE
+                                                        : QUERY_ROUND_OK;
 }
 
 /* Asks every endpoint about one order, so that a shopper who paid through

@@ -1,6 +1,7 @@
 /* check_query.c - unit tests for the strict parser of a query endpoint's
  * answer (query_parse_answer): what each status needs, and every way an
- * answer can break the contract. No servers. */
+ * answer can break the contract; and the shares a round takes of each
+ * shard's stale orders (query_share). No servers. */
 #include <check.h>
 #include <string.h>
 
@@ -113,6 +114,34 @@ START_TEST(query_status_names_are_stable)
 }
 END_TEST
 
+START_TEST(query_share_splits_what_is_left_evenly_rounding_up)
+{
+    ck_assert_uint_eq(20, query_share(20, 1));              /* one shard: all of it */
+    ck_assert_uint_eq(10, query_share(20, 2));
+    ck_assert_uint_eq(11, query_share(21, 2));              /* the first shard visited gets more */
+    ck_assert_uint_eq(10, query_share(10, 1));              /* the rest, to the last */
+    ck_assert_uint_eq(1, query_share(1, 3));                /* never 0 while orders are left */
+    ck_assert_uint_eq(0, query_share(0, 2));
+    ck_assert_uint_eq(0, query_share(5, 0));
+}
+END_TEST
+
+START_TEST(query_share_hands_a_short_shard_s_rest_to_the_next)
+{
+    size_t limit = 20, taken = 0, have[] = { 3, 100, 100 }, n = 3, k;
+
+    /* What list_orders does: shard 0 has only 3 stale orders, so shards 1
+     * and 2 share the other 17 (9 and 8): the page is filled. */
+    for (k = 0; k < n; k++) {
+        size_t share = query_share(limit - taken, n - k);
+
+        taken += have[k] < share ? have[k] : share;
+    }
+    ck_assert_uint_eq(limit, taken);
+    ck_assert_uint_eq(9, query_share(17, 2));
+}
+END_TEST
+
 static Suite *query_suite(void)
 {
     Suite *s = suite_create("query");
@@ -125,6 +154,8 @@ static Suite *query_suite(void)
     tcase_add_test(tc, query_answer_refuses_unknown_statuses);
     tcase_add_test(tc, query_answer_paid_needs_a_valid_payment);
     tcase_add_test(tc, query_status_names_are_stable);
+    tcase_add_test(tc, query_share_splits_what_is_left_evenly_rounding_up);
+    tcase_add_test(tc, query_share_hands_a_short_shard_s_rest_to_the_next);
     suite_add_tcase(s, tc);
     return s;
 }
