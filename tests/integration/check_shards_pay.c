@@ -1,0 +1,692 @@
+/* check_shards_pay.c - payments of a sharded service (mysql.shards) against
+ * the real binary and MariaDB: shard 1 is the test database, shard 2 its
+ * _s2 twin (h_shards_env). Each order is paid on its own shard only; a
+ * number naming no shard writes nothing anywhere; a pay_no is bound to one
+ * order across shards by pay_no_registry on its placement, which the tests
+ * compute here with OpenSSL exactly as shard_place_index does; one shard
+ * down fails only the payments that need it. The active query of stale
+ * orders (tests/tools/query_responder.py as the endpoint) takes every
+ * shard's orders in shares and pays each on its shard. */
+#include <openssl/sha.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "../testkeys.h"
+
+#define TC_TIMEOUT_S   120
+#define PRICE          "899.00"
+#define S2(table)      H_SHARD2_DB "." table
+#define STRIPE_SECRET  "whsec_shards_test_secret"
+#define STORM_THREADS  20
+#define STORM_TOTAL    200
+#define RACE_ROUNDS    20
+
+#define QUERY_TOKEN    "query-token-0123456789abcdef"
+
+static char config_path[H_TEMP_PATH_MAX];
+
+/* ---- the query endpoint ------------------------------------------------------ */
+
+static struct {
+    pid_t pid;
+    int port;
+    char dir[64];
+} rsp;
+
+static int read_port(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int v = 0;
+
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%d", &v) != 1)
+        v = 0;
+    fclose(f);
+    return v;
+}
+
+static void responder_start(void)
+{
+    char script[640], portfile[128], log[128];
+    const char *root = getenv("PCB_ROOT");
+
+    snprintf(script, sizeof script, "%s/tests/tools/query_responder.py",
+             root != NULL && root[0] ? root : ".");
+    snprintf(rsp.dir, sizeof rsp.dir, "/tmp/pcb-shq-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(rsp.dir));
+    snprintf(portfile, sizeof portfile, "%s/port", rsp.dir);
+    snprintf(log, sizeof log, "%s/queries.jsonl", rsp.dir);
+    rsp.pid = fork();
+    ck_assert_int_ge(rsp.pid, 0);
+    if (rsp.pid == 0) {
+        execlp("python3", "python3", script, "--port-file", portfile, "--log", log, "--token",
+               QUERY_TOKEN, (char *)NULL);
+        _exit(127);
+    }
+    h_await((rsp.port = read_port(portfile)) > 0, 10000, "query responder did not start");
+}
+
+static void responder_stop(void)
+{
+    char cmd[160];
+
+    if (rsp.pid > 0) {
+        kill(rsp.pid, SIGKILL);
+        waitpid(rsp.pid, NULL, 0);
+        rsp.pid = 0;
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", rsp.dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", rsp.dir);
+}
+
+/* Plants what the endpoint answers about order_no: mode PAID (with pay_no,
+ * PRICE USD) or NOTPAY. */
+static void plant(const char *order_no, const char *mode, const char *pay_no)
+{
+    char body[512];
+    struct h_resp r;
+
+    snprintf(body, sizeof body, "{\"path\":\"/q\",\"order_no\":\"%s\",\"mode\":\"%s\","
+             "\"pay_no\":\"%s\",\"amount\":\"" PRICE "\",\"currency\":\"USD\"}", order_no,
+             mode, pay_no);
+    ck_assert_int_eq(0, h_http(rsp.port, "POST", "/_plant", NULL, body, strlen(body), &r));
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+}
+
+/* ---- the servers ------------------------------------------------------------- */
+
+static void stripe_config(void)
+{
+    h_temp_file(config_path, "{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\","
+                             " \"secret_env\": \"TEST_STRIPE_SECRET\", \"tolerance_s\": 300}]}");
+}
+
+/* A server over shards (the PAYCALLBACK_MYSQL_SHARDS entry), with a stripe
+ * profile and the responder as the native query endpoint; its periodic
+ * pass runs at start only. */
+static void server_up_over(const char *shards, int connect_timeout)
+{
+    static char url[96];
+    const char *env[] = { shards, "TEST_STRIPE_SECRET=" STRIPE_SECRET, url,
+                          "PAYCALLBACK_CALLBACK_QUERY_TOKEN=" QUERY_TOKEN,
+                          "PAYCALLBACK_CALLBACK_QUERY_TIMEOUT_MS=2000",
+                          "PAYCALLBACK_RECONCILE_INTERVAL_S=3600",
+                          "PAYCALLBACK_RECONCILE_WAIT_PAY_AGE_S=60",
+                          connect_timeout ? "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200" : NULL,
+                          NULL };
+
+    responder_start();
+    snprintf(url, sizeof url, "PAYCALLBACK_CALLBACK_QUERY_URL=http://127.0.0.1:%d/q", rsp.port);
+    stripe_config();
+    h_fixture_server_up_config(config_path, env);
+}
+
+/* Both shards up. */
+static void sharded_server_up(void)
+{
+    server_up_over(h_shards_env(), 0);
+}
+
+/* Shard 2 points at a port nothing listens on: a shard that is down. */
+static void half_down_server_up(void)
+{
+    static char shards[512];
+    const char *db = getenv("PCB_TEST_MYSQL_DB") ? getenv("PCB_TEST_MYSQL_DB") : "paycallback_test";
+    const char *port = getenv("PCB_TEST_MYSQL_PORT") ? getenv("PCB_TEST_MYSQL_PORT") : "3307";
+
+    snprintf(shards, sizeof shards, "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,"
+             "2=127.0.0.1:1/%s" H_SHARD2_SUFFIX, port, db, db);
+    server_up_over(shards, 1);
+}
+
+static void server_down(void)
+{
+    h_fixture_server_down();
+    responder_stop();
+    unlink(config_path);
+}
+
+/* ---- placement and the two databases -------------------------------------- */
+
+/* The shard id (1 or 2) a key is placed on: the first 8 bytes of its
+ * SHA-256, big-endian, modulo 2, over the shards in configured order. */
+static int placed_on(const char *key)
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    uint64_t h = 0;
+    int i;
+
+    SHA256((const unsigned char *)key, strlen(key), md);
+    for (i = 0; i < 8; i++)
+        h = (h << 8) | md[i];
+    return (int)(h % 2) + 1;
+}
+
+/* The first "stem-N" placed on shard. */
+static void pay_no_on(int shard, const char *stem, char out[64])
+{
+    int i;
+
+    for (i = 0; i < 1000; i++) {
+        snprintf(out, 64, "%s-%d", stem, i);
+        if (placed_on(out) == shard)
+            return;
+    }
+    ck_abort_msg("no pay_no of stem %s lands on shard %d", stem, shard);
+}
+
+/* A WAIT_PAY order of PRICE on shard 1 or 2, written straight into its database. */
+static void insert_order(int shard, const char *order_no)
+{
+    h_db_exec("INSERT INTO %s (order_no, user_id, request_id, sku, quantity, amount, currency, "
+              "status) VALUES ('%s', 'u1001', LEFT('req-%s', 64), 'SHOE-42', 1, " PRICE ", 'USD', 1)",
+              shard == 1 ? "orders" : S2("orders"), order_no, order_no);
+}
+
+/* Rows of table on shard 1 or 2 matching where. */
+static long long rows_on(int shard, const char *table, const char *where)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM %s%s WHERE %s", shard == 1 ? "" : H_SHARD2_DB ".",
+                          table, where);
+}
+
+static long long rows_anywhere(const char *table, const char *where)
+{
+    return rows_on(1, table, where) + rows_on(2, table, where);
+}
+
+static long long status_on(int shard, const char *order_no)
+{
+    return h_db_scalar_ll("SELECT status FROM %s WHERE order_no = '%s'",
+                          shard == 1 ? "orders" : S2("orders"), order_no);
+}
+
+/* A WAIT_PAY order on shard made two hours ago: older than wait_pay_age_s. */
+static void stale_order(int shard, const char *order_no)
+{
+    insert_order(shard, order_no);
+    h_db_exec("UPDATE %s SET create_time = NOW(3) - INTERVAL 2 HOUR WHERE order_no = '%s'",
+              shard == 1 ? "orders" : S2("orders"), order_no);
+}
+
+/* POST /ops/reconcile/query with body, waiting out a round that is running
+ * already (the pass at start). */
+static void query_now(const char *body, struct h_resp *r)
+{
+    struct h_deadline d = h_deadline_in(30000);
+
+    for (;;) {
+        ck_assert_int_eq(0, h_http(h_port(), "POST", "/ops/reconcile/query", NULL, body,
+                                   strlen(body), r));
+        if (r->status != 409 || strstr(r->body, "QUERY_IN_PROGRESS") == NULL)
+            return;
+        h_resp_free(r);
+        ck_assert_msg(h_deadline_wait(&d), "a query round never finished");
+    }
+}
+
+static void assert_paid(const struct h_resp *r, int duplicate)
+{
+    h_assert_status(r, 200);
+    h_assert_str(r, "code", "SUCCESS");
+    h_assert_str(r, "status", "PAID");
+    h_assert_str(r, "result", "PAID");
+    h_assert_bool(r, "duplicate", duplicate);
+}
+
+/* The order on shard was paid by pay_no there, once, and nothing of it is
+ * on the other shard. */
+static void assert_paid_on(int shard, const char *order_no, const char *pay_no)
+{
+    char where[192];
+    int other = shard == 1 ? 2 : 1;
+
+    snprintf(where, sizeof where, "pay_no = '%s' AND order_no = '%s'", pay_no, order_no);
+    ck_assert_int_eq(2, status_on(shard, order_no));
+    ck_assert_int_eq(1, rows_on(shard, "payment_record", where));
+    ck_assert_int_eq(0, rows_on(other, "payment_record", where));
+    snprintf(where, sizeof where, "order_no = '%s' AND event_type = 'order.paid'", order_no);
+    ck_assert_int_eq(1, rows_on(shard, "outbox", where));
+    ck_assert_int_eq(0, rows_on(other, "outbox", where));
+    snprintf(where, sizeof where, "pay_no = '%s' AND order_no = '%s'", pay_no, order_no);
+    ck_assert_int_eq(1, rows_on(placed_on(pay_no), "pay_no_registry", where));
+    ck_assert_int_eq(0, rows_on(placed_on(pay_no) == 1 ? 2 : 1, "pay_no_registry", where));
+}
+
+/* ---- each order on its own shard ------------------------------------------ */
+
+START_TEST(each_order_is_paid_on_its_own_shard_only)
+{
+    struct h_resp r;
+
+    insert_order(1, "S01-O1");
+    insert_order(2, "S02-O2");
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-O1", "PAY-S1", PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-O2", "PAY-S2", PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+
+    assert_paid_on(1, "S01-O1", "PAY-S1");
+    assert_paid_on(2, "S02-O2", "PAY-S2");
+    ck_assert_int_eq(1, rows_on(1, "payment_record", "1"));
+    ck_assert_int_eq(1, rows_on(2, "payment_record", "1"));
+    ck_assert_int_eq(2, rows_anywhere("pay_no_registry", "1"));
+
+    /* The bank's retry is answered from the record on the order's shard. */
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-O2", "PAY-S2", PRICE, &r));
+    assert_paid(&r, 1);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, rows_on(2, "payment_record", "1"));
+}
+END_TEST
+
+START_TEST(order_of_no_configured_shard_is_404_and_writes_nothing)
+{
+    struct h_resp r;
+
+    ck_assert_int_eq(0, h_callback(h_port(), "S05-O1", "PAY-S5", PRICE, &r));
+    h_assert_error(&r, 404, "ORDER_NOT_FOUND");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_callback(h_port(), "S00-O1", "PAY-S0", PRICE, &r));
+    h_assert_error(&r, 404, "ORDER_NOT_FOUND");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, rows_anywhere("pay_no_registry", "1"));
+    ck_assert_int_eq(0, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(0, rows_anywhere("outbox", "1"));
+}
+END_TEST
+
+START_TEST(unprefixed_order_made_before_sharding_is_paid_on_shard_1)
+{
+    struct h_resp r;
+
+    insert_order(1, "LEGACY-1");
+    ck_assert_int_eq(0, h_callback(h_port(), "LEGACY-1", "PAY-L1", PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+    assert_paid_on(1, "LEGACY-1", "PAY-L1");
+}
+END_TEST
+
+/* ---- one pay_no, one payment ----------------------------------------------- */
+
+struct storm_arg {
+    const char *order_no;
+    const char *pay_no;
+    int status[STORM_TOTAL];
+    int first[STORM_TOTAL];       /* answered duplicate:false */
+};
+
+static int storm_call(int i, void *p)
+{
+    struct storm_arg *a = p;
+    struct h_resp r;
+    int rc;
+
+    for (int attempt = 1; attempt <= 5; attempt++) {
+        rc = h_callback(h_port(), a->order_no, a->pay_no, PRICE, &r);
+        a->status[i] = r.status;
+        a->first[i] = r.status == 200 && h_json_get_bool(r.body, "duplicate") == 0;
+        h_resp_free(&r);
+        if (rc == 0 && a->status[i] != 503)
+            break;
+        h_client_backoff(attempt, i);     /* a bank retries a 503 */
+    }
+    return a->status[i] == 200 ? 0 : 1;
+}
+
+START_TEST(storm_of_identical_callbacks_records_one_payment)
+{
+    struct storm_arg *a = calloc(1, sizeof(*a));
+    struct h_storm_stats st;
+    char pay_no[64];
+    int i, first = 0;
+
+    ck_assert_ptr_nonnull(a);
+    pay_no_on(1, "PAY-STORM", pay_no);    /* registry on shard 1, order on shard 2 */
+    insert_order(2, "S02-STORM");
+    a->order_no = "S02-STORM";
+    a->pay_no = pay_no;
+    ck_assert_int_eq(0, h_storm(STORM_THREADS, STORM_TOTAL, storm_call, a, &st));
+    for (i = 0; i < STORM_TOTAL; i++) {
+        ck_assert_msg(a->status[i] == 200, "call %d answered %d", i, a->status[i]);
+        first += a->first[i];
+    }
+    printf("shards_pay storm: %d callbacks, %.0f/s, p50 %lld us, p99 %lld us\n", st.total, st.rps,
+           st.p50_us, st.p99_us);
+    ck_assert_int_eq(1, first);
+    assert_paid_on(2, "S02-STORM", pay_no);
+    ck_assert_int_eq(1, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(1, rows_anywhere("pay_no_registry", "1"));
+    free(a);
+}
+END_TEST
+
+struct race_arg {
+    const char *order_no[2];
+    const char *pay_no;
+    int status[2];
+    char code[2][32];
+};
+
+static int race_call(int i, void *p)
+{
+    struct race_arg *a = p;
+    struct h_resp r;
+    char *code;
+
+    h_callback(h_port(), a->order_no[i], a->pay_no, PRICE, &r);
+    a->status[i] = r.status;
+    code = h_json_get_str(r.body, r.status == 200 ? "result" : "code");
+    snprintf(a->code[i], sizeof a->code[i], "%s", code != NULL ? code : "");
+    free(code);
+    h_resp_free(&r);
+    return 0;
+}
+
+START_TEST(same_pay_no_for_orders_on_both_shards_at_once_pays_one)
+{
+    long long conflicts = h_metric("paycallback_pay_no_conflicts_total");
+    int round;
+
+    for (round = 0; round < RACE_ROUNDS; round++) {
+        char o1[32], o2[32], pay_no[64], where[128];
+        struct race_arg a = { .order_no = { o1, o2 }, .pay_no = pay_no };
+        struct h_storm_stats st;
+        int winner;
+
+        snprintf(o1, sizeof o1, "S01-RACE%d", round);
+        snprintf(o2, sizeof o2, "S02-RACE%d", round);
+        snprintf(pay_no, sizeof pay_no, "PAY-RACE-%d", round);
+        insert_order(1, o1);
+        insert_order(2, o2);
+        ck_assert_int_eq(0, h_storm(2, 2, race_call, &a, &st));
+        ck_assert_msg((a.status[0] == 200 && a.status[1] == 409) ||
+                      (a.status[0] == 409 && a.status[1] == 200),
+                      "round %d: answers %d %s and %d %s", round, a.status[0], a.code[0],
+                      a.status[1], a.code[1]);
+        winner = a.status[0] == 200 ? 0 : 1;
+        ck_assert_str_eq("PAID", a.code[winner]);
+        ck_assert_str_eq("PAY_NO_CONFLICT", a.code[1 - winner]);
+        snprintf(where, sizeof where, "pay_no = '%s'", pay_no);
+        ck_assert_int_eq(1, rows_anywhere("payment_record", where));
+        ck_assert_int_eq(1, rows_anywhere("pay_no_registry", where));
+        assert_paid_on(winner + 1, a.order_no[winner], pay_no);
+        ck_assert_int_eq(1, status_on(2 - winner, a.order_no[1 - winner]));   /* still waiting */
+    }
+    ck_assert_int_eq(RACE_ROUNDS, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(RACE_ROUNDS, h_metric("paycallback_pay_no_conflicts_total") -
+                                      (conflicts > 0 ? conflicts : 0));
+}
+END_TEST
+
+START_TEST(registry_row_left_by_a_crash_lets_the_bank_retry_pay)
+{
+    struct h_resp r;
+    char pay_no[64];
+
+    /* The callback died after binding the pay_no (on shard 1), before the
+     * order's shard (2) committed anything. */
+    pay_no_on(1, "PAY-CRASH", pay_no);
+    insert_order(2, "S02-CRASH");
+    h_db_exec("INSERT INTO pay_no_registry (pay_no, order_no) VALUES ('%s', 'S02-CRASH')", pay_no);
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-CRASH", pay_no, PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+    assert_paid_on(2, "S02-CRASH", pay_no);
+    ck_assert_int_eq(1, rows_anywhere("pay_no_registry", "1"));
+}
+END_TEST
+
+START_TEST(pay_no_stays_bound_to_the_first_order_even_after_a_404)
+{
+    struct h_resp r;
+    char where[96];
+
+    /* S02-GONE is a well-formed number of shard 2 that has no such order. */
+    insert_order(1, "S01-REAL");
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-GONE", "PAY-BOUND", PRICE, &r));
+    h_assert_error(&r, 404, "ORDER_NOT_FOUND");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-REAL", "PAY-BOUND", PRICE, &r));
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+    snprintf(where, sizeof where, "pay_no = 'PAY-BOUND' AND order_no = 'S02-GONE'");
+    ck_assert_int_eq(1, rows_on(placed_on("PAY-BOUND"), "pay_no_registry", where));
+    ck_assert_int_eq(0, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(1, status_on(1, "S01-REAL"));
+}
+END_TEST
+
+START_TEST(a_paid_pay_no_presented_for_other_orders_is_a_conflict_on_either_shard)
+{
+    struct h_resp r;
+
+    /* PAY-HINT is now in the service's hint of recorded pay_nos: a callback
+     * for another order must still be refused, whichever shard it is on. */
+    insert_order(1, "S01-H1");
+    insert_order(1, "S01-H2");
+    insert_order(2, "S02-H3");
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-H1", "PAY-HINT", PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-H3", "PAY-HINT", PRICE, &r));
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-H2", "PAY-HINT", PRICE, &r));
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-H1", "PAY-HINT", "1.00", &r));
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(1, status_on(1, "S01-H2"));
+    ck_assert_int_eq(1, status_on(2, "S02-H3"));
+    ck_assert_int_eq(1, rows_anywhere("pay_no_registry", "1"));
+}
+END_TEST
+
+/* ---- a gateway route ------------------------------------------------------- */
+
+static void post_stripe(const char *pi, const char *order_no, struct h_resp *r)
+{
+    char body[1024], t[24], mac[65], hdr[160];
+
+    snprintf(body, sizeof body, "{\"id\":\"evt_1\",\"object\":\"event\",\"type\":"
+             "\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"%s\",\"object\":"
+             "\"payment_intent\",\"amount\":89900,\"amount_received\":89900,\"currency\":\"usd\","
+             "\"status\":\"succeeded\",\"metadata\":{\"order_no\":\"%s\"}}}}", pi, order_no);
+    snprintf(t, sizeof t, "%lld", (long long)time(NULL));
+    testkey_hmac_hex(STRIPE_SECRET, t, body, mac);
+    snprintf(hdr, sizeof hdr, "Stripe-Signature: t=%s,v1=%s", t, mac);
+    const char *headers[] = { "Content-Type: application/json", hdr, NULL };
+    ck_assert_int_eq(0, h_http(h_port(), "POST", "/pay/callback/stripe", headers, body,
+                               strlen(body), r));
+}
+
+START_TEST(stripe_notification_is_routed_to_shard_2)
+{
+    struct h_resp r;
+    int i;
+
+    insert_order(2, "S02-STRIPE");
+    for (i = 0; i < 2; i++) {                 /* the event, then Stripe's resend */
+        post_stripe("pi_shard2", "S02-STRIPE", &r);
+        h_assert_status(&r, 200);
+        ck_assert_int_eq(1, h_json_get_bool(r.body, "received"));
+        h_resp_free(&r);
+    }
+    assert_paid_on(2, "S02-STRIPE", "pi_shard2");
+    ck_assert_int_eq(0, rows_on(1, "payment_record", "1"));
+
+    post_stripe("pi_shard5", "S05-STRIPE", &r);
+    ck_assert_int_eq(404, r.status);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, rows_anywhere("pay_no_registry", "1"));
+}
+END_TEST
+
+/* ---- the active query of stale orders ---------------------------------------- */
+
+START_TEST(query_pays_stale_orders_of_both_shards_each_on_its_own)
+{
+    struct h_resp r;
+
+    stale_order(1, "S01-Q1");
+    stale_order(2, "S02-Q2");
+    plant("S01-Q1", "PAID", "QP-1");
+    plant("S02-Q2", "PAID", "QP-2");
+    query_now("{\"limit\":10}", &r);
+    h_assert_status(&r, 200);
+    ck_assert_msg(strstr(r.body, "\"order_no\":\"S01-Q1\"") != NULL &&
+                  strstr(r.body, "\"order_no\":\"S02-Q2\"") != NULL, "%s", r.body);
+    h_resp_free(&r);
+    assert_paid_on(1, "S01-Q1", "QP-1");
+    assert_paid_on(2, "S02-Q2", "QP-2");
+}
+END_TEST
+
+START_TEST(query_backlog_of_one_shard_does_not_starve_the_other)
+{
+    struct h_resp r;
+    char order_no[32];
+    int i;
+
+    /* Shard 1 has more stale orders than a round takes, all older than
+     * shard 2's one; a round of 4 still asks about shard 2's. */
+    for (i = 0; i < 6; i++) {
+        snprintf(order_no, sizeof order_no, "S01-BL%d", i);
+        stale_order(1, order_no);
+        plant(order_no, "NOTPAY", "");
+    }
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR");
+    stale_order(2, "S02-BL");
+    plant("S02-BL", "PAID", "QP-BL");
+    query_now("{\"limit\":4}", &r);
+    h_assert_status(&r, 200);
+    ck_assert_msg(strstr(r.body, "\"order_no\":\"S02-BL\"") != NULL, "%s", r.body);
+    h_resp_free(&r);
+    assert_paid_on(2, "S02-BL", "QP-BL");
+    ck_assert_int_eq(6, rows_on(1, "orders", "status = 1"));
+}
+END_TEST
+
+/* ---- shard 2 down ----------------------------------------------------------- */
+
+START_TEST(shard_2_down_fails_only_the_payments_that_need_it)
+{
+    long long before = h_metric("paycallback_shard_unavailable_total{shard=\"2\"}");
+    struct h_resp r;
+    char on1[64], on2[64], on1b[64], where[160];
+
+    pay_no_on(1, "PAY-DOWN-A", on1);
+    pay_no_on(2, "PAY-DOWN-B", on2);
+    pay_no_on(1, "PAY-DOWN-C", on1b);
+    insert_order(2, "S02-DOWN");
+    insert_order(1, "S01-UP");
+    insert_order(1, "S01-UP2");
+
+    /* The order's shard is down: 503, retry later. */
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-DOWN", on1, PRICE, &r));
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    ck_assert_ptr_nonnull(h_resp_header(&r, "Retry-After"));
+    h_resp_free(&r);
+    ck_assert_int_gt(h_metric("paycallback_shard_unavailable_total{shard=\"2\"}"),
+                     before > 0 ? before : 0);
+
+    /* An order of shard 1 whose pay_no is placed on shard 1 is paid. */
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-UP", on1b, PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, status_on(1, "S01-UP"));
+
+    /* An order of shard 1 whose pay_no's registry row lives on shard 2 waits
+     * for it (docs/sharding.md says so plainly). */
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-UP2", on2, PRICE, &r));
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    ck_assert_ptr_nonnull(h_resp_header(&r, "Retry-After"));
+    h_resp_free(&r);
+    ck_assert_int_eq(1, status_on(1, "S01-UP2"));
+
+    snprintf(where, sizeof where, "order_no IN ('S02-DOWN', 'S01-UP2')");
+    ck_assert_int_eq(0, rows_anywhere("payment_record", where));
+    ck_assert_int_eq(0, rows_anywhere("outbox", where));
+    ck_assert_int_eq(0, h_metric("paycallback_shard_unavailable_total{shard=\"1\"}"));
+
+    /* The gateway answers in its own format, and asks to be retried. */
+    post_stripe("pi_down", "S02-DOWN", &r);
+    ck_assert_int_eq(503, r.status);
+    ck_assert_ptr_nonnull(h_resp_header(&r, "Retry-After"));
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(query_skips_a_shard_that_is_down_and_pays_the_others)
+{
+    long long before = h_metric("paycallback_shard_unavailable_total{shard=\"2\"}");
+    struct h_resp r;
+
+    stale_order(1, "S01-QD");
+    stale_order(2, "S02-QD");
+    plant("S01-QD", "PAID", "QP-D1");
+    plant("S02-QD", "PAID", "QP-D2");
+    query_now("{\"limit\":10}", &r);
+    h_assert_status(&r, 200);
+    ck_assert_msg(strstr(r.body, "\"order_no\":\"S01-QD\"") != NULL, "%s", r.body);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, status_on(1, "S01-QD"));
+    ck_assert_int_eq(1, status_on(2, "S02-QD"));
+    ck_assert_int_eq(0, rows_anywhere("payment_record", "order_no = 'S02-QD'"));
+    ck_assert_int_gt(h_metric("paycallback_shard_unavailable_total{shard=\"2\"}"),
+                     before > 0 ? before : 0);
+}
+END_TEST
+
+static Suite *shards_pay_suite(void)
+{
+    Suite *s = suite_create("shards_pay");
+    TCase *tc = h_tcase_with("two shards up", TC_TIMEOUT_S, sharded_server_up, server_down);
+
+    tcase_add_test(tc, each_order_is_paid_on_its_own_shard_only);
+    tcase_add_test(tc, order_of_no_configured_shard_is_404_and_writes_nothing);
+    tcase_add_test(tc, unprefixed_order_made_before_sharding_is_paid_on_shard_1);
+    tcase_add_test(tc, storm_of_identical_callbacks_records_one_payment);
+    tcase_add_test(tc, same_pay_no_for_orders_on_both_shards_at_once_pays_one);
+    tcase_add_test(tc, registry_row_left_by_a_crash_lets_the_bank_retry_pay);
+    tcase_add_test(tc, pay_no_stays_bound_to_the_first_order_even_after_a_404);
+    tcase_add_test(tc, a_paid_pay_no_presented_for_other_orders_is_a_conflict_on_either_shard);
+    tcase_add_test(tc, stripe_notification_is_routed_to_shard_2);
+    tcase_add_test(tc, query_pays_stale_orders_of_both_shards_each_on_its_own);
+    tcase_add_test(tc, query_backlog_of_one_shard_does_not_starve_the_other);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, half_down_server_up, server_down);
+    tcase_add_test(tc, shard_2_down_fails_only_the_payments_that_need_it);
+    tcase_add_test(tc, query_skips_a_shard_that_is_down_and_pays_the_others);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(shards_pay_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
