@@ -1,8 +1,9 @@
 /* pay.h - applying a payment: the domain operation behind every payment
  * notification, whatever its wire format. A gateway handler parses and
- * authenticates its own format into a struct pay_request, calls pay_apply,
- * hands the result to pay_report (alerts, metrics) and renders its own
- * acknowledgement from the result. Knows nothing of HTTP or JSON.
+ * authenticates its own format into a struct pay_request, calls pay_route
+ * (pay_apply on the order's shard), hands the result to pay_report (alerts,
+ * metrics) and renders its own acknowledgement from the result. Knows
+ * nothing of HTTP or JSON.
  *
  * The guarantees: one payment (pay_no) is recorded once, ever; an order
  * is paid by at most one payment, through the state machine; a payment
