@@ -89,6 +89,24 @@ static void responder_stop(void)
         fprintf(stderr, "cannot remove %s\n", rsp.dir);
 }
 
+/* Queries the responder received about order_no. */
+static int queried(const char *order_no)
+{
+    char path[128], line[1024], want[128];
+    FILE *f;
+    int n = 0;
+
+    snprintf(path, sizeof path, "%s/queries.jsonl", rsp.dir);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    snprintf(want, sizeof want, "\"order_no\": \"%s\"", order_no);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strstr(line, want) != NULL)
+            n++;
+    fclose(f);
+    return n;
+}
+
 /* Plants what the endpoint answers about order_no: mode PAID (with pay_no,
  * PRICE USD) or NOTPAY. */
 static void plant(const char *order_no, const char *mode, const char *pay_no)
@@ -114,20 +132,22 @@ static void stripe_config(void)
 
 /* A server over shards (the PAYCALLBACK_MYSQL_SHARDS entry), with a stripe
  * profile and the responder as the native query endpoint; its periodic
- * pass runs at start only. */
-static void server_up_over(const char *shards, int connect_timeout)
+ * pass runs every interval seconds over batch orders. */
+static void server_up_over(const char *shards, int connect_timeout, const char *interval,
+                           const char *batch)
 {
-    static char url[96];
-    const char *env[] = { shards, "TEST_STRIPE_SECRET=" STRIPE_SECRET, url,
+    static char url[96], every[64], take[64];
+    const char *env[] = { shards, "TEST_STRIPE_SECRET=" STRIPE_SECRET, url, every, take,
                           "PAYCALLBACK_CALLBACK_QUERY_TOKEN=" QUERY_TOKEN,
                           "PAYCALLBACK_CALLBACK_QUERY_TIMEOUT_MS=2000",
-                          "PAYCALLBACK_RECONCILE_INTERVAL_S=3600",
                           "PAYCALLBACK_RECONCILE_WAIT_PAY_AGE_S=60",
                           connect_timeout ? "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200" : NULL,
                           NULL };
 
     responder_start();
     snprintf(url, sizeof url, "PAYCALLBACK_CALLBACK_QUERY_URL=http://127.0.0.1:%d/q", rsp.port);
+    snprintf(every, sizeof every, "PAYCALLBACK_RECONCILE_INTERVAL_S=%s", interval);
+    snprintf(take, sizeof take, "PAYCALLBACK_RECONCILE_QUERY_BATCH=%s", batch);
     stripe_config();
     h_fixture_server_up_config(config_path, env);
 }
@@ -135,7 +155,13 @@ static void server_up_over(const char *shards, int connect_timeout)
 /* Both shards up. */
 static void sharded_server_up(void)
 {
-    server_up_over(h_shards_env(), 0);
+    server_up_over(h_shards_env(), 0, "3600", "50");
+}
+
+/* Both shards up, a periodic pass every second over 2 orders. */
+static void periodic_server_up(void)
+{
+    server_up_over(h_shards_env(), 0, "1", "2");
 }
 
 /* Shard 2 points at a port nothing listens on: a shard that is down. */
@@ -147,7 +173,7 @@ static void half_down_server_up(void)
 
     snprintf(shards, sizeof shards, "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,"
              "2=127.0.0.1:1/%s" H_SHARD2_SUFFIX, port, db, db);
-    server_up_over(shards, 1);
+    server_up_over(shards, 1, "3600", "50");
 }
 
 static void server_down(void)
@@ -584,6 +610,32 @@ START_TEST(query_backlog_of_one_shard_does_not_starve_the_other)
 }
 END_TEST
 
+START_TEST(periodic_pass_rotates_over_both_shards_and_through_each)
+{
+    char order_no[32];
+    int i;
+
+    /* Rounds of 2: shard 1's backlog of 8 older orders is walked through in
+     * turn while shard 2's one order is paid at the first round. */
+    for (i = 0; i < 8; i++) {
+        snprintf(order_no, sizeof order_no, "S01-PR%d", i);
+        stale_order(1, order_no);
+        plant(order_no, "NOTPAY", "");
+    }
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR");
+    stale_order(2, "S02-PR");
+    plant("S02-PR", "PAID", "QP-PR");
+    h_await(status_on(2, "S02-PR") == 2, 20000, "the periodic pass never paid S02-PR");
+    for (i = 0; i < 8; i++) {
+        snprintf(order_no, sizeof order_no, "S01-PR%d", i);
+        h_await(queried(order_no) >= 1, 30000, "%s was never asked about", order_no);
+    }
+    assert_paid_on(2, "S02-PR", "QP-PR");
+    ck_assert_int_eq(1, queried("S02-PR"));                /* paid: never asked again */
+    ck_assert_int_eq(8, rows_on(1, "orders", "status = 1"));
+}
+END_TEST
+
 /* ---- shard 2 down ----------------------------------------------------------- */
 
 START_TEST(shard_2_down_fails_only_the_payments_that_need_it)
@@ -671,6 +723,10 @@ static Suite *shards_pay_suite(void)
     tcase_add_test(tc, stripe_notification_is_routed_to_shard_2);
     tcase_add_test(tc, query_pays_stale_orders_of_both_shards_each_on_its_own);
     tcase_add_test(tc, query_backlog_of_one_shard_does_not_starve_the_other);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("periodic pass", TC_TIMEOUT_S, periodic_server_up, server_down);
+    tcase_add_test(tc, periodic_pass_rotates_over_both_shards_and_through_each);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, half_down_server_up, server_down);
