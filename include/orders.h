@@ -62,6 +62,18 @@ struct order_create_req {
     char sku[ID_BUF];
     int64_t quantity;
     const struct orders_hook *hook;   /* may be NULL */
+    const char *order_no;         /* NULL: a number is drawn (one database); else the order
+                                     gets this one, which the checkout registry bound to
+                                     (user_id, request_id) before (sharded) */
+};
+
+/* What the checkout registry of a sharded service holds for one
+ * (user_id, request_id): the order number it was given and the sku and
+ * quantity it was first sent with. */
+struct order_checkout {
+    char order_no[ID_BUF];
+    char sku[ID_BUF];
+    int64_t quantity;
 };
 
 /* A status change: order_no (validated) to status to (ORDER_SHIPPED,
@@ -108,12 +120,28 @@ struct order_detail {
  * stock with a conditional UPDATE (never below zero). A duplicate key means
  * the request was seen before: ORDERS_DUPLICATE with that order in *out;
  * or, when no order has this request, that two random order numbers
- * collided: another is drawn (a few times, then ORDERS_ERROR). Returns
+ * collided: another is drawn (a few times, then ORDERS_ERROR; with a
+ * req->order_no given there is no other to draw: ORDERS_ERROR). Returns
  * ORDERS_OK (*out is the new order), ORDERS_DUPLICATE, ORDERS_NO_SKU,
  * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_ABORTED (req->hook),
  * ORDERS_UNAVAILABLE or ORDERS_ERROR. */
 enum orders_result orders_create(struct db_conn *c, const struct order_create_req *req,
                                  struct order_view *out);
+
+/* Sharded creation, step 1, on the sku's shard and before anything is
+ * written anywhere: the sku exists and price x quantity fits. ORDERS_OK,
+ * ORDERS_NO_SKU, ORDERS_TOO_LARGE, ORDERS_UNAVAILABLE or ORDERS_ERROR. */
+enum orders_result orders_check_sku(struct db_conn *c, const char *sku, int64_t quantity);
+
+/* Sharded creation, step 2, on the shard placed by user_id: binds
+ * (req->user_id, req->request_id) to order_no, req->sku and req->quantity
+ * with one autocommit INSERT into checkout_registry, whose rows are never
+ * deleted. ORDERS_OK: bound now (*out is what was given). ORDERS_DUPLICATE:
+ * the checkout was bound before, maybe to another sku; *out is that
+ * binding, which the caller creates or returns. ORDERS_UNAVAILABLE or
+ * ORDERS_ERROR. */
+enum orders_result orders_checkout_bind(struct db_conn *c, const struct order_create_req *req,
+                                        const char *order_no, struct order_checkout *out);
 
 /* Moves an order to req->to in one transaction: locks the row, asks
  * order_state_allowed before any write, then compare-and-sets the status

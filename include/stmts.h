@@ -31,6 +31,9 @@ enum db_stmt {
     ST_PAY_REFUND_BY_ORDER,       /* to_status, order_no, from_status */
     ST_ORDER_LOCK_ROW,            /* order_no -> enum order_col (FOR UPDATE) */
     ST_PAY_BY_ORDER_STATUS_LOCK,  /* order_no, status -> enum pay_lock_col (FOR UPDATE) */
+    /* the checkout registry of a sharded service (orders.c) */
+    ST_CHECKOUT_INSERT,           /* user_id, request_id, order_no, sku, quantity */
+    ST_CHECKOUT_GET,              /* user_id, request_id -> enum checkout_col */
     /* MySQL token store (Redis degraded) */
     ST_TOKEN_INSERT,              /* token, ttl_s */
     ST_TOKEN_CONSUME,             /* token */
@@ -110,6 +113,9 @@ enum pay_list_col { PLC_PAY_NO, PLC_AMOUNT, PLC_STATUS, PLC_CREATE_TIME };
 
 /* ST_PAY_BY_ORDER_STATUS_LOCK */
 enum pay_lock_col { PKC_PAY_NO, PKC_AMOUNT };
+
+/* ST_CHECKOUT_GET: the order a checkout was given, and what it asked for. */
+enum checkout_col { CKC_ORDER_NO, CKC_SKU, CKC_QUANTITY };
 
 /* ST_IDEM_GET: a key's record; LIVE is 1 while the lease runs, EXPIRED 1
  * once the record is past its window (both by the database's clock, which

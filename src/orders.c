@@ -113,7 +113,9 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
 
     memset(o, 0, sizeof(*o));
     j->result = ORDERS_OK;
-    if (ids_order_no(o->order_no) != 0)
+    if (rq->order_no != NULL)
+        snprintf(o->order_no, sizeof(o->order_no), "%s", rq->order_no);
+    else if (ids_order_no(o->order_no) != 0)
         return db_fail(c, "cannot draw random bytes for an order_no");
     if ((st = stock_price(c, rq->sku, &price, &found)) != DB_OK)
         return st;
@@ -186,11 +188,78 @@ enum orders_result orders_create(struct db_conn *c, const struct order_create_re
             return from_db(st);
         if (found)
             return ORDERS_DUPLICATE;
+        if (req->order_no != NULL) {
+            memset(out, 0, sizeof(*out));
+            db_fail(c, "order_no %s of the checkout registry belongs to another checkout", drawn);
+            return ORDERS_ERROR;
+        }
         log_warn("order_no collision, drawing another", "order_no=%s", drawn);
     }
     memset(out, 0, sizeof(*out));
     db_fail(c, "cannot draw a unique order_no in %d attempts", ORDERS_NO_ATTEMPTS);
     return ORDERS_ERROR;
+}
+
+/* ---- sharded creation ---------------------------------------------------- */
+
+enum orders_result orders_check_sku(struct db_conn *c, const char *sku, int64_t quantity)
+{
+    const char *p[] = { sku };
+    struct db_row row;
+    int64_t price = 0, amount = 0;
+    size_t n = 0;
+    enum db_status st;
+
+    if ((st = db_query_retry(c, ST_STOCK_PRICE, p, 1, &row, 1, &n)) != DB_OK)
+        return from_db(st);
+    if (n == 0)
+        return ORDERS_NO_SKU;
+    if (db_row_cents(&row, SPC_PRICE, &price) != 0) {
+        db_fail(c, "stock price of sku %s is malformed", sku);
+        return ORDERS_ERROR;
+    }
+    return money_mul(price, quantity, &amount) == MONEY_OK ? ORDERS_OK : ORDERS_TOO_LARGE;
+}
+
+/* The binding of (user_id, request_id), read after its INSERT hit the key. */
+static enum orders_result checkout_read(struct db_conn *c, const struct order_create_req *rq,
+                                        struct order_checkout *out)
+{
+    const char *p[] = { rq->user_id, rq->request_id };
+    struct db_row row;
+    size_t n = 0;
+    enum db_status st = db_query_retry(c, ST_CHECKOUT_GET, p, 2, &row, 1, &n);
+
+    if (st != DB_OK)
+        return from_db(st);
+    if (n == 0 || row_id(&row, CKC_ORDER_NO, out->order_no) != 0 ||
+        row_id(&row, CKC_SKU, out->sku) != 0 ||
+        db_row_int(&row, CKC_QUANTITY, ORDERS_QTY_MIN, ORDERS_QTY_MAX, &out->quantity) != 0) {
+        memset(out, 0, sizeof(*out));
+        db_fail(c, "checkout_registry row of user %s is %s", rq->user_id,
+                n == 0 ? "missing after a duplicate key" : "malformed");
+        return ORDERS_ERROR;
+    }
+    return ORDERS_DUPLICATE;
+}
+
+enum orders_result orders_checkout_bind(struct db_conn *c, const struct order_create_req *req,
+                                        const char *order_no, struct order_checkout *out)
+{
+    char qty[DB_INT_BUF];
+    const char *p[] = { req->user_id, req->request_id, order_no, req->sku,
+                        db_param_int(qty, req->quantity) };
+    enum db_status st;
+
+    memset(out, 0, sizeof(*out));
+    if ((st = db_exec_retry(c, ST_CHECKOUT_INSERT, p, 5, NULL)) == DB_DUPLICATE)
+        return checkout_read(c, req, out);
+    if (st != DB_OK)
+        return from_db(st);
+    snprintf(out->order_no, sizeof(out->order_no), "%s", order_no);
+    snprintf(out->sku, sizeof(out->sku), "%s", req->sku);
+    out->quantity = req->quantity;
+    return ORDERS_OK;
 }
 
 /* ---- status changes ------------------------------------------------------ */

@@ -50,6 +50,12 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_PAY_BY_ORDER_STATUS_LOCK] =
         "SELECT pay_no, amount FROM payment_record WHERE order_no = ? AND status = ? "
         "ORDER BY pay_no FOR UPDATE",
+    [ST_CHECKOUT_INSERT] =
+        "INSERT INTO checkout_registry (user_id, request_id, order_no, sku, quantity) "
+        "VALUES (?, ?, ?, ?, ?)",
+    [ST_CHECKOUT_GET] =
+        "SELECT order_no, sku, quantity FROM checkout_registry "
+        "WHERE user_id = ? AND request_id = ?",
     [ST_TOKEN_INSERT] =
         "INSERT INTO idem_token (token, expires_at) VALUES (?, NOW(3) + INTERVAL ? SECOND)",
     [ST_TOKEN_CONSUME] = "DELETE FROM idem_token WHERE token = ? AND expires_at > NOW(3)",
