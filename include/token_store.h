@@ -21,11 +21,13 @@ enum token_status {
 };
 
 /* What a store works with: the server context and a MySQL connection that
- * is borrowed on first use. Whoever made the context releases conn with
- * db_release(srv->db, ctx.conn). One thread at a time. */
+ * is borrowed on first use. Sharded, a token's MySQL row lives on
+ * shard_place(token), so conn may come from any shard's pool: whoever made
+ * the context releases it with token_ctx_release. One thread at a time. */
 struct token_ctx {
     struct server *srv;
     struct db_conn *conn;         /* NULL until a MySQL call needs one */
+    struct db_pool *pool;         /* the pool conn came from */
 };
 
 /* One token store. self is a struct token_ctx *. */
@@ -50,9 +52,14 @@ struct token_receipt {
     int64_t remaining_ms;
 };
 
-/* The MySQL connection of ctx, borrowed from the pool on first use within
- * mysql.wait_ms. NULL when none frees up. */
+/* The MySQL connection of ctx on the first shard (the one database when
+ * unsharded), borrowed on first use within mysql.wait_ms; a connection of
+ * another shard that ctx held is given back first. NULL when none frees
+ * up. */
 struct db_conn *token_ctx_conn(struct token_ctx *ctx);
+
+/* Gives ctx's connection back to its pool. NULL-safe in ctx->conn. */
+void token_ctx_release(struct token_ctx *ctx);
 
 /* Draws a new token into token and stores it for redis.token_ttl_s: in
  * Redis, or in MySQL when Redis cannot take it. *where (may be NULL) names

@@ -15,17 +15,45 @@
 #include "db.h"
 #include "log.h"
 #include "rds.h"
+#include "metrics.h"
 #include "server.h"
+#include "shard.h"
 
 /* About one MySQL issue in TOKEN_PURGE_EVERY also purges expired rows. The
  * choice comes from the new token's own random bits: no shared counter. */
 #define TOKEN_PURGE_EVERY 64
 
+void token_ctx_release(struct token_ctx *ctx)
+{
+    db_release(ctx->pool, ctx->conn);
+    ctx->conn = NULL;
+    ctx->pool = NULL;
+}
+
+/* A connection of pool for ctx. One connection at a time: a thread that
+ * waited for one pool while holding another could deadlock with one doing
+ * the reverse. */
+static struct db_conn *conn_of(struct token_ctx *ctx, struct db_pool *pool)
+{
+    if (ctx->conn != NULL && ctx->pool != pool)
+        token_ctx_release(ctx);
+    if (ctx->conn == NULL) {
+        ctx->conn = db_acquire(pool, ctx->srv->cfg->mysql_wait_ms);
+        ctx->pool = ctx->conn != NULL ? pool : NULL;
+    }
+    return ctx->conn;
+}
+
 struct db_conn *token_ctx_conn(struct token_ctx *ctx)
 {
-    if (ctx->conn == NULL)
-        ctx->conn = db_acquire(ctx->srv->db, ctx->srv->cfg->mysql_wait_ms);
-    return ctx->conn;
+    return conn_of(ctx, ctx->srv->db);
+}
+
+/* Where a token's MySQL row lives: placed by the token itself, so issue,
+ * consume and restore all find it on one shard. */
+static const struct shard *token_shard(const struct token_ctx *ctx, const char *token)
+{
+    return shard_place(&ctx->srv->shards, token);
 }
 
 static int64_t ttl_ms_of(const struct server *srv)
@@ -81,6 +109,7 @@ const struct token_store token_store_redis = {
 /* ---- MySQL --------------------------------------------------------------- */
 
 struct token_job {
+    const char *token;            /* places the row */
     enum db_stmt stmt;
     const char *params[2];
     size_t nparams;
@@ -100,7 +129,7 @@ static enum db_status token_txn(struct db_conn *c, void *arg)
  * TOKEN_USED for a duplicate key, or TOKEN_ERROR. */
 static enum token_status mysql_run(struct token_ctx *ctx, struct token_job *j, uint64_t *rows)
 {
-    struct db_conn *c = token_ctx_conn(ctx);
+    struct db_conn *c = conn_of(ctx, token_shard(ctx, j->token)->pool);
     enum db_status st;
 
     *rows = 0;
@@ -125,7 +154,8 @@ static enum token_status mysql_run(struct token_ctx *ctx, struct token_job *j, u
 static enum token_status mysql_insert(struct token_ctx *ctx, const char *token, int64_t ttl_ms)
 {
     char ttl_s[24];
-    struct token_job j = { .stmt = ST_TOKEN_INSERT, .params = { token, ttl_s }, .nparams = 2 };
+    struct token_job j = { .token = token, .stmt = ST_TOKEN_INSERT, .params = { token, ttl_s },
+                           .nparams = 2 };
     uint64_t rows;
 
     snprintf(ttl_s, sizeof(ttl_s), "%lld", (long long)((ttl_ms + 999) / 1000));
@@ -162,7 +192,8 @@ static enum token_status mysql_issue(void *self, const char *token, int64_t ttl_
 static enum token_status mysql_consume(void *self, const char *token, int64_t *remaining_ms)
 {
     struct token_ctx *ctx = self;
-    struct token_job j = { .stmt = ST_TOKEN_CONSUME, .params = { token }, .nparams = 1 };
+    struct token_job j = { .token = token, .stmt = ST_TOKEN_CONSUME, .params = { token },
+                           .nparams = 1 };
     uint64_t rows;
     enum token_status st = mysql_run(ctx, &j, &rows);
 
@@ -211,6 +242,7 @@ enum token_status token_store_issue(struct token_ctx *ctx, char token[IDS_TOKEN_
         st = store->issue(ctx, token, ttl_ms);
     }
     if (st != TOKEN_OK) {
+        metrics_shard_inc(ctx->srv->m, token_shard(ctx, token)->index, MS_UNAVAILABLE);
         token[0] = '\0';
         return TOKEN_ERROR;
     }
@@ -232,8 +264,11 @@ enum token_status token_store_consume(struct token_ctx *ctx, const char *token,
         store = &token_store_mysql;
         st = store->consume(ctx, token, &remaining_ms);
     }
-    if (st == TOKEN_DOWN)
-        st = TOKEN_ERROR;
+    if (st == TOKEN_DOWN || st == TOKEN_ERROR) {
+        if (store == &token_store_mysql)
+            metrics_shard_inc(ctx->srv->m, token_shard(ctx, token)->index, MS_UNAVAILABLE);
+        return TOKEN_ERROR;
+    }
     if (st != TOKEN_OK)
         return st;
     rcpt->store = store;
