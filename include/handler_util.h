@@ -52,6 +52,9 @@ typedef void (*idem_render_fn)(struct http_resp *resp, const void *data);
 /* One request's Idempotency-Key handling. Zero it, then idem_key_or_reply. */
 struct idem_req {
     bool on;                      /* the request carries Idempotency-Key */
+    const struct shard *shard;    /* where its record lives: set before idem_begin_or_reply
+                                     (a transition: the order's shard), or NULL for
+                                     shard_place(scope) */
     bool owned;                   /* this attempt holds the key's claim */
     bool stored;                  /* its answer committed with the effect */
     bool lost;                    /* a repeat took the claim over */
@@ -66,7 +69,9 @@ struct idem_req {
 int idem_key_or_reply(const struct http_req *req, struct idem_req *ir, struct http_resp *resp);
 
 /* Claims the key in scope (the caller: "key:<credential>" or
- * "user:<user_id>") for this request's fingerprint. 0: run the request
+ * "user:<user_id>") for this request's fingerprint, on ir->shard (or
+ * shard_place(scope) when that is NULL; one database: its only one; a 503
+ * from that shard counts as its own). 0: run the request
  * (then idem_end). -1 after replying: the stored answer again (replay), 422
  * IDEMPOTENCY_KEY_MISMATCH, 409 IDEMPOTENCY_KEY_IN_USE with Retry-After
  * past idempotency.wait_ms, or 503/500 when MySQL fails. */
@@ -81,8 +86,9 @@ const struct orders_hook *idem_hook(struct idem_req *ir, struct http_resp *resp,
 /* After the request, when it held a claim: a definite answer below 500 not
  * yet stored is stored now; a retryable or 5xx answer gives the key back;
  * when a repeat took the claim over, resp is replaced by that repeat's
- * answer (waiting for it as a repeat would). c may be NULL (one is
- * borrowed). */
+ * answer (waiting for it as a repeat would). c is a connection of
+ * ir->shard's pool, or NULL (one is borrowed: the caller then holds no
+ * other, so that no thread waits for one pool while holding another). */
 void idem_end(struct server *srv, const struct http_req *req, struct idem_req *ir,
               struct db_conn *c, struct http_resp *resp);
 

@@ -11,7 +11,13 @@
  * failure gives the key back with idem_release. A first attempt that dies
  * leaves a RUNNING record whose lease runs out: the next repeat takes it
  * over and runs the request again (the effect's own unique keys keep that
- * to one effect). */
+ * to one effect).
+ *
+ * Sharded, the caller picks the shard by the pool it passes: a status
+ * change's records live on its order's shard (stored in the change's
+ * transaction), a create's on shard_place(scope). When that is not the new
+ * order's shard, the answer is stored by idem_finish after the order's
+ * commit; handlers/order.c says what a crash between the two leaves. */
 #ifndef PAYCALLBACK_IDEM_H
 #define PAYCALLBACK_IDEM_H
 

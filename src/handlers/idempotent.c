@@ -9,7 +9,9 @@
 #include "handler_util.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
+#include "shard.h"
 
 int idem_key_or_reply(const struct http_req *req, struct idem_req *ir, struct http_resp *resp)
 {
@@ -45,7 +47,7 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
     enum idem_result r;
 
     settings_of(srv, &set);
-    r = idem_begin(srv->db, &set, srv->m, &ir->claim, &ans, &waited_us);
+    r = idem_begin(ir->shard->pool, &set, srv->m, &ir->claim, &ans, &waited_us);
     if (waited_us > 0)
         log_info("idempotency key waited for its first attempt",
                  "scope=%s waited_ms=%lld result=%d request_id=%s", ir->claim.scope,
@@ -72,8 +74,10 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
     case IDEM_ERROR:
         log_write(r == IDEM_UNAVAILABLE ? LOG_WARN : LOG_ERROR, "mysql failure",
                   "op=idem_begin error=\"%s\" request_id=%s", ir->claim.errstr, req->request_id);
-        if (r == IDEM_UNAVAILABLE)
+        if (r == IDEM_UNAVAILABLE) {
+            metrics_shard_inc(srv->m, ir->shard->index, MS_UNAVAILABLE);
             http_reply_unavailable(resp, "database unavailable, retry later");
+        }
         else
             http_reply_error(resp, 500, "INTERNAL", "database error");
         break;
@@ -86,6 +90,8 @@ int idem_begin_or_reply(struct server *srv, const struct http_req *req, const ch
                         struct idem_req *ir, struct http_resp *resp)
 {
     snprintf(ir->claim.scope, sizeof(ir->claim.scope), "%s", scope);
+    if (ir->shard == NULL)
+        ir->shard = shard_place(&srv->shards, ir->claim.scope);
     idem_fingerprint(req->method, req->path, ir->claim.scope, req->body, req->body_len,
                      ir->claim.fingerprint);
     return claim_or_reply(srv, req, ir, resp);
@@ -134,11 +140,12 @@ static void answer_as_repeat(struct server *srv, const struct http_req *req, str
     if (claim_or_reply(srv, req, ir, resp) != 0)
         return;
     /* The repeat gave the key back, and this attempt's effect was rolled
-     * back: nothing was done. Give the key back too, and say so. */
-    if ((c = db_acquire(srv->db, srv->cfg->mysql_wait_ms)) != NULL &&
+     * back (or, sharded, kept on another shard, where the checkout's unique
+     * keys hand it to the retry): give the key back too, and say so. */
+    if ((c = db_acquire(ir->shard->pool, srv->cfg->mysql_wait_ms)) != NULL &&
         idem_release(c, &ir->claim) != DB_OK)
         log_db_failure(req, c, "idem_release", true);
-    db_release(srv->db, c);
+    db_release(ir->shard->pool, c);
     ir->owned = false;
     http_reply_unavailable(resp, "the request was interrupted, retry it");
 }
@@ -152,7 +159,7 @@ void idem_end(struct server *srv, const struct http_req *req, struct idem_req *i
 
     if (!ir->owned)
         return;
-    if (c == NULL && (c = own = db_acquire(srv->db, srv->cfg->mysql_wait_ms)) == NULL) {
+    if (c == NULL && (c = own = db_acquire(ir->shard->pool, srv->cfg->mysql_wait_ms)) == NULL) {
         log_warn("no mysql connection to settle an idempotency key; its lease will lapse",
                  "scope=%s request_id=%s", ir->claim.scope, req->request_id);
         return;
@@ -166,7 +173,7 @@ void idem_end(struct server *srv, const struct http_req *req, struct idem_req *i
     }
     if (st != DB_OK)
         log_db_failure(req, c, "idem_end", st == DB_UNAVAILABLE || st == DB_RETRY);
-    db_release(srv->db, own);
+    db_release(ir->shard->pool, own);
     if (lost)
         answer_as_repeat(srv, req, ir, resp);
 }
