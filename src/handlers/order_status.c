@@ -6,7 +6,13 @@
  * refunds of a cancel, all in one transaction). Here: parse the order_no,
  * call, render. Asking for the status the order already has is a duplicate
  * (200, nothing written); anything the table forbids is 409
- * ILLEGAL_TRANSITION and an alert. */
+ * ILLEGAL_TRANSITION and an alert.
+ *
+ * Each call runs on the order's shard, named by its order_no (one
+ * database: the only one); a number that names no shard of this service is
+ * 404 with nothing read or written. A cancel's stock goes back on that
+ * shard in the same transaction: an order lives where its sku's stock
+ * does. */
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +26,7 @@
 #include "order_state.h"
 #include "orders.h"
 #include "server.h"
+#include "shard.h"
 #include "validate.h"
 
 static int order_no_or_reply(const struct http_req *req, struct http_resp *resp)
@@ -65,8 +72,19 @@ static void log_change(const struct http_req *req, const struct order_transition
                   req->request_id);
 }
 
+/* A database failure on shard sh: a 503 counts as that shard's. */
+static void reply_shard_failure(struct server *srv, const struct http_req *req,
+                                const struct shard *sh, struct http_resp *resp,
+                                const struct db_conn *c, const char *what, enum orders_result r)
+{
+    if (r == ORDERS_UNAVAILABLE)
+        metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
+    reply_db_failure(req, resp, c, what, r == ORDERS_UNAVAILABLE);
+}
+
 static void render_transition(struct server *srv, const struct http_req *req,
-                              const struct db_conn *c, const struct order_transition_req *tr,
+                              const struct shard *sh, const struct db_conn *c,
+                              const struct order_transition_req *tr,
                               enum orders_result r, const struct order_change *ch,
                               struct http_resp *resp)
 {
@@ -95,7 +113,7 @@ static void render_transition(struct server *srv, const struct http_req *req,
     case ORDERS_ABORTED:
         break;                                /* idem_end answers as a repeat */
     default:
-        reply_db_failure(req, resp, c, "orders_transition", r == ORDERS_UNAVAILABLE);
+        reply_shard_failure(srv, req, sh, resp, c, "orders_transition", r);
         break;
     }
 }
@@ -112,24 +130,27 @@ static void transition_and_reply(struct server *srv, const struct http_req *req,
     struct idem_req ir = { .on = false };
     struct order_change ch;
     struct db_conn *conn = NULL;
+    const struct shard *sh;
     enum orders_result r;
 
-    if (idem_key_or_reply(req, &ir, resp) != 0 || order_no_or_reply(req, resp) != 0)
+    if (idem_key_or_reply(req, &ir, resp) != 0 || order_no_or_reply(req, resp) != 0 ||
+        (sh = order_shard_or_reply(srv, req->param, resp)) == NULL)
         return;
     if (ir.on) {
         char scope[IDEM_SCOPE_MAX + 1];
 
+        ir.shard = sh;                        /* the hook stores the answer in the change's txn */
         snprintf(scope, sizeof(scope), "key:%s", req->caller);
         if (idem_begin_or_reply(srv, req, scope, &ir, resp) != 0)
             return;
         tr.hook = idem_hook(&ir, resp, render_changed);
     }
-    if ((conn = db_acquire_or_reply(srv, resp)) != NULL) {
+    if ((conn = shard_acquire_or_reply(srv, sh, resp)) != NULL) {
         r = orders_transition(conn, &tr, &ch);
-        render_transition(srv, req, conn, &tr, r, &ch, resp);
+        render_transition(srv, req, sh, conn, &tr, r, &ch, resp);
     }
     idem_end(srv, req, &ir, conn, resp);
-    db_release(srv->db, conn);
+    db_release(sh->pool, conn);
 }
 
 void handle_order_ship(struct server *srv, const struct http_req *req, struct http_resp *resp)
@@ -194,15 +215,17 @@ void handle_order_get(struct server *srv, const struct http_req *req, struct htt
 {
     struct order_detail *d = NULL;
     struct db_conn *conn = NULL;
+    const struct shard *sh;
     enum orders_result r;
 
-    if (order_no_or_reply(req, resp) != 0)
+    if (order_no_or_reply(req, resp) != 0 ||
+        (sh = order_shard_or_reply(srv, req->param, resp)) == NULL)
         return;
     if ((d = malloc(sizeof(*d))) == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
         return;
     }
-    if ((conn = db_acquire_or_reply(srv, resp)) == NULL)
+    if ((conn = shard_acquire_or_reply(srv, sh, resp)) == NULL)
         goto out;
     r = orders_view(conn, req->param, d);
     if (r == ORDERS_OK)
@@ -210,8 +233,8 @@ void handle_order_get(struct server *srv, const struct http_req *req, struct htt
     else if (r == ORDERS_NOT_FOUND)
         http_reply_error(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
     else
-        reply_db_failure(req, resp, conn, "orders_view", r == ORDERS_UNAVAILABLE);
+        reply_shard_failure(srv, req, sh, resp, conn, "orders_view", r);
 out:
-    db_release(srv->db, conn);
+    db_release(sh->pool, conn);
     free(d);
 }
