@@ -528,6 +528,61 @@ START_TEST(keyed_create_that_died_before_its_answer_was_stored)
 }
 END_TEST
 
+/* ---- Redis down: tokens in MySQL ------------------------------------------------------ */
+
+static long long token_rows_on(int id, const char *token)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_token WHERE token = '%s'", db_of(id),
+                          token);
+}
+
+/* Unchecked teardown: later suites need Redis whatever happened here. */
+static void redis_back(void)
+{
+    h_services("start-redis");
+}
+
+static void clean_with_redis(void)
+{
+    h_services("start-redis");                /* a failed test may have left it down */
+    h_fixture_clean();
+}
+
+/* With Redis down a token lives in idem_token on the shard its hash
+ * places it on, and is found there when it is spent, once. */
+START_TEST(with_redis_down_a_token_lives_on_its_shard)
+{
+    char token[NSHARDS + 1][H_TOKEN_BUF], t[H_TOKEN_BUF], req[32];
+    int have[NSHARDS + 1] = { 0 };
+    struct h_resp r;
+
+    h_services("stop-redis");
+    for (int n = 0; n < 64 && (!have[1] || !have[2]); n++) {
+        int id;
+
+        h_token_apply(h_port(), t);
+        id = place(t);
+        ck_assert_int_eq(1, token_rows_on(id, t));
+        ck_assert_int_eq(0, token_rows_on(3 - id, t));
+        snprintf(token[id], H_TOKEN_BUF, "%s", t);
+        have[id] = 1;
+    }
+    ck_assert_msg(have[1] && have[2], "64 tokens all placed on one shard");
+    for (int id = 1; id <= NSHARDS; id++) {
+        snprintf(req, sizeof req, "degraded-%d", id);
+        ck_assert_int_eq(0, h_order_create(h_port(), token[id], "u1001", req, "SOCK-01", 1, &r));
+        h_assert_status(&r, 201);
+        h_resp_free(&r);
+        ck_assert_int_eq(0, token_rows_on(id, token[id]));
+        ck_assert_int_eq(0, h_order_create(h_port(), token[id], "u1001", req, "SOCK-01", 1, &r));
+        h_assert_error(&r, 409, "REPEAT_SUBMIT");
+        h_resp_free(&r);
+    }
+    ck_assert_int_eq(498, stock_on(place("SOCK-01"), "SOCK-01"));
+    h_services("start-redis");
+}
+END_TEST
+
 /* ---- one shard down ------------------------------------------------------------------ */
 
 START_TEST(an_order_on_the_down_shard_is_503_and_its_token_comes_back)
@@ -601,6 +656,14 @@ static Suite *shards_orders_suite(void)
     tc = h_tcase_with("oversell on two shards", SLOW_TIMEOUT_S, sharded_server_up,
                       h_fixture_server_down);
     tcase_add_test(tc, oversell_storm_from_users_of_both_shards_sells_exactly_the_stock);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("redis down, two shards");
+    tcase_add_unchecked_fixture(tc, sharded_server_up, h_fixture_server_down);
+    tcase_add_unchecked_fixture(tc, NULL, redis_back);
+    tcase_add_checked_fixture(tc, clean_with_redis, NULL);
+    tcase_set_timeout(tc, TC_TIMEOUT_S);
+    tcase_add_test(tc, with_redis_down_a_token_lives_on_its_shard);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, half_down_server_up, h_fixture_server_down);
