@@ -9,6 +9,12 @@
  * another relay (in this or another instance) claims the events again, so
  * the shop may see an event twice and dedupes by its Idempotency-Key.
  * Events of one order are delivered in the order they were written.
+ *
+ * Sharded, each shard has webhook.workers relays of its own, claiming only
+ * from that shard's outbox: no shard's backlog delays another's, and a
+ * shard whose database fails holds back only its own relays (they count
+ * paycallback_shard_outbox_claim_failures_total{shard}, log once, and
+ * claim again after a wait that doubles up to 5 s).
  * Knows nothing of the HTTP server; uses libcurl for the client side. */
 #ifndef PAYCALLBACK_DELIVERY_H
 #define PAYCALLBACK_DELIVERY_H
@@ -20,7 +26,7 @@ struct server;
 struct outbox_event;
 struct delivery;
 
-/* Starts cfg->webhook_workers relay threads when a webhook URL is
+/* Starts cfg->webhook_workers relay threads per shard when a webhook URL is
  * configured; returns NULL (and starts nothing) when webhook.url is empty,
  * or on failure (logged). Call after the pools exist and
  * curl_global_init has run. */
@@ -49,7 +55,9 @@ char *delivery_event_body(const struct outbox_event *ev, size_t *len);
 
 /* The event id the shop dedupes by: "<order_no>:<event_type>", unique
  * because the outbox keeps one event of a type per order and order_nos
- * are unique. Writes into out (outsz bytes). */
+ * are unique; across shards too, since a sharded order_no carries its
+ * shard ("S02-...") and an event lives on its order's shard. Writes into
+ * out (outsz bytes). */
 void delivery_event_id(const struct outbox_event *ev, char *out, size_t outsz);
 
 #endif

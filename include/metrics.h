@@ -118,7 +118,21 @@ enum metric_shard_counter {
     MS_UNAVAILABLE,               /* requests answered 503 because this shard failed them */
     MS_POOL_TIMEOUTS,             /* acquisitions of this shard's pool that gave up */
     MS_RECONNECTS,                /* this shard's connections made again after a lost link */
+    MS_OUTBOX_CLAIM_FAILURES,     /* relay claims this shard's database failed: retried later */
+    MS_RECONCILE_FAILURES,        /* reconciliation passes that could not read this shard */
     MS_COUNT
+};
+
+/* Per-shard gauges, set by the reconciliation pass from the shard's own
+ * counts (a shard that did not answer keeps its last values). */
+enum metric_shard_gauge {
+    MSG_OUTBOX_PENDING,
+    MSG_OUTBOX_DEAD,
+    MSG_OUTBOX_LAGGING,
+    MSG_WAIT_PAY_STALE,
+    MSG_REFUND_UNSETTLED,
+    MSG_RECONCILE_LAST_RUN_S,     /* unix time of the last pass that read this shard */
+    MSG_COUNT
 };
 
 /* Names the shards (labels shard="<label>", index = position). Call once
@@ -127,6 +141,9 @@ void metrics_set_shards(struct metrics *m, const char *const *labels, size_t n);
 
 /* Counts one event of shard idx. */
 void metrics_shard_inc(struct metrics *m, size_t idx, enum metric_shard_counter c);
+
+/* Sets gauge g of shard idx to v. Any thread. */
+void metrics_shard_set_gauge(struct metrics *m, size_t idx, enum metric_shard_gauge g, int64_t v);
 
 /* Sets shard idx's readiness gauge: 1 when it took writes at the last probe. */
 void metrics_shard_ready(struct metrics *m, size_t idx, int ready);

@@ -26,13 +26,18 @@
 
 #define DELIVERY_LEASE_PAD_S  2             /* lease beyond the batch's worst case */
 #define DELIVERY_DB_WAIT_MS   1000
+#define DELIVERY_DOWN_WAIT_MAX_MS 5000      /* longest wait before claiming again on a failing shard */
 
 enum attempt_result { ATTEMPT_OK, ATTEMPT_HTTP, ATTEMPT_TIMEOUT, ATTEMPT_CONNECT };
 
+/* A relay serves one shard: a shard whose database fails holds back only
+ * its own relays, never another shard's events. */
 struct relay {
     struct delivery *d;
+    const struct shard *sh;
     pthread_t thread;
     bool started;
+    int failures;                 /* claims failed in a row on sh */
     char owner[OUTBOX_OWNER_MAX];
     CURL *curl;
 };
@@ -197,7 +202,7 @@ static void record(struct relay *r, const struct outbox_event *ev, enum attempt_
 {
     struct server *srv = r->d->srv;
     const struct config *cfg = srv->cfg;
-    struct db_conn *c = db_acquire(srv->db, DELIVERY_DB_WAIT_MS);
+    struct db_conn *c = db_acquire(r->sh->pool, DELIVERY_DB_WAIT_MS);
     enum db_status st;
     bool dead = false;
 
@@ -232,7 +237,7 @@ static void record(struct relay *r, const struct outbox_event *ev, enum attempt_
     if (st != DB_OK)
         log_warn("outbox: cannot record an attempt", "event_id=%s:%s status=%s error=\"%s\"",
                  ev->order_no, ev->event_type, db_status_str(st), db_errstr(c));
-    db_release(srv->db, c);
+    db_release(r->sh->pool, c);
 }
 
 static bool stopping(struct delivery *d)
@@ -265,8 +270,21 @@ static void idle(struct delivery *d, int ms)
     pthread_mutex_unlock(&d->mu);
 }
 
-/* Claims a batch; returns how many events are in evs. */
-static size_t claim(struct relay *r, struct outbox_event *evs, size_t max)
+/* A failed claim: counted for the shard, logged when the shard starts
+ * failing (not on every poll while it stays down). */
+static void claim_failed(struct relay *r, enum db_status st, const char *err)
+{
+    struct server *srv = r->d->srv;
+
+    metrics_shard_inc(srv->m, r->sh->index, MS_OUTBOX_CLAIM_FAILURES);
+    if (r->failures++ == 0)
+        log_warn("outbox: claim failed", "shard=%s status=%s error=\"%s\"", r->sh->label,
+                 db_status_str(st), err);
+}
+
+/* Claims a batch from the relay's shard; returns how many events are in
+ * evs, or -1 when the shard's database failed the claim. */
+static long claim(struct relay *r, struct outbox_event *evs, size_t max)
 {
     struct server *srv = r->d->srv;
     const struct config *cfg = srv->cfg;
@@ -275,33 +293,51 @@ static size_t claim(struct relay *r, struct outbox_event *evs, size_t max)
      * back this long after it died. */
     int lease_s = (int)(((int64_t)max * cfg->webhook_timeout_ms + 999) / 1000) +
                   DELIVERY_LEASE_PAD_S;
-    struct db_conn *c = db_acquire(srv->db, DELIVERY_DB_WAIT_MS);
+    struct db_conn *c = db_acquire(r->sh->pool, DELIVERY_DB_WAIT_MS);
     enum db_status st;
     size_t n = 0;
 
-    if (c == NULL)
-        return 0;
+    if (c == NULL) {
+        claim_failed(r, DB_UNAVAILABLE, "no free connection");
+        return -1;
+    }
     st = outbox_claim(c, r->owner, lease_s, evs, max, &n);
     if (st != DB_OK) {
-        log_warn("outbox: claim failed", "status=%s error=\"%s\"", db_status_str(st),
-                 db_errstr(c));
-        n = 0;
+        claim_failed(r, st, db_errstr(c));
+        db_release(r->sh->pool, c);
+        return -1;
     }
-    db_release(srv->db, c);
-    return n;
+    db_release(r->sh->pool, c);
+    if (r->failures > 0)
+        log_info("outbox: claims work again", "shard=%s failed_claims=%d", r->sh->label,
+                 r->failures);
+    r->failures = 0;
+    return (long)n;
 }
 
 /* Hands back the claims of events not attempted (graceful stop). */
 static void hand_back(struct relay *r)
 {
-    struct server *srv = r->d->srv;
-    struct db_conn *c = db_acquire(srv->db, DELIVERY_DB_WAIT_MS);
+    struct db_conn *c = db_acquire(r->sh->pool, DELIVERY_DB_WAIT_MS);
 
     if (c == NULL)
         return;                                /* the leases run out by themselves */
     if (outbox_release(c, r->owner) != DB_OK)
-        log_warn("outbox: cannot hand back claims", "error=\"%s\"", db_errstr(c));
-    db_release(srv->db, c);
+        log_warn("outbox: cannot hand back claims", "shard=%s error=\"%s\"", r->sh->label,
+                 db_errstr(c));
+    db_release(r->sh->pool, c);
+}
+
+/* The wait after the failures-th failed claim in a row: the poll
+ * interval doubled per failure, at most DELIVERY_DOWN_WAIT_MAX_MS (a kick
+ * still wakes the relay at once). */
+static int down_wait_ms(int poll_ms, int failures)
+{
+    int64_t w = poll_ms;
+
+    for (int i = 1; i < failures && w < DELIVERY_DOWN_WAIT_MAX_MS; i++)
+        w *= 2;
+    return w > DELIVERY_DOWN_WAIT_MAX_MS ? DELIVERY_DOWN_WAIT_MAX_MS : (int)w;
 }
 
 static void *relay_main(void *arg)
@@ -317,7 +353,8 @@ static void *relay_main(void *arg)
         return NULL;
     }
     while (!stopping(d)) {
-        size_t n = claim(r, evs, batch), i;
+        long got = claim(r, evs, batch);
+        size_t n = got > 0 ? (size_t)got : 0, i;
 
         for (i = 0; i < n && !stopping(d); i++) {
             enum attempt_result res = post_event(r, &evs[i], err, sizeof(err));
@@ -325,7 +362,9 @@ static void *relay_main(void *arg)
         }
         if (i < n)
             hand_back(r);
-        if (n < batch)
+        if (got < 0)
+            idle(d, down_wait_ms(d->srv->cfg->webhook_poll_ms, r->failures));
+        else if (n < batch)
             idle(d, d->srv->cfg->webhook_poll_ms);
     }
     free(evs);
@@ -352,13 +391,14 @@ static void owner_id(char out[OUTBOX_OWNER_MAX], int index)
 struct delivery *delivery_start(struct server *srv)
 {
     const struct config *cfg = srv->cfg;
+    int nrelays = cfg->webhook_workers * (int)srv->shards.n;
     struct delivery *d;
     int i;
 
     if (cfg->webhook_url[0] == '\0')
         return NULL;
     if ((d = calloc(1, sizeof(*d))) == NULL ||
-        (d->relays = calloc((size_t)cfg->webhook_workers, sizeof(*d->relays))) == NULL) {
+        (d->relays = calloc((size_t)nrelays, sizeof(*d->relays))) == NULL) {
         free(d);
         log_error("outbox relay: out of memory", "%s", "");
         return NULL;
@@ -372,10 +412,11 @@ struct delivery *delivery_start(struct server *srv)
         pthread_cond_init(&d->cv, &ca);
         pthread_condattr_destroy(&ca);
     }
-    for (i = 0; i < cfg->webhook_workers; i++) {
+    for (i = 0; i < nrelays; i++) {
         struct relay *r = &d->relays[i];
 
         r->d = d;
+        r->sh = &srv->shards.s[(size_t)i / (size_t)cfg->webhook_workers];
         owner_id(r->owner, i);
         if ((r->curl = curl_easy_init()) == NULL)
             goto fail;
@@ -388,12 +429,12 @@ struct delivery *delivery_start(struct server *srv)
         r->started = true;
         d->nrelays = i + 1;
     }
-    log_info("outbox relay started", "workers=%d url=\"%s\"", cfg->webhook_workers,
-             cfg->webhook_url);
+    log_info("outbox relay started", "workers=%d shards=%zu url=\"%s\"", cfg->webhook_workers,
+             srv->shards.n, cfg->webhook_url);
     return d;
 fail:
     log_error("outbox relay: cannot start", "worker=%d", i);
-    d->nrelays = cfg->webhook_workers;
+    d->nrelays = nrelays;
     delivery_stop(d);
     return NULL;
 }

@@ -56,6 +56,7 @@ struct metrics {
     size_t nshards;
     atomic_ullong shard_count[METRICS_SHARDS_MAX][MS_COUNT];
     atomic_int shard_ready[METRICS_SHARDS_MAX];
+    atomic_llong shard_gauge[METRICS_SHARDS_MAX][MSG_COUNT];
     struct timespec start;                    /* wall clock at creation */
     atomic_llong gauge[G_COUNT];
     atomic_ullong idem_wait_bucket[NBUCKETS + 1];   /* non-cumulative; last = +Inf */
@@ -475,6 +476,12 @@ void metrics_shard_inc(struct metrics *m, size_t idx, enum metric_shard_counter 
         atomic_fetch_add_explicit(&m->shard_count[idx][c], 1, memory_order_relaxed);
 }
 
+void metrics_shard_set_gauge(struct metrics *m, size_t idx, enum metric_shard_gauge g, int64_t v)
+{
+    if (m != NULL && idx < m->nshards && (unsigned)g < MSG_COUNT)
+        atomic_store_explicit(&m->shard_gauge[idx][g], v, memory_order_relaxed);
+}
+
 void metrics_shard_ready(struct metrics *m, size_t idx, int ready)
 {
     if (m != NULL && idx < m->nshards)
@@ -490,6 +497,27 @@ static void render_shards(const struct metrics *m, struct buf *b)
                                "Acquisitions of this shard's connection pool that gave up." },
         [MS_RECONNECTS] = { "paycallback_shard_reconnects_total",
                             "Connections to this shard made again after a lost link." },
+        [MS_OUTBOX_CLAIM_FAILURES] = { "paycallback_shard_outbox_claim_failures_total",
+                                       "Outbox relay claims this shard's database failed (tried "
+                                       "again later)." },
+        [MS_RECONCILE_FAILURES] = { "paycallback_shard_reconcile_failures_total",
+                                    "Reconciliation passes that could not read this shard." },
+    };
+    static const struct { const char *name, *help; } ginfo[MSG_COUNT] = {
+        [MSG_OUTBOX_PENDING] = { "paycallback_shard_outbox_pending",
+                                 "Events on this shard not delivered to the shop yet." },
+        [MSG_OUTBOX_DEAD] = { "paycallback_shard_outbox_dead",
+                              "Events on this shard that ran out of delivery attempts." },
+        [MSG_OUTBOX_LAGGING] = { "paycallback_shard_outbox_lagging",
+                                 "Pending events on this shard older than reconcile.outbox_lag_s." },
+        [MSG_WAIT_PAY_STALE] = { "paycallback_shard_reconcile_wait_pay_stale",
+                                 "WAIT_PAY orders on this shard older than "
+                                 "reconcile.wait_pay_age_s." },
+        [MSG_REFUND_UNSETTLED] = { "paycallback_shard_reconcile_refund_unsettled",
+                                   "REFUND_REQUIRED payments on this shard not settled yet." },
+        [MSG_RECONCILE_LAST_RUN_S] = { "paycallback_shard_reconcile_last_success_timestamp_seconds",
+                                       "Unix time of the last reconciliation pass that read this "
+                                       "shard." },
     };
     size_t i;
     int c;
@@ -506,6 +534,14 @@ static void render_shards(const struct metrics *m, struct buf *b)
         for (i = 0; i < m->nshards; i++)
             bprintf(b, "%s{shard=\"%s\"} %llu\n", info[c].name, m->shard_labels[i],
                     ld(&m->shard_count[i][c]));
+    }
+    for (c = 0; c < MSG_COUNT; c++) {
+        bprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", ginfo[c].name, ginfo[c].help,
+                ginfo[c].name);
+        for (i = 0; i < m->nshards; i++)
+            bprintf(b, "%s{shard=\"%s\"} %lld\n", ginfo[c].name, m->shard_labels[i],
+                    (long long)atomic_load_explicit(&m->shard_gauge[i][c],
+                                                    memory_order_relaxed));
     }
 }
 
