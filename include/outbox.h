@@ -55,6 +55,7 @@ struct outbox_entry {
     char published_at[OUTBOX_TIME_MAX];   /* "" until delivered */
     char last_error[OUTBOX_ERROR_MAX];    /* "" when none */
     char payload[OUTBOX_PAYLOAD_MAX];     /* outbox_get only */
+    size_t shard;                 /* index in the shard set it was read from (set by the caller) */
 };
 
 /* What is waiting, for /metrics and reconciliation. */

@@ -11,9 +11,11 @@
 #ifndef PAYCALLBACK_RECONCILE_H
 #define PAYCALLBACK_RECONCILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "db.h"
 #include "outbox.h"
 #include "refunds.h"
@@ -31,10 +33,23 @@ struct stale_order {
     char user_id[ID_BUF];
     int64_t amount_cents;
     char create_time[OUTBOX_TIME_MAX];
+    size_t shard;                 /* index in the shard set it was read from (set by the caller) */
 };
 
-/* One reconciliation: counts, and the oldest items of each class. */
+/* One shard's counts in a report over every shard. */
+struct reconcile_part {
+    bool answered;                /* false: the shard's database failed; counts are 0 */
+    int64_t wait_pay_stale;
+    int64_t refund_unsettled;
+    struct outbox_stats outbox;
+};
+
+/* One reconciliation: counts, and the oldest items of each class. Over
+ * several shards (reconcile_report_add): the counts are totals over the
+ * shards that answered, each shard's own in part[] by shard index. */
 struct reconcile_report {
+    struct reconcile_part part[CFG_SHARDS_MAX];
+    size_t nparts;                /* shards added, answered or not */
     int64_t wait_pay_stale;
     struct stale_order stale[RECONCILE_LIST_MAX];
     size_t nstale;
@@ -51,6 +66,21 @@ struct reconcile_report {
 enum db_status reconcile_report(struct db_conn *c, const struct config *cfg,
                                 struct reconcile_report *out);
 
+/* Adds the report of shard index shard (built by reconcile_report on its
+ * database; NULL when the shard did not answer) to total, which starts
+ * zeroed: counts are summed, and each list keeps its RECONCILE_LIST_MAX
+ * oldest items across the shards (a list's first part is kept as it
+ * came, so one shard's report is unchanged). part's items are tagged
+ * with their shard first. */
+void reconcile_report_add(struct reconcile_report *total, struct reconcile_report *part,
+                          size_t shard);
+
+/* Merges the oldest-first lists a (na items) and b (nb) into out, by
+ * (create_time, order_no), keeping at most max; the count in *n. out must
+ * not overlap a or b. */
+void reconcile_merge_stale(const struct stale_order *a, size_t na, const struct stale_order *b,
+                           size_t nb, struct stale_order *out, size_t max, size_t *n);
+
 /* Lists up to max WAIT_PAY orders older than age_s, oldest first. */
 enum db_status reconcile_stale_orders(struct db_conn *c, int age_s, struct stale_order *out,
                                       size_t max, size_t *n);
@@ -65,7 +95,12 @@ enum db_status reconcile_stale_orders(struct db_conn *c, int age_s, struct stale
  * metrics (m may be NULL). */
 enum db_status reconcile_purge(struct db_conn *c, const struct config *cfg, struct metrics *m);
 
-/* Starts the periodic thread (a pass at start, then every interval).
+/* Starts the periodic thread (a pass at start, then every interval). The
+ * pass reads and purges every shard in turn, one connection at a time; a
+ * shard that fails is logged and counted
+ * (paycallback_shard_reconcile_failures_total{shard}) and the others go
+ * on. The gauges are totals over the shards that answered, each shard's
+ * own in the paycallback_shard_* series.
  * NULL on failure (logged). */
 struct reconcile *reconcile_start(struct server *srv);
 

@@ -38,6 +38,7 @@ struct refund_entry {
     char reference[REFUNDS_REF_MAX];     /* "" until settled */
     char settled_by[ID_BUF];
     char settled_at[OUTBOX_TIME_MAX];
+    size_t shard;                 /* index in the shard set it was read from (set by the caller) */
 };
 
 /* Lists up to max (<= REFUNDS_LIST_MAX) payments in status, oldest first. */
@@ -51,6 +52,18 @@ enum refunds_result refunds_list(struct db_conn *c, int status, struct refund_en
 enum refunds_result refunds_settle(struct db_conn *c, const char *pay_no, const char *reference,
                                    const char *actor, const char *request_id,
                                    struct refund_entry *out);
+
+/* Sharded: the order pay_no_registry binds pay_no to, read on c (the
+ * shard placement(pay_no) puts the registry row on). REFUNDS_OK with
+ * *found, REFUNDS_UNAVAILABLE or REFUNDS_ERROR. */
+enum refunds_result refunds_registry_order(struct db_conn *c, const char *pay_no,
+                                           char order_no[ID_BUF], bool *found);
+
+/* Merges the oldest-first lists a (na items) and b (nb) into out, by
+ * (create_time, pay_no), keeping at most max; the count goes in *n. out
+ * must not overlap a or b. */
+void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_entry *b,
+                   size_t nb, struct refund_entry *out, size_t max, size_t *n);
 
 const char *refunds_result_str(enum refunds_result r);
 

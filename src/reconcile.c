@@ -92,6 +92,88 @@ enum db_status reconcile_report(struct db_conn *c, const struct config *cfg,
     return DB_OK;
 }
 
+static bool stale_before(const struct stale_order *a, const struct stale_order *b)
+{
+    int t = strcmp(a->create_time, b->create_time);
+
+    return t < 0 || (t == 0 && strcmp(a->order_no, b->order_no) <= 0);
+}
+
+void reconcile_merge_stale(const struct stale_order *a, size_t na, const struct stale_order *b,
+                           size_t nb, struct stale_order *out, size_t max, size_t *n)
+{
+    size_t i = 0, j = 0, k = 0;
+
+    while (k < max && (i < na || j < nb))
+        out[k++] = j >= nb || (i < na && stale_before(&a[i], &b[j])) ? a[i++] : b[j++];
+    *n = k;
+}
+
+/* Dead events across shards, oldest first (each shard's list is by id). */
+static void merge_dead(const struct outbox_entry *a, size_t na, const struct outbox_entry *b,
+                       size_t nb, struct outbox_entry *out, size_t max, size_t *n)
+{
+    size_t i = 0, j = 0, k = 0;
+
+    while (k < max && (i < na || j < nb))
+        out[k++] = j >= nb || (i < na && strcmp(a[i].created_at, b[j].created_at) <= 0)
+                       ? a[i++] : b[j++];
+    *n = k;
+}
+
+/* The report of the shards so far and one more: merged into a copy,
+ * which replaces total's lists. */
+void reconcile_report_add(struct reconcile_report *total, struct reconcile_report *part,
+                          size_t shard)
+{
+    struct reconcile_report *m;
+    struct reconcile_part *p;
+    size_t i;
+
+    if (shard >= CFG_SHARDS_MAX)
+        return;
+    p = &total->part[shard];
+    memset(p, 0, sizeof(*p));
+    if (total->nparts < shard + 1)
+        total->nparts = shard + 1;
+    if (part == NULL)
+        return;
+    for (i = 0; i < part->nstale; i++)
+        part->stale[i].shard = shard;
+    for (i = 0; i < part->nrefunds; i++)
+        part->refunds[i].shard = shard;
+    for (i = 0; i < part->ndead; i++)
+        part->dead[i].shard = shard;
+    p->answered = true;
+    p->wait_pay_stale = part->wait_pay_stale;
+    p->refund_unsettled = part->refund_unsettled;
+    p->outbox = part->outbox;
+    total->wait_pay_stale += part->wait_pay_stale;
+    total->refund_unsettled += part->refund_unsettled;
+    total->outbox.pending += part->outbox.pending;
+    total->outbox.dead += part->outbox.dead;
+    total->outbox.lagging += part->outbox.lagging;
+    if (part->outbox.oldest_pending_ms > total->outbox.oldest_pending_ms)
+        total->outbox.oldest_pending_ms = part->outbox.oldest_pending_ms;
+    if ((m = malloc(sizeof(*m))) == NULL) {
+        /* Counts stay exact; the lists keep what they had. */
+        return;
+    }
+    reconcile_merge_stale(total->stale, total->nstale, part->stale, part->nstale, m->stale,
+                          RECONCILE_LIST_MAX, &m->nstale);
+    refunds_merge(total->refunds, total->nrefunds, part->refunds, part->nrefunds, m->refunds,
+                  RECONCILE_LIST_MAX, &m->nrefunds);
+    merge_dead(total->dead, total->ndead, part->dead, part->ndead, m->dead, RECONCILE_LIST_MAX,
+               &m->ndead);
+    memcpy(total->stale, m->stale, m->nstale * sizeof(m->stale[0]));
+    total->nstale = m->nstale;
+    memcpy(total->refunds, m->refunds, m->nrefunds * sizeof(m->refunds[0]));
+    total->nrefunds = m->nrefunds;
+    memcpy(total->dead, m->dead, m->ndead * sizeof(m->dead[0]));
+    total->ndead = m->ndead;
+    free(m);
+}
+
 /* Runs one purge statement up to RECONCILE_PURGE_ROUNDS times while it
  * deletes whole batches. */
 static enum db_status purge(struct db_conn *c, enum db_stmt id, const char *const *p, size_t np,
@@ -157,45 +239,88 @@ static void query_pass(struct server *srv)
                  sum.orders, sum.queries, sum.paid, sum.failed);
 }
 
-/* One periodic pass: the query of stale orders, the counts as gauges,
- * then retention. */
-static void pass(struct reconcile *r)
+/* What one pass counted on one shard. */
+struct shard_counts {
+    struct outbox_stats ob;
+    int64_t stale, refunds;
+};
+
+/* Counts and purges one shard over a connection of its own. 0, or -1
+ * after logging and counting the shard's failure. */
+static int pass_shard(struct server *srv, const struct shard *sh, struct shard_counts *out)
 {
-    struct server *srv = r->srv;
     const struct config *cfg = srv->cfg;
     char wait_pay[DB_INT_BUF], age[DB_INT_BUF], required[DB_INT_BUF];
     const char *pw[] = { db_param_int(wait_pay, ORDER_WAIT_PAY),
                          db_param_int(age, cfg->reconcile_wait_pay_age_s) };
     const char *pr[] = { db_param_int(required, PAYMENT_REFUND_REQUIRED) };
-    struct db_conn *c = NULL;
-    struct outbox_stats ob;
-    int64_t stale = 0, refunds = 0;
-    enum db_status st;
+    struct db_conn *c = db_acquire(sh->pool, RECONCILE_DB_WAIT_MS);
+    enum db_status st = DB_UNAVAILABLE;
+
+    memset(out, 0, sizeof(*out));
+    if (c == NULL ||
+        (st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &out->ob)) != DB_OK ||
+        (st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &out->stale)) != DB_OK ||
+        (st = count(c, ST_REFUND_COUNT, pr, 1, &out->refunds)) != DB_OK ||
+        (st = reconcile_purge(c, cfg, srv->m)) != DB_OK) {
+        if (srv->shards.sharded)
+            log_warn("reconciliation pass failed", "shard=%s status=%s error=\"%s\"", sh->label,
+                     db_status_str(st), c != NULL ? db_errstr(c) : "no free connection");
+        else
+            log_warn("reconciliation pass failed", "status=%s error=\"%s\"", db_status_str(st),
+                     c != NULL ? db_errstr(c) : "no free connection");
+        metrics_shard_inc(srv->m, sh->index, MS_RECONCILE_FAILURES);
+        db_release(sh->pool, c);
+        return -1;
+    }
+    db_release(sh->pool, c);
+    metrics_shard_set_gauge(srv->m, sh->index, MSG_OUTBOX_PENDING, out->ob.pending);
+    metrics_shard_set_gauge(srv->m, sh->index, MSG_OUTBOX_DEAD, out->ob.dead);
+    metrics_shard_set_gauge(srv->m, sh->index, MSG_OUTBOX_LAGGING, out->ob.lagging);
+    metrics_shard_set_gauge(srv->m, sh->index, MSG_WAIT_PAY_STALE, out->stale);
+    metrics_shard_set_gauge(srv->m, sh->index, MSG_REFUND_UNSETTLED, out->refunds);
+    metrics_shard_set_gauge(srv->m, sh->index, MSG_RECONCILE_LAST_RUN_S, (int64_t)time(NULL));
+    return 0;
+}
+
+/* One periodic pass: the query of stale orders, then each shard's counts
+ * and retention, one shard at a time; the gauges are the totals over the
+ * shards that answered. The pass counts as complete (its timestamp gauge)
+ * only when every shard answered. */
+static void pass(struct reconcile *r)
+{
+    struct server *srv = r->srv;
+    struct shard_counts one, sum;
+    size_t i, answered = 0;
 
     query_pass(srv);                          /* no connection held while it asks */
-    if ((c = db_acquire(srv->db, RECONCILE_DB_WAIT_MS)) == NULL)
-        return;
-    if ((st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &ob)) != DB_OK ||
-        (st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &stale)) != DB_OK ||
-        (st = count(c, ST_REFUND_COUNT, pr, 1, &refunds)) != DB_OK ||
-        (st = reconcile_purge(c, cfg, srv->m)) != DB_OK) {
-        log_warn("reconciliation pass failed", "status=%s error=\"%s\"", db_status_str(st),
-                 db_errstr(c));
-        db_release(srv->db, c);
-        return;
+    memset(&sum, 0, sizeof(sum));
+    for (i = 0; i < srv->shards.n; i++) {
+        if (pass_shard(srv, &srv->shards.s[i], &one) != 0)
+            continue;
+        answered++;
+        sum.ob.pending += one.ob.pending;
+        sum.ob.dead += one.ob.dead;
+        sum.ob.lagging += one.ob.lagging;
+        if (one.ob.oldest_pending_ms > sum.ob.oldest_pending_ms)
+            sum.ob.oldest_pending_ms = one.ob.oldest_pending_ms;
+        sum.stale += one.stale;
+        sum.refunds += one.refunds;
     }
-    db_release(srv->db, c);
-    metrics_set_gauge(srv->m, G_OUTBOX_PENDING, ob.pending);
-    metrics_set_gauge(srv->m, G_OUTBOX_DEAD, ob.dead);
-    metrics_set_gauge(srv->m, G_OUTBOX_LAGGING, ob.lagging);
-    metrics_set_gauge(srv->m, G_OUTBOX_OLDEST_MS, ob.oldest_pending_ms);
-    metrics_set_gauge(srv->m, G_WAIT_PAY_STALE, stale);
-    metrics_set_gauge(srv->m, G_REFUND_UNSETTLED, refunds);
-    metrics_set_gauge(srv->m, G_RECONCILE_LAST_RUN_S, (int64_t)time(NULL));
-    if (stale > 0 || refunds > 0 || ob.dead > 0 || ob.lagging > 0)
+    if (answered == 0)
+        return;
+    metrics_set_gauge(srv->m, G_OUTBOX_PENDING, sum.ob.pending);
+    metrics_set_gauge(srv->m, G_OUTBOX_DEAD, sum.ob.dead);
+    metrics_set_gauge(srv->m, G_OUTBOX_LAGGING, sum.ob.lagging);
+    metrics_set_gauge(srv->m, G_OUTBOX_OLDEST_MS, sum.ob.oldest_pending_ms);
+    metrics_set_gauge(srv->m, G_WAIT_PAY_STALE, sum.stale);
+    metrics_set_gauge(srv->m, G_REFUND_UNSETTLED, sum.refunds);
+    if (answered == srv->shards.n)
+        metrics_set_gauge(srv->m, G_RECONCILE_LAST_RUN_S, (int64_t)time(NULL));
+    if (sum.stale > 0 || sum.refunds > 0 || sum.ob.dead > 0 || sum.ob.lagging > 0)
         log_warn("reconciliation found work", "wait_pay_stale=%lld refund_unsettled=%lld "
-                 "outbox_dead=%lld outbox_lagging=%lld", (long long)stale, (long long)refunds,
-                 (long long)ob.dead, (long long)ob.lagging);
+                 "outbox_dead=%lld outbox_lagging=%lld", (long long)sum.stale,
+                 (long long)sum.refunds, (long long)sum.ob.dead, (long long)sum.ob.lagging);
 }
 
 static void *reconcile_main(void *arg)

@@ -135,6 +135,45 @@ enum refunds_result refunds_settle(struct db_conn *c, const char *pay_no, const 
     return from_db(st);
 }
 
+enum refunds_result refunds_registry_order(struct db_conn *c, const char *pay_no,
+                                           char order_no[ID_BUF], bool *found)
+{
+    const char *p[] = { pay_no };
+    struct db_row row;
+    enum db_status st;
+    size_t n = 0;
+
+    *found = false;
+    order_no[0] = '\0';
+    if ((st = db_query_retry(c, ST_PAY_NO_OWNER, p, 1, &row, 1, &n)) != DB_OK)
+        return from_db(st);
+    if (n == 0)
+        return REFUNDS_OK;
+    if (db_row_str(&row, PNC_ORDER_NO, order_no, ID_BUF) != 0) {
+        db_fail(c, "refunds: malformed pay_no_registry row");
+        return REFUNDS_ERROR;
+    }
+    *found = true;
+    return REFUNDS_OK;
+}
+
+static bool refund_before(const struct refund_entry *a, const struct refund_entry *b)
+{
+    int t = strcmp(a->create_time, b->create_time);
+
+    return t < 0 || (t == 0 && strcmp(a->pay_no, b->pay_no) <= 0);
+}
+
+void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_entry *b,
+                   size_t nb, struct refund_entry *out, size_t max, size_t *n)
+{
+    size_t i = 0, j = 0, k = 0;
+
+    while (k < max && (i < na || j < nb))
+        out[k++] = j >= nb || (i < na && refund_before(&a[i], &b[j])) ? a[i++] : b[j++];
+    *n = k;
+}
+
 const char *refunds_result_str(enum refunds_result r)
 {
     static const char *const names[] = { "OK", "DUPLICATE", "NOT_FOUND", "NOT_REQUIRED",

@@ -1,7 +1,15 @@
 /* operator.c - the operator API: the outbox (list, inspect, send a dead
  * event again), the refund queue (list, settle), the reconciliation report,
  * and cancelling orders whose payment never came. Every change is audited
- * with the operator credential's name. Parse -> call the domain -> render. */
+ * with the operator credential's name. Parse -> call the domain -> render.
+ *
+ * Sharded, every route works across the shards, one connection at a time
+ * (never two shards' at once). One rule for a shard that is down: a route
+ * that merges every shard (the lists, the report, cancel-stale) answers
+ * with the shards that answered and names the others in
+ * "unavailable_shards" (503 only when none answered); a route that needs
+ * one shard (an event, a payment to settle) answers 503 while that shard
+ * is down. Events are named across shards by "Sdd-<row id>". */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdbool.h>
@@ -16,6 +24,7 @@
 #include "handlers.h"
 #include "jsonutil.h"
 #include "log.h"
+#include "metrics.h"
 #include "money.h"
 #include "order_state.h"
 #include "orders.h"
@@ -24,6 +33,7 @@
 #include "reconcile.h"
 #include "refunds.h"
 #include "server.h"
+#include "shard.h"
 #include "validate.h"
 
 #define OPS_LIST_DEFAULT 50
@@ -69,28 +79,138 @@ static int query_int_or_reply(const struct http_req *req, const char *name, int6
     return 0;
 }
 
-/* The {id} of an outbox route. 0, or -1 with a 404 in resp. */
-static int event_id_or_reply(const struct http_req *req, uint64_t *id, struct http_resp *resp)
+/* An event's name across shards: its shard and its row id there. Text
+ * is a row id ("17") unsharded; sharded, "S02-17" names row 17 of shard 2
+ * and a bare row id names shard 1 (events written before sharding, as an
+ * order_no without a prefix). 0, or -1 when text names no event of ours. */
+static int event_ref(const struct server *srv, const char *text, const struct shard **sh,
+                     uint64_t *id)
 {
+    const char *num = text;
     char *end = NULL;
     unsigned long long v;
+    int sid = 0;
 
-    errno = 0;
-    v = strtoull(req->param, &end, 10);
-    if (req->param[0] < '1' || req->param[0] > '9' || errno != 0 || *end != '\0' ||
-        v > INT64_MAX) {
-        http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
+    if ((*sh = shard_of_order(&srv->shards, text)) == NULL)
         return -1;
-    }
+    if (srv->shards.sharded && shard_parse_order_no(text, &sid) == SHARD_PREFIXED)
+        num = text + SHARD_PREFIX_LEN;
+    errno = 0;
+    v = strtoull(num, &end, 10);
+    if (num[0] < '1' || num[0] > '9' || errno != 0 || *end != '\0' || v > INT64_MAX)
+        return -1;
     *id = v;
     return 0;
 }
 
-static cJSON *entry_json(const struct outbox_entry *e, bool with_payload)
+/* The {id} of an outbox route. 0, or -1 with a 404 in resp. */
+static int event_id_or_reply(const struct server *srv, const struct http_req *req,
+                             const struct shard **sh, uint64_t *id, struct http_resp *resp)
+{
+    if (event_ref(srv, req->param, sh, id) != 0) {
+        http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
+        return -1;
+    }
+    return 0;
+}
+
+/* The shard of index idx, named in a sharded answer. */
+static void add_shard(cJSON *o, const struct server *srv, size_t idx)
+{
+    if (srv->shards.sharded)
+        cJSON_AddNumberToObject(o, "shard", srv->shards.s[idx].id);
+}
+
+/* An event's id as the operator API shows it: the row id unsharded (a
+ * number, as always), "Sdd-<row id>" sharded. */
+static void add_event_id(cJSON *o, const struct server *srv, const struct outbox_entry *e)
+{
+    char id[SHARD_PREFIX_LEN + DB_INT_BUF];
+
+    if (!srv->shards.sharded) {
+        cJSON_AddNumberToObject(o, "id", (double)e->id);
+        return;
+    }
+    snprintf(id, sizeof(id), "S%02d-%llu", srv->shards.s[e->shard].id,
+             (unsigned long long)e->id);
+    cJSON_AddStringToObject(o, "id", id);
+}
+
+/* ---- reads across shards ---- */
+
+/* One read over several shards: which could not answer, and the message
+ * of the 503 when none could. */
+struct scan {
+    bool missed[CFG_SHARDS_MAX];
+    size_t asked, nmissed;
+    const char *why;
+};
+
+/* Borrows a connection of sh for a scan; NULL (sh noted as missed) when
+ * none frees up within mysql.wait_ms. */
+static struct db_conn *scan_acquire(struct server *srv, struct scan *sc, const struct shard *sh)
+{
+    struct db_conn *c = db_acquire(sh->pool, srv->cfg->mysql_wait_ms);
+
+    sc->asked++;
+    if (c == NULL) {
+        sc->missed[sh->index] = true;
+        sc->nmissed++;
+        sc->why = "database busy: no free connection";
+    }
+    return c;
+}
+
+/* A failed read of sh in a scan. Retryable: logged, sh noted as missed,
+ * 0 (the scan goes on). Otherwise -1 after a 500. */
+static int scan_failed(struct scan *sc, const struct http_req *req, struct http_resp *resp,
+                       const struct db_conn *c, const struct shard *sh, const char *what,
+                       bool retry)
+{
+    if (!retry) {
+        reply_db_failure(req, resp, c, what, false);
+        return -1;
+    }
+    log_db_failure(req, c, what, true);
+    sc->missed[sh->index] = true;
+    sc->nmissed++;
+    sc->why = "database unavailable, retry later";
+    return 0;
+}
+
+/* After a scan: 0 when some shard answered; else -1 after a 503 counted
+ * for each shard. */
+static int scan_done_or_reply(struct server *srv, const struct scan *sc, struct http_resp *resp)
+{
+    if (sc->asked == 0 || sc->nmissed < sc->asked)
+        return 0;
+    for (size_t i = 0; i < srv->shards.n; i++)
+        if (sc->missed[i])
+            metrics_shard_inc(srv->m, i, MS_UNAVAILABLE);
+    http_reply_unavailable(resp, sc->why);
+    return -1;
+}
+
+/* Sharded answers name the shards that did not answer (maybe none). */
+static void add_unavailable(cJSON *o, const struct server *srv, const struct scan *sc)
+{
+    cJSON *arr;
+
+    if (!srv->shards.sharded)
+        return;
+    arr = cJSON_AddArrayToObject(o, "unavailable_shards");
+    for (size_t i = 0; i < srv->shards.n; i++)
+        if (sc->missed[i])
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber(srv->shards.s[i].id));
+}
+
+static cJSON *entry_json(const struct server *srv, const struct outbox_entry *e,
+                         bool with_payload)
 {
     cJSON *o = cJSON_CreateObject();
 
-    cJSON_AddNumberToObject(o, "id", (double)e->id);
+    add_event_id(o, srv, e);
+    add_shard(o, srv, e->shard);
     cJSON_AddStringToObject(o, "type", e->event_type);
     cJSON_AddStringToObject(o, "order_no", e->order_no);
     cJSON_AddStringToObject(o, "state", outbox_state_name(e->state));
@@ -115,70 +235,121 @@ static cJSON *entry_json(const struct outbox_entry *e, bool with_payload)
     return o;
 }
 
+/* The position a listing starts after: unsharded the row id; sharded an
+ * event id, events being listed by shard (in configured order), then id.
+ * 0, or -1 after a 400. */
+static int after_or_reply(struct server *srv, const struct http_req *req, size_t *shard,
+                          uint64_t *after, struct http_resp *resp)
+{
+    const char *v = http_req_query(req, "after");
+    const struct shard *sh = NULL;
+    int64_t n = 0;
+
+    *shard = 0;
+    *after = 0;
+    if (!srv->shards.sharded || v == NULL || strcmp(v, "0") == 0) {
+        if (query_int_or_reply(req, "after", 0, INT64_MAX, 0, &n, resp) != 0)
+            return -1;
+        *after = (uint64_t)n;
+        return 0;
+    }
+    if (event_ref(srv, v, &sh, after) != 0) {
+        http_reply_error(resp, 400, "BAD_REQUEST", "after must be an event id (S01-17)");
+        return -1;
+    }
+    *shard = sh->index;
+    return 0;
+}
+
 void handle_ops_outbox_list(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     const char *sv = http_req_query(req, "state");
     int state = sv == NULL ? OUTBOX_DEAD : outbox_state_from_name(sv);
     struct outbox_entry *items = NULL;
-    struct db_conn *c = NULL;
-    int64_t after = 0, limit = 0;
-    size_t n = 0;
-    enum db_status st;
+    struct scan sc = { .asked = 0 };
+    uint64_t after = 0;
+    int64_t limit = 0;
+    size_t n = 0, first = 0;
     cJSON *o, *arr;
 
     if (state < 0) {
         http_reply_error(resp, 400, "BAD_REQUEST", "state must be PENDING, DELIVERED or DEAD");
         return;
     }
-    if (query_int_or_reply(req, "after", 0, INT64_MAX, 0, &after, resp) != 0 ||
+    if (after_or_reply(srv, req, &first, &after, resp) != 0 ||
         query_int_or_reply(req, "limit", 1, OPS_LIST_MAX, OPS_LIST_DEFAULT, &limit, resp) != 0)
         return;
     if ((items = calloc((size_t)limit, sizeof(*items))) == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
         return;
     }
-    if ((c = db_acquire_or_reply(srv, resp)) == NULL)
-        goto out;
-    st = outbox_list(c, state, (uint64_t)after, items, (size_t)limit, &n);
-    if (st != DB_OK) {
-        reply_db_failure(req, resp, c, "outbox_list", retryable(st));
-        goto out;
+    for (size_t s = first; s < srv->shards.n && n < (size_t)limit; s++) {
+        const struct shard *sh = &srv->shards.s[s];
+        struct db_conn *c = scan_acquire(srv, &sc, sh);
+        size_t got = 0;
+        enum db_status st;
+
+        if (c == NULL)
+            continue;
+        st = outbox_list(c, state, s == first ? after : 0, items + n, (size_t)limit - n, &got);
+        if (st != DB_OK && scan_failed(&sc, req, resp, c, sh, "outbox_list", retryable(st)) != 0) {
+            db_release(sh->pool, c);
+            goto out;
+        }
+        db_release(sh->pool, c);
+        for (size_t i = 0; st == DB_OK && i < got; i++)
+            items[n + i].shard = s;
+        n += st == DB_OK ? got : 0;
     }
+    if (scan_done_or_reply(srv, &sc, resp) != 0)
+        goto out;
     o = cJSON_CreateObject();
     arr = cJSON_AddArrayToObject(o, "events");
     for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, entry_json(&items[i], false));
-    if (n == (size_t)limit)
-        cJSON_AddNumberToObject(o, "next_after", (double)items[n - 1].id);
+        cJSON_AddItemToArray(arr, entry_json(srv, &items[i], false));
+    if (n == (size_t)limit) {
+        if (srv->shards.sharded) {
+            cJSON *last = cJSON_GetArrayItem(arr, (int)n - 1);
+            cJSON_AddStringToObject(o, "next_after",
+                                    cJSON_GetObjectItemCaseSensitive(last, "id")->valuestring);
+        } else {
+            cJSON_AddNumberToObject(o, "next_after", (double)items[n - 1].id);
+        }
+    }
+    add_unavailable(o, srv, &sc);
     http_reply_json(resp, 200, o);
     cJSON_Delete(o);
 out:
-    db_release(srv->db, c);
     free(items);
 }
 
 void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     struct outbox_entry e;
+    const struct shard *sh = NULL;
     struct db_conn *c = NULL;
     uint64_t id = 0;
     bool found = false;
     enum db_status st;
     cJSON *o;
 
-    if (event_id_or_reply(req, &id, resp) != 0 || (c = db_acquire_or_reply(srv, resp)) == NULL)
+    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0 ||
+        (c = shard_acquire_or_reply(srv, sh, resp)) == NULL)
         return;
     st = outbox_get(c, id, &e, &found);
-    if (st != DB_OK)
+    if (st != DB_OK) {
+        if (retryable(st))
+            metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
         reply_db_failure(req, resp, c, "outbox_get", retryable(st));
-    else if (!found)
+    } else if (!found) {
         http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
-    else {
-        o = entry_json(&e, true);
+    } else {
+        e.shard = sh->index;
+        o = entry_json(srv, &e, true);
         http_reply_json(resp, 200, o);
         cJSON_Delete(o);
     }
-    db_release(srv->db, c);
+    db_release(sh->pool, c);
 }
 
 /* Sends a dead event again: PENDING, attempts reset, due now. Retrying an
@@ -186,6 +357,8 @@ void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struc
 void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     struct outbox_entry e;
+    const struct shard *sh = NULL;
+    const char *what = "outbox_retry";
     uint64_t id = 0;
     bool changed = false;
     struct db_conn *c = NULL;
@@ -193,15 +366,16 @@ void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, str
     enum db_status st;
     cJSON *o;
 
-    if (event_id_or_reply(req, &id, resp) != 0 || (c = db_acquire_or_reply(srv, resp)) == NULL)
+    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0 ||
+        (c = shard_acquire_or_reply(srv, sh, resp)) == NULL)
         return;
     st = outbox_retry(c, id, actor(req), req->request_id, &changed);
+    if (st == DB_OK && (st = outbox_get(c, id, &e, &found)) != DB_OK)
+        what = "outbox_get";
     if (st != DB_OK) {
-        reply_db_failure(req, resp, c, "outbox_retry", retryable(st));
-        goto out;
-    }
-    if ((st = outbox_get(c, id, &e, &found)) != DB_OK) {
-        reply_db_failure(req, resp, c, "outbox_get", retryable(st));
+        if (retryable(st))
+            metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
+        reply_db_failure(req, resp, c, what, retryable(st));
         goto out;
     }
     if (!found) {
@@ -214,22 +388,24 @@ void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, str
                                                      : "the event is not dead");
         goto out;
     }
+    e.shard = sh->index;
     if (changed)
         log_info("outbox event sent again", "event_id=%s:%s actor=%s request_id=%s", e.order_no,
                  e.event_type, actor(req), req->request_id);
-    o = entry_json(&e, false);
+    o = entry_json(srv, &e, false);
     cJSON_AddBoolToObject(o, "duplicate", !changed);
     http_reply_json(resp, 200, o);
     cJSON_Delete(o);
 out:
-    db_release(srv->db, c);
+    db_release(sh->pool, c);
 }
 
-static cJSON *refund_json(const struct refund_entry *r)
+static cJSON *refund_json(const struct server *srv, const struct refund_entry *r)
 {
     cJSON *o = cJSON_CreateObject();
     char amount[MONEY_STR_MAX];
 
+    add_shard(o, srv, r->shard);
     cJSON_AddStringToObject(o, "pay_no", r->pay_no);
     cJSON_AddStringToObject(o, "order_no", r->order_no);
     cJSON_AddStringToObject(o, "amount", money_format(r->amount_cents, amount, sizeof(amount)));
@@ -247,8 +423,8 @@ void handle_ops_refunds_list(struct server *srv, const struct http_req *req, str
 {
     const char *sv = http_req_query(req, "status");
     int status = PAYMENT_REFUND_REQUIRED;
-    struct refund_entry *items = NULL;
-    struct db_conn *c = NULL;
+    struct refund_entry *items = NULL, *part = NULL, *merged = NULL;
+    struct scan sc = { .asked = 0 };
     enum refunds_result r;
     int64_t limit = 0;
     size_t n = 0;
@@ -262,25 +438,125 @@ void handle_ops_refunds_list(struct server *srv, const struct http_req *req, str
     }
     if (query_int_or_reply(req, "limit", 1, REFUNDS_LIST_MAX, OPS_LIST_DEFAULT, &limit, resp) != 0)
         return;
-    if ((items = calloc((size_t)limit, sizeof(*items))) == NULL) {
+    if ((items = calloc((size_t)limit, sizeof(*items))) == NULL ||
+        (part = calloc((size_t)limit, sizeof(*part))) == NULL ||
+        (merged = calloc((size_t)limit, sizeof(*merged))) == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
-        return;
-    }
-    if ((c = db_acquire_or_reply(srv, resp)) == NULL)
-        goto out;
-    if ((r = refunds_list(c, status, items, (size_t)limit, &n)) != REFUNDS_OK) {
-        reply_db_failure(req, resp, c, "refunds_list", r == REFUNDS_UNAVAILABLE);
         goto out;
     }
+    /* Each shard's oldest, merged: the oldest across shards. */
+    for (size_t s = 0; s < srv->shards.n; s++) {
+        const struct shard *sh = &srv->shards.s[s];
+        struct db_conn *c = scan_acquire(srv, &sc, sh);
+        size_t got = 0;
+
+        if (c == NULL)
+            continue;
+        r = refunds_list(c, status, part, (size_t)limit, &got);
+        if (r != REFUNDS_OK &&
+            scan_failed(&sc, req, resp, c, sh, "refunds_list", r == REFUNDS_UNAVAILABLE) != 0) {
+            db_release(sh->pool, c);
+            goto out;
+        }
+        db_release(sh->pool, c);
+        if (r != REFUNDS_OK)
+            continue;
+        for (size_t i = 0; i < got; i++)
+            part[i].shard = s;
+        refunds_merge(items, n, part, got, merged, (size_t)limit, &n);
+        memcpy(items, merged, n * sizeof(*items));
+    }
+    if (scan_done_or_reply(srv, &sc, resp) != 0)
+        goto out;
     o = cJSON_CreateObject();
     arr = cJSON_AddArrayToObject(o, "payments");
     for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, refund_json(&items[i]));
+        cJSON_AddItemToArray(arr, refund_json(srv, &items[i]));
+    add_unavailable(o, srv, &sc);
     http_reply_json(resp, 200, o);
     cJSON_Delete(o);
 out:
-    db_release(srv->db, c);
     free(items);
+    free(part);
+    free(merged);
+}
+
+/* Settles on shard sh. REFUNDS_NOT_FOUND when the payment is not there;
+ * on a database failure, *c_out keeps the connection for the reply (the
+ * caller releases it); no free connection is REFUNDS_UNAVAILABLE with
+ * *c_out NULL, counted for the shard. */
+static enum refunds_result settle_on(struct server *srv, const struct shard *sh,
+                                     const struct http_req *req, const char *reference,
+                                     struct refund_entry *e, struct db_conn **c_out)
+{
+    struct db_conn *c = db_acquire(sh->pool, srv->cfg->mysql_wait_ms);
+    enum refunds_result r;
+
+    *c_out = NULL;
+    if (c == NULL) {
+        metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
+        return REFUNDS_UNAVAILABLE;
+    }
+    r = refunds_settle(c, req->param, reference, actor(req), req->request_id, e);
+    e->shard = sh->index;
+    if (r == REFUNDS_UNAVAILABLE || r == REFUNDS_ERROR) {
+        *c_out = c;
+        return r;
+    }
+    db_release(sh->pool, c);
+    return r;
+}
+
+/* Sharded: the shard pay_no's payment lives on, by its pay_no_registry
+ * row (on placement(pay_no)), or NULL when the registry cannot say (no
+ * row: a payment made before sharding; or the registry's shard is down). */
+static const struct shard *registry_shard(struct server *srv, const struct http_req *req)
+{
+    const struct shard *r = shard_place(&srv->shards, req->param);
+    struct db_conn *c = db_acquire(r->pool, srv->cfg->mysql_wait_ms);
+    char order_no[ID_BUF];
+    bool found = false;
+
+    if (c == NULL)
+        return NULL;
+    if (refunds_registry_order(c, req->param, order_no, &found) != REFUNDS_OK)
+        log_db_failure(req, c, "refunds_registry_order", true);
+    db_release(r->pool, c);
+    return found ? shard_of_order(&srv->shards, order_no) : NULL;
+}
+
+/* Settles pay_no wherever it lives: on the shard the registry names, or
+ * else on the shard that has it (each asked in turn). A shard that could
+ * not answer makes a payment found nowhere a 503, not a 404. */
+static enum refunds_result settle_anywhere(struct server *srv, const struct http_req *req,
+                                           const char *reference, struct refund_entry *e,
+                                           struct db_conn **c, const struct shard **at)
+{
+    const struct shard *sh = srv->shards.sharded ? registry_shard(srv, req) : &srv->shards.s[0];
+    enum refunds_result r = REFUNDS_NOT_FOUND;
+    bool missed = false;
+
+    if (sh != NULL) {
+        *at = sh;
+        return settle_on(srv, sh, req, reference, e, c);
+    }
+    for (size_t i = 0; i < srv->shards.n; i++) {
+        *at = &srv->shards.s[i];
+        r = settle_on(srv, *at, req, reference, e, c);
+        if (r == REFUNDS_UNAVAILABLE) {
+            if (*c != NULL) {
+                metrics_shard_inc(srv->m, i, MS_UNAVAILABLE);
+                log_db_failure(req, *c, "refunds_settle", true);
+                db_release((*at)->pool, *c);
+                *c = NULL;
+            }
+            missed = true;
+            continue;
+        }
+        if (r != REFUNDS_NOT_FOUND)
+            return r;
+    }
+    return missed ? REFUNDS_UNAVAILABLE : REFUNDS_NOT_FOUND;
 }
 
 /* Records that the double charge pay_no was refunded at the gateway, with
@@ -290,6 +566,7 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
 {
     char reference[REFUNDS_REF_MAX];
     struct refund_entry e;
+    const struct shard *sh = NULL;
     struct db_conn *c = NULL;
     enum refunds_result r;
     cJSON *body = NULL, *o;
@@ -300,17 +577,16 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
     }
     if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
         return;
-    if (json_get_id_or_reply(body, "reference", reference, resp) != 0 ||
-        (c = db_acquire_or_reply(srv, resp)) == NULL)
+    if (json_get_id_or_reply(body, "reference", reference, resp) != 0)
         goto out;
-    r = refunds_settle(c, req->param, reference, actor(req), req->request_id, &e);
+    r = settle_anywhere(srv, req, reference, &e, &c, &sh);
     switch (r) {
     case REFUNDS_OK:
     case REFUNDS_DUPLICATE:
         if (r == REFUNDS_OK)
             log_info("refund settled", "pay_no=%s order_no=%s reference=%s actor=%s request_id=%s",
                      e.pay_no, e.order_no, reference, actor(req), req->request_id);
-        o = refund_json(&e);
+        o = refund_json(srv, &e);
         cJSON_AddBoolToObject(o, "duplicate", r == REFUNDS_DUPLICATE);
         http_reply_json(resp, 200, o);
         cJSON_Delete(o);
@@ -328,16 +604,54 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
         break;
     case REFUNDS_UNAVAILABLE:
     case REFUNDS_ERROR:
+        if (c == NULL) {                       /* counted where it was met */
+            http_reply_unavailable(resp, "database busy: no free connection");
+            break;
+        }
+        if (r == REFUNDS_UNAVAILABLE)
+            metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
         reply_db_failure(req, resp, c, "refunds_settle", r == REFUNDS_UNAVAILABLE);
         break;
     }
 out:
-    db_release(srv->db, c);
+    if (c != NULL)
+        db_release(sh->pool, c);
     cJSON_Delete(body);
 }
 
-static cJSON *report_json(const struct reconcile_report *rep, const struct config *cfg)
+static void outbox_counts_json(cJSON *sec, const struct outbox_stats *ob)
 {
+    cJSON_AddNumberToObject(sec, "pending", (double)ob->pending);
+    cJSON_AddNumberToObject(sec, "lagging", (double)ob->lagging);
+}
+
+/* Sharded: each shard's own counts ("status":"unavailable" for a shard
+ * that did not answer); they add up to the report's totals. */
+static void report_shards_json(cJSON *o, const struct server *srv,
+                               const struct reconcile_report *rep)
+{
+    cJSON *all = cJSON_AddObjectToObject(o, "shards"), *x, *ob;
+
+    for (size_t i = 0; i < srv->shards.n; i++) {
+        const struct reconcile_part *p = &rep->part[i];
+
+        x = cJSON_AddObjectToObject(all, srv->shards.s[i].label);
+        cJSON_AddStringToObject(x, "status", p->answered ? "up" : "unavailable");
+        if (!p->answered)
+            continue;
+        cJSON_AddNumberToObject(x, "wait_pay_stale", (double)p->wait_pay_stale);
+        cJSON_AddNumberToObject(x, "refund_required", (double)p->refund_unsettled);
+        ob = cJSON_AddObjectToObject(x, "outbox");
+        outbox_counts_json(ob, &p->outbox);
+        cJSON_AddNumberToObject(ob, "oldest_pending_ms", (double)p->outbox.oldest_pending_ms);
+        cJSON_AddNumberToObject(ob, "dead", (double)p->outbox.dead);
+    }
+}
+
+static cJSON *report_json(const struct server *srv, const struct reconcile_report *rep,
+                          const struct scan *sc)
+{
+    const struct config *cfg = srv->cfg;
     cJSON *o = cJSON_CreateObject(), *sec, *arr;
     char amount[MONEY_STR_MAX];
 
@@ -347,6 +661,7 @@ static cJSON *report_json(const struct reconcile_report *rep, const struct confi
     arr = cJSON_AddArrayToObject(sec, "orders");
     for (size_t i = 0; i < rep->nstale; i++) {
         cJSON *x = cJSON_CreateObject();
+        add_shard(x, srv, rep->stale[i].shard);
         cJSON_AddStringToObject(x, "order_no", rep->stale[i].order_no);
         cJSON_AddStringToObject(x, "user_id", rep->stale[i].user_id);
         cJSON_AddStringToObject(x, "amount",
@@ -358,42 +673,58 @@ static cJSON *report_json(const struct reconcile_report *rep, const struct confi
     cJSON_AddNumberToObject(sec, "count", (double)rep->refund_unsettled);
     arr = cJSON_AddArrayToObject(sec, "payments");
     for (size_t i = 0; i < rep->nrefunds; i++)
-        cJSON_AddItemToArray(arr, refund_json(&rep->refunds[i]));
+        cJSON_AddItemToArray(arr, refund_json(srv, &rep->refunds[i]));
     sec = cJSON_AddObjectToObject(o, "outbox");
-    cJSON_AddNumberToObject(sec, "pending", (double)rep->outbox.pending);
-    cJSON_AddNumberToObject(sec, "lagging", (double)rep->outbox.lagging);
+    outbox_counts_json(sec, &rep->outbox);
     cJSON_AddNumberToObject(sec, "lag_bound_s", cfg->reconcile_outbox_lag_s);
     cJSON_AddNumberToObject(sec, "oldest_pending_ms", (double)rep->outbox.oldest_pending_ms);
     cJSON_AddNumberToObject(sec, "dead", (double)rep->outbox.dead);
     arr = cJSON_AddArrayToObject(sec, "dead_events");
     for (size_t i = 0; i < rep->ndead; i++)
-        cJSON_AddItemToArray(arr, entry_json(&rep->dead[i], false));
+        cJSON_AddItemToArray(arr, entry_json(srv, &rep->dead[i], false));
+    if (srv->shards.sharded)
+        report_shards_json(o, srv, rep);
+    add_unavailable(o, srv, sc);
     return o;
 }
 
 void handle_ops_reconcile(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     struct reconcile_report *rep = calloc(1, sizeof(*rep));
-    struct db_conn *c = NULL;
+    struct reconcile_report *part = calloc(1, sizeof(*part));
+    struct scan sc = { .asked = 0 };
     enum db_status st;
     cJSON *o;
 
-    if (rep == NULL) {
+    if (rep == NULL || part == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
-        return;
-    }
-    if ((c = db_acquire_or_reply(srv, resp)) == NULL)
-        goto out;
-    if ((st = reconcile_report(c, srv->cfg, rep)) != DB_OK) {
-        reply_db_failure(req, resp, c, "reconcile_report", retryable(st));
         goto out;
     }
-    o = report_json(rep, srv->cfg);
+    for (size_t s = 0; s < srv->shards.n; s++) {
+        const struct shard *sh = &srv->shards.s[s];
+        struct db_conn *c = scan_acquire(srv, &sc, sh);
+
+        if (c == NULL) {
+            reconcile_report_add(rep, NULL, s);
+            continue;
+        }
+        st = reconcile_report(c, srv->cfg, part);
+        if (st != DB_OK &&
+            scan_failed(&sc, req, resp, c, sh, "reconcile_report", retryable(st)) != 0) {
+            db_release(sh->pool, c);
+            goto out;
+        }
+        db_release(sh->pool, c);
+        reconcile_report_add(rep, st == DB_OK ? part : NULL, s);
+    }
+    if (scan_done_or_reply(srv, &sc, resp) != 0)
+        goto out;
+    o = report_json(srv, rep, &sc);
     http_reply_json(resp, 200, o);
     cJSON_Delete(o);
 out:
-    db_release(srv->db, c);
     free(rep);
+    free(part);
 }
 
 /* The audit row of a stale-order cancel, in the cancel's transaction. */
@@ -406,21 +737,119 @@ static enum db_status audit_cancel(struct db_conn *c, const void *data, void *ar
                         "WAIT_PAY -> CANCELED", req->request_id);
 }
 
+/* Lists, on every shard, the WAIT_PAY orders older than age and keeps the
+ * limit oldest across shards in stale (*n of them, each with its shard).
+ * 0, or -1 after a 500. */
+static int stale_across_shards(struct server *srv, const struct http_req *req, int age,
+                               size_t limit, struct stale_order *stale, size_t *n,
+                               struct scan *sc, struct http_resp *resp)
+{
+    struct stale_order *part = calloc(limit, sizeof(*part)), *merged = calloc(limit, sizeof(*merged));
+    int rc = -1;
+
+    *n = 0;
+    if (part == NULL || merged == NULL) {
+        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        goto out;
+    }
+    for (size_t s = 0; s < srv->shards.n; s++) {
+        const struct shard *sh = &srv->shards.s[s];
+        struct db_conn *c = scan_acquire(srv, sc, sh);
+        size_t got = 0;
+        enum db_status st;
+
+        if (c == NULL)
+            continue;
+        st = reconcile_stale_orders(c, age, part, limit, &got);
+        if (st != DB_OK &&
+            scan_failed(sc, req, resp, c, sh, "reconcile_stale_orders", retryable(st)) != 0) {
+            db_release(sh->pool, c);
+            goto out;
+        }
+        db_release(sh->pool, c);
+        if (st != DB_OK)
+            continue;
+        for (size_t i = 0; i < got; i++)
+            part[i].shard = s;
+        reconcile_merge_stale(stale, *n, part, got, merged, limit, n);
+        memcpy(stale, merged, *n * sizeof(*stale));
+    }
+    rc = 0;
+out:
+    free(part);
+    free(merged);
+    return rc;
+}
+
+/* Cancels the listed orders of shard s over one connection, filling
+ * their entries of arr (made in list order). A shard that fails midway
+ * is noted as missed, its remaining orders "UNAVAILABLE"; unsharded that
+ * is the whole answer's 503, as it always was. 0, or -1 after replying. */
+static int cancel_on_shard(struct server *srv, const struct http_req *req, size_t s,
+                           const struct stale_order *stale, size_t n, cJSON *arr,
+                           struct order_change *ch, size_t *canceled, struct scan *sc,
+                           struct http_resp *resp)
+{
+    const struct shard *sh = &srv->shards.s[s];
+    const struct orders_hook audit = { audit_cancel, (void *)req };
+    struct db_conn *c = NULL;
+    bool down = false;
+
+    for (size_t i = 0; i < n; i++) {
+        struct order_transition_req tr = { .order_no = stale[i].order_no, .to = ORDER_CANCELED,
+                                           .only_from = ORDER_WAIT_PAY, .hook = &audit };
+        cJSON *x = cJSON_GetArrayItem(arr, (int)i);
+        enum orders_result r = ORDERS_UNAVAILABLE;
+
+        if (stale[i].shard != s)
+            continue;
+        if (!down && c == NULL && (c = scan_acquire(srv, sc, sh)) == NULL)
+            down = true;
+        if (!down)
+            r = orders_transition(c, &tr, ch);
+        if (r == ORDERS_ERROR || (r == ORDERS_UNAVAILABLE && !srv->shards.sharded)) {
+            if (r == ORDERS_UNAVAILABLE)
+                metrics_shard_inc(srv->m, s, MS_UNAVAILABLE);
+            if (c != NULL)
+                reply_db_failure(req, resp, c, "orders_transition", r == ORDERS_UNAVAILABLE);
+            else
+                http_reply_unavailable(resp, "database busy: no free connection");
+            db_release(sh->pool, c);
+            return -1;
+        }
+        if (r == ORDERS_UNAVAILABLE && !down) {
+            scan_failed(sc, req, resp, c, sh, "orders_transition", true);
+            down = true;
+        }
+        cJSON_AddStringToObject(x, "result", orders_result_str(r));
+        if (r == ORDERS_UNAVAILABLE)
+            continue;
+        cJSON_AddStringToObject(x, "status", order_state_name(r == ORDERS_OK ? ORDER_CANCELED
+                                                                             : ch->from));
+        if (r == ORDERS_OK) {
+            (*canceled)++;
+            log_info("stale order canceled", "order_no=%s actor=%s request_id=%s",
+                     stale[i].order_no, actor(req), req->request_id);
+        }
+    }
+    db_release(sh->pool, c);
+    return 0;
+}
+
 /* Cancels, through the state machine like POST /order/{no}/cancel (stock
  * returned, an order.canceled event, an audit row), the WAIT_PAY orders
  * older than older_than_s (at least reconcile.wait_pay_age_s), at most
- * limit of them. An order paid between the listing and its cancel is left
- * alone: the cancel happens only from WAIT_PAY. */
+ * limit of them: the oldest across every shard. An order paid between the
+ * listing and its cancel is left alone: the cancel happens only from
+ * WAIT_PAY. */
 void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     struct stale_order *stale = NULL;
     struct order_change *ch = NULL;
-    struct db_conn *c = NULL;
+    struct scan sc = { .asked = 0 };
     int64_t age = 0, limit = 0;
     size_t n = 0, canceled = 0;
-    enum db_status st;
     cJSON *body = NULL, *o = NULL, *arr;
-    const struct orders_hook audit = { audit_cancel, (void *)req };
 
     if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
         return;
@@ -433,40 +862,25 @@ void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, str
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
         goto out;
     }
-    if ((c = db_acquire_or_reply(srv, resp)) == NULL)
+    if (stale_across_shards(srv, req, (int)age, (size_t)limit, stale, &n, &sc, resp) != 0 ||
+        scan_done_or_reply(srv, &sc, resp) != 0)
         goto out;
-    if ((st = reconcile_stale_orders(c, (int)age, stale, (size_t)limit, &n)) != DB_OK) {
-        reply_db_failure(req, resp, c, "reconcile_stale_orders",
-                         retryable(st));
-        goto out;
-    }
     o = cJSON_CreateObject();
     arr = cJSON_AddArrayToObject(o, "orders");
     for (size_t i = 0; i < n; i++) {
-        struct order_transition_req tr = { .order_no = stale[i].order_no, .to = ORDER_CANCELED,
-                                           .only_from = ORDER_WAIT_PAY, .hook = &audit };
-        enum orders_result r = orders_transition(c, &tr, ch);
         cJSON *x = cJSON_CreateObject();
-
+        add_shard(x, srv, stale[i].shard);
         cJSON_AddStringToObject(x, "order_no", stale[i].order_no);
-        cJSON_AddStringToObject(x, "result", orders_result_str(r));
-        cJSON_AddStringToObject(x, "status", order_state_name(r == ORDERS_OK ? ORDER_CANCELED
-                                                                             : ch->from));
         cJSON_AddItemToArray(arr, x);
-        if (r == ORDERS_OK) {
-            canceled++;
-            log_info("stale order canceled", "order_no=%s actor=%s request_id=%s",
-                     stale[i].order_no, actor(req), req->request_id);
-        } else if (r == ORDERS_UNAVAILABLE || r == ORDERS_ERROR) {
-            reply_db_failure(req, resp, c, "orders_transition", r == ORDERS_UNAVAILABLE);
-            goto out;
-        }
     }
+    for (size_t s = 0; s < srv->shards.n; s++)
+        if (cancel_on_shard(srv, req, s, stale, n, arr, ch, &canceled, &sc, resp) != 0)
+            goto out;
     cJSON_AddNumberToObject(o, "canceled", (double)canceled);
+    add_unavailable(o, srv, &sc);
     http_reply_json(resp, 200, o);
 out:
     cJSON_Delete(o);
-    db_release(srv->db, c);
     cJSON_Delete(body);
     free(stale);
     free(ch);
