@@ -30,6 +30,8 @@ paycallback_redis_degraded == 1\tpaycallback_redis_degraded == 2
 paycallback_outbox_lag_seconds > 300\tpaycallback_outbox_lag_seconds > 900
 paycallback_outbox_dead > 0\tpaycallback_outbox_dead > 5
 (rate(paycallback_reconcile_queries_total[15m])) > 0.5\t(rate(paycallback_reconcile_queries_total[15m])) > 0.7
+increase(paycallback_shard_outbox_claim_failures_total[5m]) > 0\tincrease(paycallback_shard_outbox_claim_failures_total[5m]) > 50
+paycallback_shard_reconcile_last_success_timestamp_seconds > 900\tpaycallback_shard_reconcile_last_success_timestamp_seconds > 1800
 severity: critical\tseverity: warning'
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
