@@ -228,6 +228,31 @@ START_TEST(events_on_both_shards_are_delivered_once_with_distinct_ids)
 }
 END_TEST
 
+/* Each shard has relays of its own: a backlog on shard 1 does not hold
+ * shard 2's events behind it. One relay for both would deliver shard 1's
+ * 300 first (about 25 ms each here), seconds after shard 2's were due. */
+START_TEST(a_backlog_on_one_shard_does_not_delay_another)
+{
+    long long t0, left;
+
+    h_db_exec("INSERT INTO outbox (event_type, order_no, payload, create_time) "
+              "SELECT 'order.paid', CONCAT('S01-OL', seq), '{}', NOW(3) - INTERVAL 1 MINUTE "
+              "FROM seq_1_to_300");
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 1") >= 10, 10000,
+            "shard 1's backlog is not being delivered");
+    t0 = h_now_ms();
+    h_db_exec("INSERT INTO " S2 "outbox (event_type, order_no, payload) "
+              "SELECT 'order.paid', CONCAT('S02-OL', seq), '{}' FROM seq_1_to_3");
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM " S2 "outbox WHERE state = 1") == 3, 3000,
+            "shard 2's events waited behind shard 1's backlog");
+    left = h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 0");
+    printf("shards: shard 2's 3 events delivered in %lld ms while shard 1 still had %lld of "
+           "300 pending\n", h_now_ms() - t0, left);
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 1") == 300, 30000,
+            "shard 1's backlog was not delivered");
+}
+END_TEST
+
 START_TEST(ops_outbox_lists_both_shards_and_reaches_each_event_by_its_id)
 {
     struct h_resp r;
@@ -499,6 +524,7 @@ static Suite *shards_ops_suite(void)
     TCase *tc = h_tcase_with("two shards", TC_TIMEOUT_S, two_shards_up, down);
 
     tcase_add_test(tc, events_on_both_shards_are_delivered_once_with_distinct_ids);
+    tcase_add_test(tc, a_backlog_on_one_shard_does_not_delay_another);
     tcase_add_test(tc, ops_outbox_lists_both_shards_and_reaches_each_event_by_its_id);
     tcase_add_test(tc, refunds_on_both_shards_are_listed_and_settled_by_pay_no);
     tcase_add_test(tc, cancel_stale_cancels_stale_orders_on_every_shard);
