@@ -2,13 +2,15 @@
 # K paycallback instances on loopback, each a background process with its
 # pidfile and log under var/deploy/instances/iN, listening on HTTP_BASE+N.
 #
-# usage: instances.sh start K single|galera   (build/paycallback must exist)
+# usage: instances.sh start K single|galera|shards   (build/paycallback must exist)
 #        instances.sh stop | status
 #        instances.sh start-one N | stop-one N | kill-one N
 #        instances.sh restart-one N   (drain in HAProxy, SIGTERM, start, ready)
 #
 # single: every instance uses the private MariaDB of scripts/services.sh.
 # galera: instance N uses Galera node ((N-1) % 3) + 1 of deploy/galera.sh.
+# shards: every instance spreads orders over both shards of deploy/shards.sh
+#         (PAYCALLBACK_MYSQL_SHARDS names them; shard 1 is also mysql.*).
 # All share the private Redis. The configuration is config/paycallback.json
 # with the database endpoint overridden through the environment; any other
 # PAYCALLBACK_* variable set by the caller (e.g. PAYCALLBACK_REDIS_DB,
@@ -38,8 +40,20 @@ mysql_port_for() {
 	case $TARGET in
 	single) echo "$MYSQL_PORT" ;;
 	galera) galera_sql_port $((($1 - 1) % GALERA_NODES + 1)) ;;
-	*) die "unknown target $TARGET (single or galera)" ;;
+	shards) shard_sql_port 1 ;;
+	*) die "unknown target $TARGET (single, galera or shards)" ;;
 	esac
+}
+
+# The mysql.shards entry of the shards target ("" for the others): shard N
+# of deploy/shards.sh as shard id N, each with the service's database.
+shards_spec() {
+	local n spec=
+	[[ $TARGET == shards ]] || return 0
+	for ((n = 1; n <= SHARDS; n++)); do
+		spec+="${spec:+,}$n=127.0.0.1:$(shard_sql_port "$n")/$DB_NAME"
+	done
+	echo "$spec"
 }
 
 # The service refuses PAYCALLBACK_* variables that name no configuration
@@ -60,7 +74,7 @@ start_one() {
 		port_busy "$(instance_port "$n")" && die "127.0.0.1:$(instance_port "$n") is in use by another process"
 		[[ -x $BIN ]] || die "$BIN is missing: run make first"
 		mapfile -t unset < <(script_only_env)
-		pid=$(PAYCALLBACK_LISTEN_ADDRESS=127.0.0.1 PAYCALLBACK_LISTEN_PORT=$(instance_port "$n") \
+		pid=$(PAYCALLBACK_MYSQL_SHARDS=$(shards_spec) PAYCALLBACK_LISTEN_ADDRESS=127.0.0.1 PAYCALLBACK_LISTEN_PORT=$(instance_port "$n") \
 			PAYCALLBACK_MYSQL_HOST=127.0.0.1 PAYCALLBACK_MYSQL_PORT=$(mysql_port_for "$n") \
 			PAYCALLBACK_MYSQL_DATABASE=$DB_NAME PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
 			PAYCALLBACK_LOG_LEVEL=${PAYCALLBACK_LOG_LEVEL:-warn} \
@@ -107,7 +121,7 @@ restart_one() {
 
 start_all() {
 	local i
-	[[ ${1:-} =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= 20)) || die "usage: $0 start K single|galera (K 1..20)"
+	[[ ${1:-} =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= 20)) || die "usage: $0 start K single|galera|shards (K 1..20)"
 	mkdir -p "$INST_DIR"
 	K=$1 TARGET=${2:-single}
 	mysql_port_for 1 >/dev/null
@@ -151,5 +165,5 @@ start-one) read_topology; start_one "$2" ;;
 stop-one) read_topology; stop_one "$2" ;;
 kill-one) read_topology; kill_one "$2" ;;
 restart-one) read_topology; restart_one "$2" ;;
-*) echo "usage: $0 start K single|galera|stop|status|start-one N|stop-one N|kill-one N|restart-one N" >&2; exit 2 ;;
+*) echo "usage: $0 start K single|galera|shards|stop|status|start-one N|stop-one N|kill-one N|restart-one N" >&2; exit 2 ;;
 esac
