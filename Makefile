@@ -103,7 +103,7 @@ valgrind: services
 	@$(MAKE) --no-print-directory all $(UNIT)
 	@VALGRIND=1 scripts/run-tests.sh $(UNIT)
 
-# Instances behind HAProxy, then a Galera cluster: storms, kills, rejoin.
+# Instances behind HAProxy, then a Galera cluster, then two shards: storms, kills, rejoin.
 test-scale: services
 	@$(MAKE) --no-print-directory all
 	@timeout -k 30 $${PAYCALLBACK_SCALE_TIMEOUT:-900} tests/scale/run.sh

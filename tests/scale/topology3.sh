@@ -1,0 +1,191 @@
+# shellcheck shell=bash
+# Topology 3 of make test-scale, sourced by run.sh (whose helpers it uses):
+# two plain MariaDB shards (deploy/shards.sh), 3 instances routing by shard
+# (PAYCALLBACK_MYSQL_SHARDS) behind HAProxy. Every scenario ends with
+# shard_check.py, which reads both shards' databases (docs/sharding.md says
+# what each check stands for).
+#
+#   a. orders created through HAProxy over skus of both shards, then a
+#      duplicate-callback storm on them: one PAID payment per order.
+#   b. races that cross shards: one pay_no sent at once for an order on each
+#      shard (one 200, one 409 per round); one checkout submitted at once
+#      through every instance (one order); an oversell of one sku by users
+#      whose checkout registry rows live on both shards.
+#   c. shard 2 stopped: what needs only shard 1 is served, what needs shard 2
+#      gets 503 UNAVAILABLE (never 500, never a timeout), every instance stays
+#      ready with "mysql":"partial"; shard 2 started: the same requests again
+#      are all served and the invariants are exact.
+#
+# Bounded counts (SCALE_SHARD_* below) keep it to about two minutes.
+
+T3_ORDERS=${SCALE_SHARD_ORDERS:-200}    # a: orders, each paid twice, every callback REPEAT times
+T3_ROUNDS=${SCALE_SHARD_ROUNDS:-40}     # b: pay_no races, and checkout races
+T3_COPIES=${SCALE_SHARD_COPIES:-6}      # b: submissions of one checkout at once
+T3_DOWN=${SCALE_SHARD_DOWN:-60}         # c: callbacks, and creates, while shard 2 is down
+T3_INITIAL=100000                       # stock of the skus that never run out
+T3_SKUS=(T3-SKU-1 T3-SKU-2 T3-SKU-3 T3-SKU-4)   # placed on shards 1, 2, 1, 2
+T3_SELL=T3-SELL
+
+place() { python3 "$STORM" place --nshards "$SHARDS" "$@"; }
+
+# t3_sql SHARD QUERY: one shard's database.
+t3_sql() { sql "$(shard_sql_port "$1")" "$2"; }
+
+t3_clean() {
+	local n
+	for ((n = 1; n <= SHARDS; n++)); do
+		t3_sql "$n" "DELETE FROM outbox WHERE order_no IN (SELECT order_no FROM orders WHERE user_id LIKE 'T3%');
+			DELETE FROM payment_record WHERE pay_no LIKE 'T3%'; DELETE FROM orders WHERE user_id LIKE 'T3%';
+			DELETE FROM pay_no_registry WHERE pay_no LIKE 'T3%'; DELETE FROM checkout_registry WHERE user_id LIKE 'T3%';
+			DELETE FROM stock WHERE sku LIKE 'T3%'"
+	done
+}
+
+# t3_seed SKU NUM: the sku's stock row, on the shard its name is placed on.
+T3_STOCK=()
+t3_seed() {
+	t3_sql "$(place "$1")" "INSERT INTO stock (sku, price, num) VALUES ('$1', 10.00, $2)"
+	T3_STOCK+=(--stock "$1=$2")
+}
+
+# t3_invariants ARGS...: shard_check.py over both shards, with every stock
+# row seeded so far; its summary line is printed as a figure.
+t3_invariants() {
+	local out n args=()
+	for ((n = 1; n <= SHARDS; n++)); do args+=(--shard "$n=$(shard_sql_port "$n")"); done
+	out=$(DB_USER=$DB_USER DB_PASSWORD=$DB_PASSWORD DB_NAME=$DB_NAME \
+		python3 "$ROOT/tests/scale/shard_check.py" "${args[@]}" --scope T3 "${T3_STOCK[@]}" "$@") || {
+		echo "  $out" >&2
+		return 1
+	}
+	figure "  invariants" "$out"
+}
+
+# lines FILE: how many orders a create storm wrote.
+lines() { wc -l <"$1" | tr -d ' '; }
+
+# on_both FILE: FILE's orders are on shard 1 and on shard 2.
+on_both() { grep -q '"order_no": "S01-' "$1" && grep -q '"order_no": "S02-' "$1"; }
+
+# made NAME FILE COUNT: the create storm NAME answered COUNT orders, only
+# 200/201 (and BUSY, sent again), no transport error.
+made() { [[ $(lines "$2") == "$3" ]] && only_status "$1" 200 201 503; }
+
+# split_only NAME PART KEYS...: of the storm's replies that need the stopped
+# shard (PART needs) or not (free), every one is among KEYS ("201", "503
+# UNAVAILABLE"), and there was at least one.
+split_only() {
+	python3 - "$WORK/$1.json" "$2" "${@:3}" <<-'PY'
+		import json, sys
+		s = json.load(open(sys.argv[1])); part = s["split"][sys.argv[2]]; allowed = set(sys.argv[3:])
+		sys.exit(1 if not part or set(part) - allowed or s["errors"] else 0)
+	PY
+}
+
+rounds_all() { [[ $(json "$WORK/$1.json" 's["rounds"].get("'"$2"'", 0)') == "$3" ]]; }
+
+# readyz_body N [QUERY]: status and body of instance N's /readyz.
+readyz_body() { curl -s -w ' %{http_code}' --max-time 3 "http://127.0.0.1:$(instance_port "$1")/readyz${2:-}"; }
+t3_ready_all() {   # t3_ready_all MYSQL: every instance 200 with "mysql":MYSQL
+	local i
+	for i in 1 2 3; do
+		[[ $(readyz_body "$i") == *"\"mysql\":\"$1\""*" 200" ]] || return 1
+	done
+}
+t3_shard_unready_all() {   # t3_shard_unready_all N: /readyz?shard=N is 503 everywhere
+	local i
+	for i in 1 2 3; do
+		[[ $(readyz_body "$i" "?shard=$1") == *" 503" ]] || return 1
+	done
+}
+
+# unavailable_counted N: the instances counted 503s because of shard N.
+unavailable_counted() {
+	local i total=0 v
+	for i in 1 2 3; do
+		v=$(curl -s --max-time 3 -H "Authorization: Bearer ${PAYCALLBACK_AUTH_KEYS#*:}" \
+			"http://127.0.0.1:$(instance_port "$i")/metrics" |
+			awk -v m="paycallback_shard_unavailable_total{shard=\"$1\"}" '$1 == m { print $2 }')
+		total=$((total + ${v:-0}))
+	done
+	figure "  503s counted for shard $1 by the instances" "$total"
+	((total > 0))
+}
+
+topology_3() {
+	local sku home1=() home2=() s instances i
+	echo "# topology 3: 2 MariaDB shards (127.0.0.1:$(shard_sql_port 1), $(shard_sql_port 2)), 3 sharded instances behind HAProxy"
+	"$D/shards.sh" start
+	t3_clean
+	for sku in "${T3_SKUS[@]}"; do
+		t3_seed "$sku" "$T3_INITIAL"
+		if [[ $(place "$sku") == 1 ]]; then home1+=("$sku"); else home2+=("$sku"); fi
+	done
+	((${#home1[@]} && ${#home2[@]})) || die "the skus of topology 3 must be placed on both shards"
+	"$D/instances.sh" start 3 shards
+	"$D/haproxy.sh" start 3
+	instances=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(instance_port "$i")"; done)
+	instances=${instances%,}
+	s=$(IFS=,; echo "${T3_SKUS[*]}")
+
+	# a. Orders spread by sku over both shards, then the bank's duplicates.
+	python3 "$STORM" create "$URL" T3A "$T3_ORDERS" --skus "$s" --out "$WORK/t3a.orders" >"$WORK/t3-create.json"
+	report t3-create "a: $T3_ORDERS orders created via HAProxy over ${#T3_SKUS[@]} skus"
+	check "shards: every order created, only 201 (or BUSY, sent again)" made t3-create "$WORK/t3a.orders" "$T3_ORDERS"
+	check "shards: both shards got orders" on_both "$WORK/t3a.orders"
+	figure "  orders on shard 1 / shard 2" "$(grep -c '"S01-' "$WORK/t3a.orders") / $(grep -c '"S02-' "$WORK/t3a.orders")"
+	python3 "$STORM" callbacks "$URL" T3A 0 --orders "$WORK/t3a.orders" --repeat "$REPEAT" --secret "$SECRET" >"$WORK/t3-dup.json"
+	report t3-dup "a: duplicate storm, 2 pay_nos x $REPEAT per order, 3 instances"
+	check "shards: the duplicate storm gets only 200, one answer per pay_no" only_status t3-dup 200
+	check "shards: a: invariants on both shards, one PAID payment per order" t3_invariants --paid "$WORK/t3a.orders=2"
+
+	# b. Races whose two sides live on different shards.
+	python3 "$STORM" create "$URL" T3R $((2 * T3_ROUNDS)) --skus "${home1[0]},${home2[0]}" --out "$WORK/t3r.orders" >"$WORK/t3-create-r.json"
+	check "shards: the race's orders are created on both shards" made t3-create-r "$WORK/t3r.orders" $((2 * T3_ROUNDS))
+	python3 "$STORM" paynorace "$instances" T3R-PAY "$T3_ROUNDS" --orders "$WORK/t3r.orders" --secret "$SECRET" \
+		--threads 4 >"$WORK/t3-paynorace.json"
+	report t3-paynorace "b: one pay_no for an order on each shard, $T3_ROUNDS rounds"
+	figure "  rounds" "$(json "$WORK/t3-paynorace.json" 's["rounds"]')"
+	check "shards: one pay_no on two shards: one 200 and one 409 every round" rounds_all t3-paynorace 200+409 "$T3_ROUNDS"
+	python3 "$STORM" checkout "$instances" T3C "$T3_ROUNDS" --copies "$T3_COPIES" --skus "$s" --threads 4 >"$WORK/t3-checkout.json"
+	report t3-checkout "b: one checkout x $T3_COPIES at once through 3 instances, $T3_ROUNDS rounds"
+	check "shards: one checkout raced through every instance makes one order" rounds_all t3-checkout one_order "$T3_ROUNDS"
+	t3_seed "$T3_SELL" "$STOCK"
+	oversell_storm t3-sell "$T3_SELL"
+	figure "  shoppers registered on shard 1 / shard 2" "$(place $(seq -f "T3S-%g" "$SHOPPERS") | tr ' ' '\n' | sort | uniq -c | awk '{printf "%s ", $1}')"
+	check "shards: the sku sells out exactly, replies only 201/409/503" sold_out t3-sell
+	check "shards: b: invariants on both shards after the races" t3_invariants --paid "$WORK/t3a.orders=2"
+
+	# c. Shard 2 stopped, then started again.
+	python3 "$STORM" create "$URL" T3D "$T3_DOWN" --skus "$s" --out "$WORK/t3d.orders" >"$WORK/t3-create-d.json"
+	check "shards: the orders to pay during the outage are created" made t3-create-d "$WORK/t3d.orders" "$T3_DOWN"
+	"$D/shards.sh" stop-shard 2
+	check "shards: shard 2 down: every instance stays ready, \"mysql\":\"partial\"" wait_until 15 t3_ready_all partial
+	check "shards: shard 2 down: /readyz?shard=2 is 503 on every instance" t3_shard_unready_all 2
+	python3 "$STORM" callbacks "$URL" T3D 0 --orders "$WORK/t3d.orders" --legs a --repeat 1 --secret "$SECRET" \
+		--down 2 --timeout 10 >"$WORK/t3-down-pay.json"
+	report t3-down-pay "c: callbacks with shard 2 down"
+	figure "  split (needs shard 2 / not)" "$(json "$WORK/t3-down-pay.json" 's["split"]')"
+	check "shards: shard 2 down: callbacks needing only shard 1 get 200" split_only t3-down-pay free 200
+	check "shards: shard 2 down: callbacks needing shard 2 get 503 UNAVAILABLE" split_only t3-down-pay needs "503 UNAVAILABLE"
+	python3 "$STORM" create "$URL" T3E "$T3_DOWN" --skus "$s" --out "$WORK/t3e.orders" --down 2 --timeout 10 >"$WORK/t3-down-create.json"
+	report t3-down-create "c: creates with shard 2 down"
+	figure "  split (needs shard 2 / not)" "$(json "$WORK/t3-down-create.json" 's["split"]')"
+	check "shards: shard 2 down: creates needing only shard 1 get 201" split_only t3-down-create free 201 "503 BUSY"
+	check "shards: shard 2 down: creates needing shard 2 get 503 UNAVAILABLE" split_only t3-down-create needs "503 UNAVAILABLE" "503 BUSY"
+	check "shards: shard 2 down: the 503s are counted per shard" unavailable_counted 2
+	"$D/shards.sh" start-shard 2
+	check "shards: shard 2 back: every instance is ready with \"mysql\":\"up\"" wait_until 15 t3_ready_all up
+	python3 "$STORM" callbacks "$URL" T3D 0 --orders "$WORK/t3d.orders" --legs a --repeat 1 --secret "$SECRET" \
+		--timeout 10 >"$WORK/t3-up-pay.json"
+	report t3-up-pay "c: the same callbacks again, shard 2 back"
+	check "shards: shard 2 back: every callback gets 200" only_status t3-up-pay 200
+	python3 "$STORM" create "$URL" T3E "$T3_DOWN" --skus "$s" --out "$WORK/t3e.orders" --timeout 10 >"$WORK/t3-up-create.json"
+	report t3-up-create "c: the same creates again, shard 2 back"
+	check "shards: shard 2 back: every checkout has its order" made t3-up-create "$WORK/t3e.orders" "$T3_DOWN"
+	check "shards: c: invariants on both shards, exact after the outage" \
+		t3_invariants --paid "$WORK/t3a.orders=2" --paid "$WORK/t3d.orders=1" --exist "$WORK/t3e.orders"
+	"$D/haproxy.sh" stop
+	"$D/instances.sh" stop
+	"$D/shards.sh" stop
+}
