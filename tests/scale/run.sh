@@ -32,7 +32,7 @@ N=${SCALE_ORDERS:-300}           # orders per callback storm, 2 payments each
 REPEAT=${SCALE_REPEAT:-4}        # each callback sent this many times
 STOCK=${SCALE_STOCK:-40}
 SHOPPERS=${SCALE_SHOPPERS:-150}
-TOPOLOGIES=${PAYCALLBACK_SCALE_TOPOLOGIES:-1 2}   # which to run, in order: topology 3 on request (=3)
+TOPOLOGIES=${PAYCALLBACK_SCALE_TOPOLOGIES:-1 2 3}   # which of the three to run, in order
 # Instances run as in production: a real secret and an operator key, no
 # development switch (they refuse to start without both).
 export PAYCALLBACK_CALLBACK_SECRET=$SECRET PAYCALLBACK_REDIS_DB=8 PAYCALLBACK_LOG_LEVEL=warn

@@ -146,10 +146,11 @@ def needs_down(a, *shards):
     return (a.down in shards) if a.down else None
 
 
-def load_orders(a):
+def load_orders(a, limit=None):
+    """The orders of --orders, the first limit of them (None or 0: all)."""
     with open(a.orders) as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    return rows[:a.n] if a.n > 0 else rows
+    return rows[:limit] if limit else rows
 
 
 def sign(secret, body):
@@ -162,7 +163,7 @@ def callbacks(a, tally):
     secret = a.secret.encode()
     items = []
     if a.orders:
-        targets = [(i, o["order_no"], o["amount"]) for i, o in enumerate(load_orders(a), 1)]
+        targets = [(i, o["order_no"], o["amount"]) for i, o in enumerate(load_orders(a, a.n), 1)]
     else:
         targets = [(i, "%s-%d" % (a.prefix, i), "899.00") for i in range(1, a.n + 1)]
     for i, order_no, amount in targets:
