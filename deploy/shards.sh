@@ -54,10 +54,12 @@ start_shard() {
 		chown "$DB_OS_USER" "$dir"
 		write_cnf "$n"
 		install_datadir "$dir/data"
-		for attempt in 1 2 3; do
+		# A port taken by someone's outgoing connection is freed when that
+		# connection ends: wait a moment between attempts, not a busy loop.
+		for attempt in 1 2 3 4 5; do
 			size=$(stat -c %s "$dir/error.log" 2>/dev/null || echo 0)
 			launch_shard "$n" && break
-			bind_lost "$dir/error.log" "$size" && ((attempt < 3)) && continue
+			bind_lost "$dir/error.log" "$size" && ((attempt < 5)) && { sleep "$attempt"; continue; }
 			tail_log "$dir/error.log"
 			die "shard$n exited during startup"
 		done
