@@ -68,6 +68,9 @@ enum db_stmt {
     ST_IDEM_RELEASE,              /* scope, key, owner, state */
     ST_IDEM_DROP_EXPIRED,         /* scope, key */
     ST_IDEM_PURGE,                /* at most 100 expired records */
+    /* filling the registries of a database that becomes sharded (backfill.c) */
+    ST_PAY_PAGE,                  /* after_id, limit -> enum pay_page_col */
+    ST_ORDER_PAGE,                /* after_id, limit -> enum order_page_col */
     ST_COUNT
 };
 
@@ -116,6 +119,12 @@ enum pay_lock_col { PKC_PAY_NO, PKC_AMOUNT };
 
 /* ST_CHECKOUT_GET: the order a checkout was given, and what it asked for. */
 enum checkout_col { CKC_ORDER_NO, CKC_SKU, CKC_QUANTITY };
+
+/* ST_PAY_PAGE: payment records in id order, a page at a time. */
+enum pay_page_col { PPC_ID, PPC_PAY_NO, PPC_ORDER_NO };
+
+/* ST_ORDER_PAGE: orders in id order, with what their checkout asked for. */
+enum order_page_col { OPC_ID, OPC_USER_ID, OPC_REQUEST_ID, OPC_ORDER_NO, OPC_SKU, OPC_QUANTITY };
 
 /* ST_IDEM_GET: a key's record; LIVE is 1 while the lease runs, EXPIRED 1
  * once the record is past its window (both by the database's clock, which

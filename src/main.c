@@ -29,6 +29,7 @@
 #include "rds.h"
 #include "reconcile.h"
 #include "seen.h"
+#include "backfill.h"
 #include "server.h"
 #include "shard.h"
 
@@ -40,6 +41,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: paycallback [-c PATH] [--port-file PATH] [--check-config] [--dev]\n"
+            "       paycallback [-c PATH] --backfill-registries\n"
             "\n"
             "Idempotent payment callbacks, anti-resubmit tokens and order state changes\n"
             "over HTTP, on MySQL/MariaDB and Redis.\n"
@@ -48,6 +50,10 @@ static void usage(FILE *f)
             "      --port-file PATH  write the bound port there once listening\n"
             "      --check-config  validate the configuration, reach MySQL (and its schema)\n"
             "                      and Redis, then exit; Redis down is only a warning\n"
+            "      --backfill-registries  with mysql.shards: bind every payment and order\n"
+            "                      already in the shards in pay_no_registry and\n"
+            "                      checkout_registry, then exit (run once before a database\n"
+            "                      made before sharding takes sharded traffic; re-runnable)\n"
             "      --dev           development switch (as PAYCALLBACK_DEV=1): accept the\n"
             "                      shipped development secret; never in production\n"
             "  -h, --help          this text\n"
@@ -78,6 +84,7 @@ struct opts {
     const char *config;
     const char *port_file;
     int check_only;
+    int backfill;
     int dev;
 };
 
@@ -88,6 +95,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         { "config", required_argument, NULL, 'c' },
         { "port-file", required_argument, NULL, 'p' },
         { "check-config", no_argument, NULL, 'k' },
+        { "backfill-registries", no_argument, NULL, 'b' },
         { "dev", no_argument, NULL, 'd' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -101,6 +109,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'c': o->config = optarg; break;
         case 'p': o->port_file = optarg; break;
         case 'k': o->check_only = 1; break;
+        case 'b': o->backfill = 1; break;
         case 'd': o->dev = 1; break;
         case 'h': usage(stdout); cfg_print_keys(); return -1;
         case 'V': printf("paycallback %s (%s)\n", PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT); return -1;
@@ -406,6 +415,10 @@ int main(int argc, char **argv)
         query_destroy(srv.query);
         keyring_release(kr0);
         return 1;
+    }
+    if (o.backfill) {
+        rc = backfill_registries(&cfg, stdout, stderr);
+        goto out;
     }
     if (o.check_only) {
         rc = check_config(&cfg, gws, srv.query, o.config);

@@ -148,6 +148,11 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_IDEM_DROP_EXPIRED] =
         "DELETE FROM idem_key WHERE scope = ? AND idem_key = ? AND expires_at <= NOW(3)",
     [ST_IDEM_PURGE] = "DELETE FROM idem_key WHERE expires_at <= NOW(3) LIMIT 100",
+    [ST_PAY_PAGE] =
+        "SELECT id, pay_no, order_no FROM payment_record WHERE id > ? ORDER BY id LIMIT ?",
+    [ST_ORDER_PAGE] =
+        "SELECT id, user_id, request_id, order_no, sku, quantity FROM orders "
+        "WHERE id > ? ORDER BY id LIMIT ?",
 };
 
 const char *const stmt_procedures[DB_PROC_COUNT] = { DB_PROC_PAY_CALLBACK };

@@ -103,6 +103,109 @@ START_TEST(check_config_probes_every_shard)
 }
 END_TEST
 
+
+/* ---- --backfill-registries -------------------------------------------------- */
+
+/* Rows written before the database became a shard: bound in no registry. */
+static void insert_legacy_rows(void)
+{
+    h_db_insert_order("ORD-legacy-1", "u-legacy", "899.00", 2);
+    h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
+              "VALUES ('PAY-legacy-1', 'ORD-legacy-1', 899.00, 1, 1)");
+    h_db_exec("INSERT INTO " H_SHARD2_DB ".orders (order_no, user_id, request_id, sku, quantity, "
+              "amount, status) VALUES ('S02-old-2', 'u-legacy', 'req-old-2', 'SHOE-42', 1, "
+              "899.00, 2)");
+    h_db_exec("INSERT INTO " H_SHARD2_DB ".payment_record (pay_no, order_no, amount, status, "
+              "outcome) VALUES ('PAY-legacy-2', 'S02-old-2', 899.00, 1, 1)");
+}
+
+/* Rows of a registry table for which where holds, over both shards. */
+static long long registry_rows(const char *table, const char *where)
+{
+    return h_db_scalar_ll("SELECT (SELECT COUNT(*) FROM %s WHERE %s) + "
+                          "(SELECT COUNT(*) FROM " H_SHARD2_DB ".%s WHERE %s)",
+                          table, where, table, where);
+}
+
+static void backfill(struct h_run *run)
+{
+    const char *env[] = { h_shards_env(), NULL };
+    const char *args[] = { "--backfill-registries", NULL };
+
+    h_run(args, env, 30000, run);
+}
+
+START_TEST(backfill_binds_old_rows_once_and_a_reuse_is_then_refused)
+{
+    struct h_run run;
+    struct h_resp r;
+
+    insert_legacy_rows();
+    backfill(&run);
+    ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.out, "pay_no_registry: 2 written, 0 present, 0 conflicts") != NULL,
+                  "%s", run.out);
+    ck_assert_msg(strstr(run.out, "checkout_registry: 2 written, 0 present, 0 conflicts") != NULL,
+                  "%s", run.out);
+    h_run_free(&run);
+    ck_assert_int_eq(1, registry_rows("pay_no_registry",
+                                      "pay_no = 'PAY-legacy-1' AND order_no = 'ORD-legacy-1'"));
+    ck_assert_int_eq(1, registry_rows("pay_no_registry",
+                                      "pay_no = 'PAY-legacy-2' AND order_no = 'S02-old-2'"));
+    ck_assert_int_eq(1, registry_rows("checkout_registry",
+                                      "user_id = 'u-legacy' AND request_id = 'req-old-2' AND "
+                                      "order_no = 'S02-old-2' AND sku = 'SHOE-42' AND quantity = 1"));
+
+    backfill(&run);                                   /* re-runnable */
+    ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.out, "pay_no_registry: 0 written, 2 present, 0 conflicts") != NULL,
+                  "%s", run.out);
+    h_run_free(&run);
+    ck_assert_int_eq(2, registry_rows("pay_no_registry", "1"));
+
+    /* The bank presents the old pay_no for a new order on the other shard. */
+    h_db_exec("INSERT INTO " H_SHARD2_DB ".orders (order_no, user_id, request_id, sku, quantity, "
+              "amount, status) VALUES ('S02-new-1', 'u2', 'req-new-1', 'SHOE-42', 1, 899.00, 1)");
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-new-1", "PAY-legacy-1", "899.00", &r));
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM " H_SHARD2_DB ".payment_record "
+                                       "WHERE order_no = 'S02-new-1'"));
+}
+END_TEST
+
+START_TEST(backfill_reports_a_binding_to_another_order_and_leaves_it)
+{
+    struct h_run run;
+
+    insert_legacy_rows();
+    /* Bound to another order in both databases: whichever is its place. */
+    h_db_exec("INSERT INTO pay_no_registry (pay_no, order_no) VALUES ('PAY-legacy-1', 'S02-x')");
+    h_db_exec("INSERT INTO " H_SHARD2_DB ".pay_no_registry (pay_no, order_no) "
+              "VALUES ('PAY-legacy-1', 'S02-x')");
+    backfill(&run);
+    ck_assert_int_eq(1, run.status);
+    ck_assert_msg(strstr(run.err, "conflict: pay_no PAY-legacy-1 is bound to S02-x") != NULL,
+                  "%s", run.err);
+    ck_assert_msg(strstr(run.out, "pay_no_registry: 1 written, 0 present, 1 conflicts") != NULL,
+                  "%s", run.out);
+    h_run_free(&run);
+    ck_assert_int_eq(2, registry_rows("pay_no_registry", "order_no = 'S02-x'"));
+}
+END_TEST
+
+START_TEST(backfill_needs_shards)
+{
+    const char *args[] = { "--backfill-registries", NULL };
+    struct h_run run;
+
+    h_run(args, NULL, 20000, &run);
+    ck_assert_int_eq(2, run.status);
+    ck_assert_msg(strstr(run.err, "needs mysql.shards") != NULL, "%s", run.err);
+    h_run_free(&run);
+}
+END_TEST
+
 static Suite *shards_suite(void)
 {
     Suite *s = suite_create("shards");
@@ -111,6 +214,9 @@ static Suite *shards_suite(void)
 
     tcase_add_test(tc, readyz_lists_every_shard_up);
     tcase_add_test(tc, check_config_probes_every_shard);
+    tcase_add_test(tc, backfill_binds_old_rows_once_and_a_reuse_is_then_refused);
+    tcase_add_test(tc, backfill_reports_a_binding_to_another_order_and_leaves_it);
+    tcase_add_test(tc, backfill_needs_shards);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, half_down_server_up, h_fixture_server_down);
