@@ -14,11 +14,6 @@ struct server;
 struct http_req;
 struct http_resp;
 
-/* Borrows a pooled connection, or replies 503 UNAVAILABLE (Retry-After)
- * and returns NULL when none frees up within mysql.wait_ms. Release with
- * db_release. */
-struct db_conn *db_acquire_or_reply(struct server *srv, struct http_resp *resp);
-
 /* The shard order_no lives on, or NULL after replying 404 ORDER_NOT_FOUND
  * (its number names no shard of this service: nothing may be written). */
 struct shard;

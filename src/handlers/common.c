@@ -8,15 +8,6 @@
 #include "shard.h"
 #include "server.h"
 
-struct db_conn *db_acquire_or_reply(struct server *srv, struct http_resp *resp)
-{
-    struct db_conn *c = db_acquire(srv->db, srv->cfg->mysql_wait_ms);
-
-    if (c == NULL)
-        http_reply_unavailable(resp, "database busy: no free connection");
-    return c;
-}
-
 const struct shard *order_shard_or_reply(struct server *srv, const char *order_no,
                                          struct http_resp *resp)
 {
