@@ -12,11 +12,14 @@ PROC_NAME=shards
 
 START_TIMEOUT=60
 STOP_TIMEOUT=30
+PORT_WAIT=75              # above Linux's 60 s TIME_WAIT
 
 shard_dir() { echo "$SHARD_DIR/shard$1"; }
 shard_sock() { echo "$(shard_dir "$1")/mysqld.sock"; }
 shard_pid() { pidfile_pid "$(shard_dir "$1")/mysqld.pid" mariadbd; }
 shard_ping() { sql_root "$(shard_sock "$1")" -e "SELECT 1" >/dev/null 2>&1; }
+# port_unheld PORT: no socket, in any state, has PORT as its local port.
+port_unheld() { [[ -z $(ss -Htan "sport = :$1") ]]; }
 check_shard() { [[ $1 =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= SHARDS)) || die "no shard $1 (1..$SHARDS)"; }
 
 write_cnf() {
@@ -54,12 +57,17 @@ start_shard() {
 		chown "$DB_OS_USER" "$dir"
 		write_cnf "$n"
 		install_datadir "$dir/data"
-		# A port taken by someone's outgoing connection is freed when that
-		# connection ends: wait a moment between attempts, not a busy loop.
+		# Our ports lie in the ephemeral range: while a shard is down, a
+		# client connecting to it can be given the shard's own port as its
+		# local one and connect to itself, and that socket then holds the
+		# port through its TIME_WAIT, up to a minute. Wait for it to pass
+		# rather than lose the bind.
 		for attempt in 1 2 3 4 5; do
+			wait_until "$PORT_WAIT" port_unheld "$(shard_sql_port "$n")" ||
+				echo "shards: 127.0.0.1:$(shard_sql_port "$n") still held by a connection after ${PORT_WAIT}s" >&2
 			size=$(stat -c %s "$dir/error.log" 2>/dev/null || echo 0)
 			launch_shard "$n" && break
-			bind_lost "$dir/error.log" "$size" && ((attempt < 5)) && { sleep "$attempt"; continue; }
+			bind_lost "$dir/error.log" "$size" && ((attempt < 5)) && continue
 			tail_log "$dir/error.log"
 			die "shard$n exited during startup"
 		done
