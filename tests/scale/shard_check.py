@@ -4,6 +4,7 @@ shard's database (make test-scale, topology 3; docs/sharding.md).
 
   shard_check.py --shard 1=PORT --shard 2=PORT --scope T3
                  [--stock SKU=INITIAL ...] [--paid FILE=K ...] [--exist FILE ...]
+                 [--canceled FILE ...]
 
 Rows in scope: orders whose user_id, payments and pay_no registry rows whose
 pay_no, checkout registry rows whose user_id, stock rows whose sku start
@@ -19,7 +20,8 @@ with the scope. Checked:
     taken are the quantities of its orders that are not canceled;
   - --paid FILE=K: every order of FILE (create's JSON lines) is PAID with K
     payments, one PAID and the rest REFUND_REQUIRED; --exist FILE: every
-    order of FILE exists as written.
+    order of FILE exists as written; --canceled FILE: every order of FILE
+    is CANCELED, with no payment.
 Prints one line per violation (at most 5 of a kind), then a summary line;
 exits 1 on any violation."""
 import argparse, hashlib, json, os, re, subprocess, sys
@@ -58,6 +60,7 @@ def main():
     p.add_argument("--stock", action="append", default=[], help="SKU=INITIAL")
     p.add_argument("--paid", action="append", default=[], help="FILE=K")
     p.add_argument("--exist", action="append", default=[], help="FILE")
+    p.add_argument("--canceled", action="append", default=[], help="FILE")
     p.add_argument("--user", default=os.environ.get("DB_USER", "paycallback"))
     p.add_argument("--password", default=os.environ.get("DB_PASSWORD", "paycallback"))
     p.add_argument("--database", default=os.environ.get("DB_NAME", "paycallback"))
@@ -144,6 +147,10 @@ def main():
             got = sorted(pr["status"] for pr in by_order[no])
             if orders.get(no, {}).get("status") != PAID or got != [PAY_PAID] + [PAY_REFUND] * (int(k) - 1):
                 fail("order not paid as stormed", "%s: status %s, payments %s" % (no, orders.get(no, {}).get("status"), got))
+    for path in a.canceled:
+        for row in listed(path):
+            if orders.get(row["order_no"], {}).get("status") != CANCELED or by_order[row["order_no"]]:
+                fail("order not canceled as stormed", row["order_no"])
     for path in a.exist:
         for row in listed(path):
             o = orders.get(row["order_no"])

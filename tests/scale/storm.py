@@ -28,6 +28,9 @@ Sharded topology (shard ids 1..--nshards; see docs/sharding.md):
       clients at once, each with its own token, spread over the instances.
       "rounds" counts "one_order" (one 201, every answer the same order_no)
       against anything else.
+  storm.py cancel URL PREFIX N --orders FILE --key KEY [--repeat R]
+      POST /order/{order_no}/cancel for the first N orders of FILE (0:
+      all), each sent R times in a shuffled order, with the operator KEY.
   storm.py place KEY... : the shard id each key is placed on.
 With --down ID, every reply is also counted under "split" by status and
 error code ("201", "503 UNAVAILABLE"): "needs" when the request needs shard
@@ -263,6 +266,25 @@ def create(a, tally):
     return worker
 
 
+def cancel(a, tally):
+    queue = [o["order_no"] for o in load_orders(a, a.n)] * a.repeat
+    random.shuffle(queue)
+    qlock = threading.Lock()
+    headers = {"Authorization": "Bearer " + a.key, "Content-Length": "0"}
+
+    def worker():
+        c = Client(a.url)
+        while True:
+            with qlock:
+                if not queue:
+                    break
+                order_no = queue.pop()
+            st, data = c.request("POST", "/order/%s/cancel" % order_no, b"", headers)
+            tally.add(st, data, ms=c.ms, needs=needs_down(a, order_shard(order_no)))
+        c.close()
+    return worker
+
+
 def paynorace(a, tally):
     urls = a.url.split(",")
     rows = load_orders(a)
@@ -363,7 +385,7 @@ def checkouts(a, tally):
 
 
 MODES = {"callbacks": callbacks, "orders": orders, "create": create, "paynorace": paynorace,
-         "checkout": checkouts}
+         "checkout": checkouts, "cancel": cancel}
 
 
 def main():
@@ -387,6 +409,7 @@ def main():
     p.add_argument("--out", default="")
     p.add_argument("--legs", default="ab")
     p.add_argument("--copies", type=int, default=8)
+    p.add_argument("--key", default="", help="an operator key (cancel)")
     p.add_argument("--nshards", type=int, default=2)
     p.add_argument("--down", type=int, default=0)
     p.add_argument("--threads", type=int, default=16)
