@@ -5,6 +5,8 @@
 # schema: every shard can own orders, payments, stock and registry rows.
 #
 # usage: shards.sh start | stop | status | start-shard N | stop-shard N | kill-shard N
+# stop-shard and kill-shard leave the shard's port bound (not listening)
+# until start-shard or stop, so that no client is given it as its own.
 set -euo pipefail
 # shellcheck source=deploy/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -18,8 +20,36 @@ shard_dir() { echo "$SHARD_DIR/shard$1"; }
 shard_sock() { echo "$(shard_dir "$1")/mysqld.sock"; }
 shard_pid() { pidfile_pid "$(shard_dir "$1")/mysqld.pid" mariadbd; }
 shard_ping() { sql_root "$(shard_sock "$1")" -e "SELECT 1" >/dev/null 2>&1; }
-# port_unheld PORT: no socket, in any state, has PORT as its local port.
-port_unheld() { [[ -z $(ss -Htan "sport = :$1") ]]; }
+# port_unheld PORT: no client socket connected to itself on PORT, in any
+# state (the stopped server's own sockets, left in TIME_WAIT, never block
+# its restart: they share its SO_REUSEADDR).
+port_unheld() { [[ -z $(ss -Htan "sport = :$1 and dport = :$1") ]]; }
+
+# While a shard is stopped (stop-shard, kill-shard) a holder keeps its port
+# bound, not listening: connections are refused as by a dead server, and the
+# kernel gives the port to no client as its local one. Without it, a client
+# retrying its connection could be given the shard's own port (they lie in
+# the ephemeral range), connect to itself and hold the port for the minute
+# of its TIME_WAIT, and the shard's restart would lose the bind.
+holder_pid() { pidfile_pid "$(shard_dir "$1")/holder.pid" python3; }
+hold_port() {
+	local pid
+	holder_pid "$1" >/dev/null && return 0
+	pid=$(launch "$(shard_dir "$1")/holder.log" python3 -c '
+import signal, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+signal.pause()' "$(shard_sql_port "$1")")
+	echo "$pid" >"$(shard_dir "$1")/holder.pid"
+	wait_until 10 holder_pid "$1" >/dev/null || echo "shards: the port holder of shard$1 did not start" >&2
+}
+release_port() {
+	local pid
+	pid=$(holder_pid "$1") || return 0
+	kill_hard "$pid" 5 || die "the port holder of shard$1 (pid $pid) will not die"
+	rm -f "$(shard_dir "$1")/holder.pid"
+}
 check_shard() { [[ $1 =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= SHARDS)) || die "no shard $1 (1..$SHARDS)"; }
 
 write_cnf() {
@@ -57,11 +87,10 @@ start_shard() {
 		chown "$DB_OS_USER" "$dir"
 		write_cnf "$n"
 		install_datadir "$dir/data"
-		# Our ports lie in the ephemeral range: while a shard is down, a
-		# client connecting to it can be given the shard's own port as its
-		# local one and connect to itself, and that socket then holds the
-		# port through its TIME_WAIT, up to a minute. Wait for it to pass
-		# rather than lose the bind.
+		release_port "$n"
+		# A self-connection made before the holder bound the port holds it
+		# until its TIME_WAIT, up to a minute, runs out: wait for that. A
+		# port held by another process's outgoing connection is retried.
 		for attempt in 1 2 3 4 5; do
 			wait_until "$PORT_WAIT" port_unheld "$(shard_sql_port "$n")" ||
 				echo "shards: 127.0.0.1:$(shard_sql_port "$n") still held by a connection after ${PORT_WAIT}s" >&2
@@ -118,10 +147,10 @@ usage() { echo "usage: $0 start|stop|status|start-shard N|stop-shard N|kill-shar
 
 case ${1:-} in
 start) lock; for ((i = 1; i <= SHARDS; i++)); do start_shard "$i"; done ;;
-stop) lock; for ((i = SHARDS; i >= 1; i--)); do stop_shard "$i"; done ;;
+stop) lock; for ((i = SHARDS; i >= 1; i--)); do stop_shard "$i"; release_port "$i"; done ;;
 status) status ;;
 start-shard) (($# == 2)) || usage; lock; start_shard "$2" ;;
-stop-shard) (($# == 2)) || usage; lock; stop_shard "$2" ;;
-kill-shard) (($# == 2)) || usage; kill_shard "$2" ;;
+stop-shard) (($# == 2)) || usage; lock; stop_shard "$2"; hold_port "$2" ;;
+kill-shard) (($# == 2)) || usage; kill_shard "$2"; hold_port "$2" ;;
 *) usage ;;
 esac
