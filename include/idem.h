@@ -13,11 +13,12 @@
  * over and runs the request again (the effect's own unique keys keep that
  * to one effect).
  *
- * Sharded, the caller picks the shard by the pool it passes: a status
- * change's records live on its order's shard (stored in the change's
- * transaction), a create's on shard_place(scope). When that is not the new
- * order's shard, the answer is stored by idem_finish after the order's
- * commit; handlers/order.c says what a crash between the two leaves. */
+ * Sharded, the caller picks the shard by the pool it passes: a key's
+ * records live on shard_place(scope), for creates and status changes
+ * alike, so a key reused with another request is refused whatever shard
+ * its order is on. When that is not the order's shard, the answer is
+ * stored by idem_finish after the order's commit; handlers/order.c and
+ * handlers/order_status.c say what a crash between the two leaves. */
 #ifndef PAYCALLBACK_IDEM_H
 #define PAYCALLBACK_IDEM_H
 

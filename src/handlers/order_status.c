@@ -139,15 +139,28 @@ static void transition_and_reply(struct server *srv, const struct http_req *req,
     if (ir.on) {
         char scope[IDEM_SCOPE_MAX + 1];
 
-        ir.shard = sh;                        /* the hook stores the answer in the change's txn */
+        /* One database: the key's record sits beside the order and the
+         * hook stores the answer in the change's transaction. Sharded, the
+         * record is placed by its scope (NULL: shard_place), as a create's
+         * is, so a key reused for an order on another shard still meets
+         * its first use and is refused (422); the answer is then stored
+         * after the change commits unless the two shards coincide. A crash
+         * between the commit and the store leaves the claim to lapse: the
+         * retry runs the change again and gets it as a repeat
+         * ("duplicate":true), never a second change. */
+        ir.shard = srv->shards.sharded ? NULL : sh;
         snprintf(scope, sizeof(scope), "key:%s", req->caller);
         if (idem_begin_or_reply(srv, req, scope, &ir, resp) != 0)
             return;
-        tr.hook = idem_hook(&ir, resp, render_changed);
+        tr.hook = ir.shard == sh ? idem_hook(&ir, resp, render_changed) : NULL;
     }
     if ((conn = shard_acquire_or_reply(srv, sh, resp)) != NULL) {
         r = orders_transition(conn, &tr, &ch);
         render_transition(srv, req, sh, conn, &tr, r, &ch, resp);
+    }
+    if (ir.shard != sh) {                     /* idem_end borrows on the key's shard: */
+        db_release(sh->pool, conn);           /* never two pools at once */
+        conn = NULL;
     }
     idem_end(srv, req, &ir, conn, resp);
     db_release(sh->pool, conn);

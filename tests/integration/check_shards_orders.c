@@ -635,6 +635,60 @@ START_TEST(a_checkout_registered_on_the_down_shard_is_503)
 }
 END_TEST
 
+
+/* POST /order/{no}/cancel with Idempotency-Key: key. */
+static void cancel_keyed(const char *key, const char *order_no, struct h_resp *r)
+{
+    char path[128], hdr[300];
+    const char *headers[] = { hdr, NULL };
+
+    snprintf(hdr, sizeof hdr, "Idempotency-Key: %s", key);
+    snprintf(path, sizeof path, "/order/%s/cancel", order_no);
+    ck_assert_int_eq(0, h_http(h_port(), "POST", path, headers, "", 0, r));
+}
+
+/* A key used for a cancel on shard first, then for an order on the other
+ * shard: the second is refused as on one database, whichever of the two
+ * shards holds the key's record (placement of "key:<caller>"). */
+static void transition_key_reused_across_shards(int first, const char *key)
+{
+    char a[NO_BUF], b[NO_BUF];
+    struct h_resp r;
+    int second = first == 1 ? 2 : 1;
+
+    snprintf(a, sizeof a, "S0%d-idem-%s", first, key);
+    snprintf(b, sizeof b, "S0%d-idem-%s", second, key);
+    h_db_exec("INSERT INTO %s.orders (order_no, user_id, request_id, sku, quantity, amount, "
+              "status) VALUES ('%s', 'u-idem', 'req-%s', 'SHOE-42', 1, 899.00, 1)",
+              db_of(first), a, a);
+    h_db_exec("INSERT INTO %s.orders (order_no, user_id, request_id, sku, quantity, amount, "
+              "status) VALUES ('%s', 'u-idem', 'req-%s', 'SHOE-42', 1, 899.00, 1)",
+              db_of(second), b, b);
+
+    cancel_keyed(key, a, &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "status", "CANCELED");
+    h_resp_free(&r);
+    cancel_keyed(key, b, &r);
+    h_assert_error(&r, 422, "IDEMPOTENCY_KEY_MISMATCH");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM %s.orders WHERE order_no = '%s'",
+                                       db_of(second), b));
+    cancel_keyed(key, a, &r);                         /* the first use replays */
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "status", "CANCELED");
+    h_resp_free(&r);
+    ck_assert_int_eq(9, h_db_scalar_ll("SELECT status FROM %s.orders WHERE order_no = '%s'",
+                                       db_of(first), a));
+}
+
+START_TEST(a_transition_key_reused_for_an_order_on_another_shard_is_422)
+{
+    transition_key_reused_across_shards(1, "tk-from-1");
+    transition_key_reused_across_shards(2, "tk-from-2");
+}
+END_TEST
+
 static Suite *shards_orders_suite(void)
 {
     Suite *s = suite_create("shards_orders");
@@ -651,6 +705,7 @@ static Suite *shards_orders_suite(void)
     tcase_add_test(tc, keyed_create_with_its_record_on_the_orders_shard);
     tcase_add_test(tc, keyed_create_with_its_record_on_another_shard);
     tcase_add_test(tc, keyed_create_that_died_before_its_answer_was_stored);
+    tcase_add_test(tc, a_transition_key_reused_for_an_order_on_another_shard_is_422);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("oversell on two shards", SLOW_TIMEOUT_S, sharded_server_up,
