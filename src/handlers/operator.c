@@ -605,7 +605,7 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
     case REFUNDS_UNAVAILABLE:
     case REFUNDS_ERROR:
         if (c == NULL) {                       /* counted where it was met */
-            http_reply_unavailable(resp, "database busy: no free connection");
+            http_reply_unavailable(resp, "database unavailable, retry later");
             break;
         }
         if (r == REFUNDS_UNAVAILABLE)
