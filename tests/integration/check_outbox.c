@@ -17,61 +17,18 @@
 
 #define SHOP_SECRET "shop-webhook-secret"
 
-struct receiver {
-    pid_t pid;
-    int port;
-    char dir[64];
-    char log[128];
-};
-
-static struct receiver rcv;
-
-static int read_int_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    int v = 0;
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%d", &v) != 1)
-        v = 0;
-    fclose(f);
-    return v;
-}
+static struct h_tool rcv;
 
 static void receiver_start(void)
 {
-    char root[512], script[640], portfile[128];
-    const char *r = getenv("PCB_ROOT");
+    const char *const args[] = { "--secret", SHOP_SECRET, NULL };
 
-    snprintf(root, sizeof(root), "%s", r != NULL && r[0] ? r : ".");
-    snprintf(script, sizeof(script), "%s/tests/tools/webhook_receiver.py", root);
-    snprintf(rcv.dir, sizeof(rcv.dir), "/tmp/pcb-webhook-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(rcv.dir));
-    snprintf(rcv.log, sizeof(rcv.log), "%s/events.jsonl", rcv.dir);
-    snprintf(portfile, sizeof(portfile), "%s/port", rcv.dir);
-    rcv.pid = fork();
-    ck_assert_int_ge(rcv.pid, 0);
-    if (rcv.pid == 0) {
-        execlp("python3", "python3", script, "--port-file", portfile, "--log", rcv.log,
-               "--secret", SHOP_SECRET, (char *)NULL);
-        _exit(127);
-    }
-    h_await((rcv.port = read_int_file(portfile)) > 0, 10000, "webhook receiver did not start");
+    h_tool_start(&rcv, "webhook_receiver.py", args);
 }
 
 static void receiver_stop(void)
 {
-    char cmd[160];
-
-    if (rcv.pid > 0) {
-        kill(rcv.pid, SIGKILL);
-        waitpid(rcv.pid, NULL, 0);
-        rcv.pid = 0;
-    }
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", rcv.dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", rcv.dir);
+    h_tool_stop(&rcv);
 }
 
 /* Switches how the receiver answers: "200", "500", "hang" or "close". */
@@ -87,17 +44,7 @@ static void receiver_mode(const char *mode)
 /* Lines of the receiver's log containing every one of the parts. */
 static int receiver_count(const char *a, const char *b)
 {
-    FILE *f = fopen(rcv.log, "r");
-    char line[1024];
-    int n = 0;
-
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strstr(line, a) != NULL && (b == NULL || strstr(line, b) != NULL))
-            n++;
-    fclose(f);
-    return n;
+    return h_tool_log_lines(&rcv, a, b);
 }
 
 /* The server's environment: this receiver, fast retries, short leases. */

@@ -20,62 +20,19 @@
 #define TC_TIMEOUT_S  120
 #define RACE_ORDERS   20
 
-struct responder {
-    pid_t pid;
-    int port;
-    char dir[64];
-    char log[128];
-};
-
-static struct responder rsp;
+static struct h_tool rsp;
 static char config_path[H_TEMP_PATH_MAX];
-
-static int read_int_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    int v = 0;
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%d", &v) != 1)
-        v = 0;
-    fclose(f);
-    return v;
-}
 
 static void responder_start(void)
 {
-    char root[512], script[640], portfile[128];
-    const char *r = getenv("PCB_ROOT");
+    const char *const args[] = { "--token", TOKEN, NULL };
 
-    snprintf(root, sizeof(root), "%s", r != NULL && r[0] ? r : ".");
-    snprintf(script, sizeof(script), "%s/tests/tools/query_responder.py", root);
-    snprintf(rsp.dir, sizeof(rsp.dir), "/tmp/pcb-query-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(rsp.dir));
-    snprintf(rsp.log, sizeof(rsp.log), "%s/queries.jsonl", rsp.dir);
-    snprintf(portfile, sizeof(portfile), "%s/port", rsp.dir);
-    rsp.pid = fork();
-    ck_assert_int_ge(rsp.pid, 0);
-    if (rsp.pid == 0) {
-        execlp("python3", "python3", script, "--port-file", portfile, "--log", rsp.log,
-               "--token", TOKEN, (char *)NULL);
-        _exit(127);
-    }
-    h_await((rsp.port = read_int_file(portfile)) > 0, 10000, "query responder did not start");
+    h_tool_start(&rsp, "query_responder.py", args);
 }
 
 static void responder_stop(void)
 {
-    char cmd[160];
-
-    if (rsp.pid > 0) {
-        kill(rsp.pid, SIGKILL);
-        waitpid(rsp.pid, NULL, 0);
-        rsp.pid = 0;
-    }
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", rsp.dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", rsp.dir);
+    h_tool_stop(&rsp);
 }
 
 /* Plants what the endpoint at path answers about order_no. */
@@ -96,34 +53,16 @@ static void plant(const char *path, const char *order_no, const char *mode, cons
 /* Queries the responder received about order_no (on any path). */
 static int queried(const char *order_no)
 {
-    FILE *f = fopen(rsp.log, "r");
-    char line[1024], want[128];
-    int n = 0;
+    char want[128];
 
-    if (f == NULL)
-        return 0;
-    snprintf(want, sizeof(want), "\"order_no\": \"%s\"", order_no);
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strstr(line, want) != NULL)
-            n++;
-    fclose(f);
-    return n;
+    snprintf(want, sizeof want, "\"order_no\": \"%s\"", order_no);
+    return h_tool_log_lines(&rsp, want, NULL);
 }
 
 /* Lines of the responder's log holding both strings. */
 static int log_lines(const char *a, const char *b)
 {
-    FILE *f = fopen(rsp.log, "r");
-    char line[1024];
-    int n = 0;
-
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strstr(line, a) != NULL && (b == NULL || strstr(line, b) != NULL))
-            n++;
-    fclose(f);
-    return n;
+    return h_tool_log_lines(&rsp, a, b);
 }
 
 /* A WAIT_PAY order made two hours ago: older than reconcile.wait_pay_age_s. */

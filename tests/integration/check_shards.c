@@ -22,13 +22,9 @@ static void sharded_server_up(void)
 /* Shard 2 points at a port nothing listens on: a shard that is down. */
 static void half_down_server_up(void)
 {
-    static char shards[512];
-    const char *env[] = { shards, "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200", NULL };
-    const char *db = getenv("PCB_TEST_MYSQL_DB") ? getenv("PCB_TEST_MYSQL_DB") : "paycallback_test";
-    const char *port = getenv("PCB_TEST_MYSQL_PORT") ? getenv("PCB_TEST_MYSQL_PORT") : "3307";
+    const char *env[] = { h_shards_half_down_env(), "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200",
+                          NULL };
 
-    snprintf(shards, sizeof shards, "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,"
-             "2=127.0.0.1:1/%s" H_SHARD2_SUFFIX, port, db, db);
     h_fixture_server_up_env(env);
 }
 

@@ -24,102 +24,42 @@
 
 /* ---- the shop's webhook ---- */
 
-struct receiver {
-    pid_t pid;
-    int port;
-    char dir[64];
-    char log[128];
-};
-
-static struct receiver rcv;
-
-static int read_int_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    int v = 0;
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%d", &v) != 1)
-        v = 0;
-    fclose(f);
-    return v;
-}
+static struct h_tool rcv;
 
 static void receiver_start(void)
 {
-    char root[512], script[640], portfile[128];
-    const char *r = getenv("PCB_ROOT");
+    const char *const args[] = { "--secret", SHOP_SECRET, NULL };
 
-    snprintf(root, sizeof(root), "%s", r != NULL && r[0] ? r : ".");
-    snprintf(script, sizeof(script), "%s/tests/tools/webhook_receiver.py", root);
-    snprintf(rcv.dir, sizeof(rcv.dir), "/tmp/pcb-webhook-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(rcv.dir));
-    snprintf(rcv.log, sizeof(rcv.log), "%s/events.jsonl", rcv.dir);
-    snprintf(portfile, sizeof(portfile), "%s/port", rcv.dir);
-    rcv.pid = fork();
-    ck_assert_int_ge(rcv.pid, 0);
-    if (rcv.pid == 0) {
-        execlp("python3", "python3", script, "--port-file", portfile, "--log", rcv.log,
-               "--secret", SHOP_SECRET, (char *)NULL);
-        _exit(127);
-    }
-    h_await((rcv.port = read_int_file(portfile)) > 0, 10000, "webhook receiver did not start");
+    h_tool_start(&rcv, "webhook_receiver.py", args);
 }
 
 static void receiver_stop(void)
 {
-    char cmd[160];
-
-    if (rcv.pid > 0) {
-        kill(rcv.pid, SIGKILL);
-        waitpid(rcv.pid, NULL, 0);
-        rcv.pid = 0;
-    }
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", rcv.dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", rcv.dir);
+    h_tool_stop(&rcv);
 }
 
 /* Lines of the receiver's log holding a (and b, unless NULL). */
 static int receiver_count(const char *a, const char *b)
 {
-    FILE *f = fopen(rcv.log, "r");
-    char line[1024];
-    int n = 0;
-
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strstr(line, a) != NULL && (b == NULL || strstr(line, b) != NULL))
-            n++;
-    fclose(f);
-    return n;
+    return h_tool_log_lines(&rcv, a, b);
 }
 
 /* ---- fixtures ---- */
 
-static char env_bufs[4][512];
+static char hook_url[512];
 static const char *env[12];
 
 /* The receiver, fast relays, a reconciliation pass every second, and
  * shard 2 either the test's _s2 database or a port nothing listens on. */
 static void server_up_with(int shard2_down)
 {
-    const char *db = getenv("PCB_TEST_MYSQL_DB") ? getenv("PCB_TEST_MYSQL_DB") : "paycallback_test";
-    const char *port = getenv("PCB_TEST_MYSQL_PORT") ? getenv("PCB_TEST_MYSQL_PORT") : "3307";
     int i = 0;
 
     receiver_start();
-    if (shard2_down)
-        snprintf(env_bufs[0], sizeof(env_bufs[0]), "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,"
-                 "2=127.0.0.1:1/%s" H_SHARD2_SUFFIX, port, db, db);
-    else
-        snprintf(env_bufs[0], sizeof(env_bufs[0]), "%s", h_shards_env());
-    env[i++] = env_bufs[0];
-    snprintf(env_bufs[1], sizeof(env_bufs[1]), "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:%d/hook",
+    env[i++] = shard2_down ? h_shards_half_down_env() : h_shards_env();
+    snprintf(hook_url, sizeof(hook_url), "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:%d/hook",
              rcv.port);
-    env[i++] = env_bufs[1];
+    env[i++] = hook_url;
     env[i++] = "PAYCALLBACK_WEBHOOK_SECRET=" SHOP_SECRET;
     env[i++] = "PAYCALLBACK_WEBHOOK_TIMEOUT_MS=500";
     env[i++] = "PAYCALLBACK_WEBHOOK_BACKOFF_BASE_MS=50";

@@ -9,11 +9,8 @@
  *
  * h_db_reset seeds the same stock into both databases; sharded, only the
  * row on the sku's shard is used, so the tests assert on that one and that
- * its twin is untouched. Placement is computed here with OpenSSL, as
- * shard_place_index does: the first 8 bytes of SHA-256(key), big-endian,
- * modulo the number of shards. */
-#include <openssl/sha.h>
-#include <stdint.h>
+ * its twin is untouched. Placement is computed by h_shard_place, as
+ * shard_place_index does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,49 +28,26 @@
 
 /* ---- placement and the two databases -------------------------------------- */
 
-/* The shard id (1 or 2) key is placed on. */
-static int place(const char *key)
-{
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    uint64_t h = 0;
-
-    SHA256((const unsigned char *)key, strlen(key), md);
-    for (int i = 0; i < 8; i++)
-        h = (h << 8) | md[i];
-    return (int)(h % NSHARDS) + 1;
-}
-
-/* The database of shard id, for qualified table names. */
-static const char *db_of(int id)
-{
-    static char db1[64], db2[80];
-    const char *env = getenv("PCB_TEST_MYSQL_DB");
-
-    snprintf(db1, sizeof db1, "%s", env != NULL && env[0] != '\0' ? env : "paycallback_test");
-    snprintf(db2, sizeof db2, "%s" H_SHARD2_SUFFIX, db1);
-    return id == 1 ? db1 : db2;
-}
-
 static long long stock_on(int id, const char *sku)
 {
-    return h_db_scalar_ll("SELECT num FROM %s.stock WHERE sku = '%s'", db_of(id), sku);
+    return h_db_scalar_ll("SELECT num FROM %s.stock WHERE sku = '%s'", h_shard_db(id), sku);
 }
 
 static long long orders_on(int id)
 {
-    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.orders", db_of(id));
+    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.orders", h_shard_db(id));
 }
 
 static long long rows_on(int id, const char *table, const char *order_no)
 {
-    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.%s WHERE order_no = '%s'", db_of(id), table,
-                          order_no);
+    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.%s WHERE order_no = '%s'", h_shard_db(id),
+                          table, order_no);
 }
 
 static long long checkouts(void)
 {
-    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.checkout_registry", db_of(1)) +
-           h_db_scalar_ll("SELECT COUNT(*) FROM %s.checkout_registry", db_of(2));
+    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.checkout_registry", h_shard_db(1)) +
+           h_db_scalar_ll("SELECT COUNT(*) FROM %s.checkout_registry", h_shard_db(2));
 }
 
 /* The seed stock of the harness, as h_db_reset writes it in both. */
@@ -87,7 +61,7 @@ static void user_on(int id, const char *prefix, char out[32])
 {
     for (int n = 0;; n++) {
         snprintf(out, 32, "%s-%d", prefix, n);
-        if (place(out) == id)
+        if (h_shard_place(out) == id)
             return;
     }
 }
@@ -104,12 +78,9 @@ static void sharded_server_up(void)
 /* Shard 2 points at a port nothing listens on: a shard that is down. */
 static void half_down_server_up(void)
 {
-    static char shards[512];
-    const char *env[] = { shards, "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200", NULL };
-    const char *port = getenv("PCB_TEST_MYSQL_PORT") ? getenv("PCB_TEST_MYSQL_PORT") : "3307";
+    const char *env[] = { h_shards_half_down_env(), "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200",
+                          NULL };
 
-    snprintf(shards, sizeof shards, "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,2=127.0.0.1:1/%s",
-             port, db_of(1), db_of(2));
     h_fixture_server_up_env(env);
 }
 
@@ -174,7 +145,7 @@ START_TEST(orders_land_on_their_skus_shard)
     int seen[NSHARDS + 1] = { 0 };
 
     for (size_t i = 0; i < sizeof skus / sizeof skus[0]; i++) {
-        int k = place(skus[i]), other = 3 - k;
+        int k = h_shard_place(skus[i]), other = 3 - k;
         char no[NO_BUF], prefix[8], req[32];
         struct h_resp r;
 
@@ -201,12 +172,12 @@ END_TEST
 
 START_TEST(ship_and_finish_reach_the_orders_shard)
 {
-    int k = place("SHOE-42");
+    int k = h_shard_place("SHOE-42");
     char no[NO_BUF];
     struct h_resp r;
 
     create_new("u1001", "ship-1", "SHOE-42", 1, no);
-    h_db_exec("UPDATE %s.orders SET status = 2 WHERE order_no = '%s'", db_of(k), no);
+    h_db_exec("UPDATE %s.orders SET status = 2 WHERE order_no = '%s'", h_shard_db(k), no);
     order_call(no, "ship", &r);
     h_assert_status(&r, 200);
     h_assert_str(&r, "status", "SHIPPED");
@@ -221,7 +192,7 @@ START_TEST(ship_and_finish_reach_the_orders_shard)
     h_assert_bool(&r, "duplicate", 1);
     h_resp_free(&r);
     ck_assert_int_eq(4, h_db_scalar_ll("SELECT status FROM %s.orders WHERE order_no = '%s'",
-                                       db_of(k), no));
+                                       h_shard_db(k), no));
     ck_assert_int_eq(2, rows_on(k, "outbox", no));
     ck_assert_int_eq(0, rows_on(3 - k, "outbox", no));
 }
@@ -229,7 +200,7 @@ END_TEST
 
 START_TEST(cancel_returns_the_stock_on_the_skus_shard)
 {
-    int k = place("HAT-7");
+    int k = h_shard_place("HAT-7");
     char no[NO_BUF];
     struct h_resp r;
 
@@ -306,7 +277,7 @@ static int dedupe_call(int i, void *p)
 START_TEST(one_checkout_sent_20_times_at_once_is_one_order)
 {
     static struct dedupe_storm a;
-    int k = place("SHOE-42"), created = 0, dups = 0, first = -1;
+    int k = h_shard_place("SHOE-42"), created = 0, dups = 0, first = -1;
     struct h_storm_stats st;
     char user[32];
 
@@ -331,7 +302,7 @@ START_TEST(one_checkout_sent_20_times_at_once_is_one_order)
     ck_assert_int_eq(1, orders_on(k));
     ck_assert_int_eq(1, checkouts());
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM %s.checkout_registry",
-                                       db_of(3 - k)));
+                                       h_shard_db(3 - k)));
     ck_assert_int_eq(99, stock_on(k, "SHOE-42"));
 }
 END_TEST
@@ -341,7 +312,7 @@ START_TEST(a_request_id_is_bound_to_its_first_sku)
     char no[NO_BUF], user[32];
     struct h_resp r;
 
-    user_on(place("SOCK-01"), "bound", user);
+    user_on(h_shard_place("SOCK-01"), "bound", user);
     create_new(user, "r1", "SHOE-42", 1, no);
     create(user, "r1", "SOCK-01", 2, &r);
     h_assert_status(&r, 200);
@@ -353,7 +324,7 @@ START_TEST(a_request_id_is_bound_to_its_first_sku)
     ck_assert_int_eq(1, orders_on(1) + orders_on(2));
     ck_assert_int_eq(500, stock_on(1, "SOCK-01"));
     ck_assert_int_eq(500, stock_on(2, "SOCK-01"));
-    ck_assert_int_eq(99, stock_on(place("SHOE-42"), "SHOE-42"));
+    ck_assert_int_eq(99, stock_on(h_shard_place("SHOE-42"), "SHOE-42"));
 }
 END_TEST
 
@@ -400,19 +371,19 @@ static int oversell_call(int i, void *p)
 START_TEST(oversell_storm_from_users_of_both_shards_sells_exactly_the_stock)
 {
     static struct oversell a;
-    int k = place("HAT-7"), n201 = 0, n409 = 0, users_on[NSHARDS + 1] = { 0 };
+    int k = h_shard_place("HAT-7"), n201 = 0, n409 = 0, users_on[NSHARDS + 1] = { 0 };
     struct h_storm_stats st;
 
     for (int i = 0; i < OVERSELL_CLIENTS; i++) {
         char user[32];
 
         snprintf(user, sizeof user, "buyer-%d", i);
-        users_on[place(user)]++;
+        users_on[h_shard_place(user)]++;
     }
     ck_assert_msg(users_on[1] > 0 && users_on[2] > 0, "the buyers' checkouts should be on both");
     memset(&a, 0, sizeof a);
     a.port = h_port();
-    h_db_exec("UPDATE %s.stock SET num = %d WHERE sku = 'HAT-7'", db_of(k), OVERSELL_STOCK);
+    h_db_exec("UPDATE %s.stock SET num = %d WHERE sku = 'HAT-7'", h_shard_db(k), OVERSELL_STOCK);
     ck_assert_int_eq(0, h_storm(OVERSELL_CLIENTS, OVERSELL_CLIENTS, oversell_call, &a, &st));
     for (int i = 0; i < OVERSELL_CLIENTS; i++) {
         if (a.status[i] == 201) {
@@ -449,7 +420,7 @@ static void keyed_create_replays_and_refuses_another_sku(int key_shard)
     for (int n = 0;; n++) {
         snprintf(user, sizeof user, "keyed-%d", n);
         snprintf(scope, sizeof scope, "user:%s", user);
-        if (place(scope) == key_shard)
+        if (h_shard_place(scope) == key_shard)
             break;
     }
     create_keyed("k-1", user, "erp-1", "SHOE-42", &r);
@@ -465,24 +436,25 @@ static void keyed_create_replays_and_refuses_another_sku(int key_shard)
     h_resp_free(&again);
 
     no = h_json_get_str(r.body, "order_no");
-    ck_assert_int_eq(1, rows_on(place("SHOE-42"), "orders", no));
+    ck_assert_int_eq(1, rows_on(h_shard_place("SHOE-42"), "orders", no));
     ck_assert_int_eq(1, orders_on(1) + orders_on(2));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_key WHERE scope = '%s' "
-                                       "AND state = 2", db_of(key_shard), scope));
-    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_key", db_of(3 - key_shard)));
+                                       "AND state = 2", h_shard_db(key_shard), scope));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_key",
+                                       h_shard_db(3 - key_shard)));
     free(no);
     h_resp_free(&r);
 }
 
 START_TEST(keyed_create_with_its_record_on_the_orders_shard)
 {
-    keyed_create_replays_and_refuses_another_sku(place("SHOE-42"));
+    keyed_create_replays_and_refuses_another_sku(h_shard_place("SHOE-42"));
 }
 END_TEST
 
 START_TEST(keyed_create_with_its_record_on_another_shard)
 {
-    keyed_create_replays_and_refuses_another_sku(3 - place("SHOE-42"));
+    keyed_create_replays_and_refuses_another_sku(3 - h_shard_place("SHOE-42"));
 }
 END_TEST
 
@@ -492,7 +464,7 @@ END_TEST
  * duplicate, never a second one (README, "Idempotency-Key"). */
 START_TEST(keyed_create_that_died_before_its_answer_was_stored)
 {
-    int key_shard = 3 - place("SHOE-42");
+    int key_shard = 3 - h_shard_place("SHOE-42");
     char user[32], scope[48];
     struct h_resp r, again;
     char *no;
@@ -500,7 +472,7 @@ START_TEST(keyed_create_that_died_before_its_answer_was_stored)
     for (int n = 0;; n++) {
         snprintf(user, sizeof user, "crash-%d", n);
         snprintf(scope, sizeof scope, "user:%s", user);
-        if (place(scope) == key_shard)
+        if (h_shard_place(scope) == key_shard)
             break;
     }
     create_keyed("k-crash", user, "erp-crash", "SHOE-42", &r);
@@ -508,7 +480,7 @@ START_TEST(keyed_create_that_died_before_its_answer_was_stored)
     h_db_exec("UPDATE %s.idem_key SET state = 1, status = NULL, body = NULL, "
               "owner = '00000000000000000000000000000000', "
               "lease_until = NOW(3) - INTERVAL 1 SECOND WHERE scope = '%s'",
-              db_of(key_shard), scope);
+              h_shard_db(key_shard), scope);
 
     create_keyed("k-crash", user, "erp-crash", "SHOE-42", &again);
     h_assert_status(&again, 200);
@@ -522,7 +494,7 @@ START_TEST(keyed_create_that_died_before_its_answer_was_stored)
     h_assert_str(&again, "order_no", no);
     h_resp_free(&again);
     ck_assert_int_eq(1, orders_on(1) + orders_on(2));
-    ck_assert_int_eq(99, stock_on(place("SHOE-42"), "SHOE-42"));
+    ck_assert_int_eq(99, stock_on(h_shard_place("SHOE-42"), "SHOE-42"));
     free(no);
     h_resp_free(&r);
 }
@@ -532,7 +504,7 @@ END_TEST
 
 static long long token_rows_on(int id, const char *token)
 {
-    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_token WHERE token = '%s'", db_of(id),
+    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_token WHERE token = '%s'", h_shard_db(id),
                           token);
 }
 
@@ -561,7 +533,7 @@ START_TEST(with_redis_down_a_token_lives_on_its_shard)
         int id;
 
         h_token_apply(h_port(), t);
-        id = place(t);
+        id = h_shard_place(t);
         ck_assert_int_eq(1, token_rows_on(id, t));
         ck_assert_int_eq(0, token_rows_on(3 - id, t));
         snprintf(token[id], H_TOKEN_BUF, "%s", t);
@@ -578,7 +550,7 @@ START_TEST(with_redis_down_a_token_lives_on_its_shard)
         h_assert_error(&r, 409, "REPEAT_SUBMIT");
         h_resp_free(&r);
     }
-    ck_assert_int_eq(498, stock_on(place("SOCK-01"), "SOCK-01"));
+    ck_assert_int_eq(498, stock_on(h_shard_place("SOCK-01"), "SOCK-01"));
     h_services("start-redis");
 }
 END_TEST
@@ -587,13 +559,13 @@ END_TEST
 
 START_TEST(an_order_on_the_down_shard_is_503_and_its_token_comes_back)
 {
-    const char *down_sku = place("SHOE-42") == 2 ? "SHOE-42" : "HAT-7";
+    const char *down_sku = h_shard_place("SHOE-42") == 2 ? "SHOE-42" : "HAT-7";
     const char *up_sku = "SOCK-01";
     char token[H_TOKEN_BUF], user[32], *no;
     struct h_resp r;
 
-    ck_assert_int_eq(2, place(down_sku));
-    ck_assert_int_eq(1, place(up_sku));
+    ck_assert_int_eq(2, h_shard_place(down_sku));
+    ck_assert_int_eq(1, h_shard_place(up_sku));
     user_on(1, "down", user);
     h_token_apply(h_port(), token);
     ck_assert_int_eq(0, h_order_create(h_port(), token, user, "d-1", down_sku, 1, &r));
@@ -660,10 +632,10 @@ static void transition_key_reused_across_shards(int first, const char *key)
     snprintf(b, sizeof b, "S0%d-idem-%s", second, key);
     h_db_exec("INSERT INTO %s.orders (order_no, user_id, request_id, sku, quantity, amount, "
               "status) VALUES ('%s', 'u-idem', 'req-%s', 'SHOE-42', 1, 899.00, 1)",
-              db_of(first), a, a);
+              h_shard_db(first), a, a);
     h_db_exec("INSERT INTO %s.orders (order_no, user_id, request_id, sku, quantity, amount, "
               "status) VALUES ('%s', 'u-idem', 'req-%s', 'SHOE-42', 1, 899.00, 1)",
-              db_of(second), b, b);
+              h_shard_db(second), b, b);
 
     cancel_keyed(key, a, &r);
     h_assert_status(&r, 200);
@@ -673,13 +645,13 @@ static void transition_key_reused_across_shards(int first, const char *key)
     h_assert_error(&r, 422, "IDEMPOTENCY_KEY_MISMATCH");
     h_resp_free(&r);
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM %s.orders WHERE order_no = '%s'",
-                                       db_of(second), b));
+                                       h_shard_db(second), b));
     cancel_keyed(key, a, &r);                         /* the first use replays */
     h_assert_status(&r, 200);
     h_assert_str(&r, "status", "CANCELED");
     h_resp_free(&r);
     ck_assert_int_eq(9, h_db_scalar_ll("SELECT status FROM %s.orders WHERE order_no = '%s'",
-                                       db_of(first), a));
+                                       h_shard_db(first), a));
 }
 
 START_TEST(a_transition_key_reused_for_an_order_on_another_shard_is_422)

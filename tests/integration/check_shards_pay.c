@@ -3,13 +3,11 @@
  * _s2 twin (h_shards_env). Each order is paid on its own shard only; a
  * number naming no shard writes nothing anywhere; a pay_no is bound to one
  * order across shards by pay_no_registry on its placement, which the tests
- * compute here with OpenSSL exactly as shard_place_index does; one shard
+ * compute with h_shard_place exactly as shard_place_index does; one shard
  * down fails only the payments that need it. The active query of stale
  * orders (tests/tools/query_responder.py as the endpoint) takes every
  * shard's orders in shares and pays each on its shard. */
-#include <openssl/sha.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,76 +33,27 @@ static char config_path[H_TEMP_PATH_MAX];
 
 /* ---- the query endpoint ------------------------------------------------------ */
 
-static struct {
-    pid_t pid;
-    int port;
-    char dir[64];
-} rsp;
-
-static int read_port(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    int v = 0;
-
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%d", &v) != 1)
-        v = 0;
-    fclose(f);
-    return v;
-}
+static struct h_tool rsp;
 
 static void responder_start(void)
 {
-    char script[640], portfile[128], log[128];
-    const char *root = getenv("PCB_ROOT");
+    const char *const args[] = { "--token", QUERY_TOKEN, NULL };
 
-    snprintf(script, sizeof script, "%s/tests/tools/query_responder.py",
-             root != NULL && root[0] ? root : ".");
-    snprintf(rsp.dir, sizeof rsp.dir, "/tmp/pcb-shq-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(rsp.dir));
-    snprintf(portfile, sizeof portfile, "%s/port", rsp.dir);
-    snprintf(log, sizeof log, "%s/queries.jsonl", rsp.dir);
-    rsp.pid = fork();
-    ck_assert_int_ge(rsp.pid, 0);
-    if (rsp.pid == 0) {
-        execlp("python3", "python3", script, "--port-file", portfile, "--log", log, "--token",
-               QUERY_TOKEN, (char *)NULL);
-        _exit(127);
-    }
-    h_await((rsp.port = read_port(portfile)) > 0, 10000, "query responder did not start");
+    h_tool_start(&rsp, "query_responder.py", args);
 }
 
 static void responder_stop(void)
 {
-    char cmd[160];
-
-    if (rsp.pid > 0) {
-        kill(rsp.pid, SIGKILL);
-        waitpid(rsp.pid, NULL, 0);
-        rsp.pid = 0;
-    }
-    snprintf(cmd, sizeof cmd, "rm -rf %s", rsp.dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", rsp.dir);
+    h_tool_stop(&rsp);
 }
 
 /* Queries the responder received about order_no. */
 static int queried(const char *order_no)
 {
-    char path[128], line[1024], want[128];
-    FILE *f;
-    int n = 0;
+    char want[128];
 
-    snprintf(path, sizeof path, "%s/queries.jsonl", rsp.dir);
-    if ((f = fopen(path, "r")) == NULL)
-        return 0;
     snprintf(want, sizeof want, "\"order_no\": \"%s\"", order_no);
-    while (fgets(line, sizeof line, f) != NULL)
-        if (strstr(line, want) != NULL)
-            n++;
-    fclose(f);
-    return n;
+    return h_tool_log_lines(&rsp, want, NULL);
 }
 
 /* Plants what the endpoint answers about order_no: mode PAID (with pay_no,
@@ -167,13 +116,7 @@ static void periodic_server_up(void)
 /* Shard 2 points at a port nothing listens on: a shard that is down. */
 static void half_down_server_up(void)
 {
-    static char shards[512];
-    const char *db = getenv("PCB_TEST_MYSQL_DB") ? getenv("PCB_TEST_MYSQL_DB") : "paycallback_test";
-    const char *port = getenv("PCB_TEST_MYSQL_PORT") ? getenv("PCB_TEST_MYSQL_PORT") : "3307";
-
-    snprintf(shards, sizeof shards, "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,"
-             "2=127.0.0.1:1/%s" H_SHARD2_SUFFIX, port, db, db);
-    server_up_over(shards, 1, "3600", "50");
+    server_up_over(h_shards_half_down_env(), 1, "3600", "50");
 }
 
 static void server_down(void)
@@ -185,20 +128,6 @@ static void server_down(void)
 
 /* ---- placement and the two databases -------------------------------------- */
 
-/* The shard id (1 or 2) a key is placed on: the first 8 bytes of its
- * SHA-256, big-endian, modulo 2, over the shards in configured order. */
-static int placed_on(const char *key)
-{
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    uint64_t h = 0;
-    int i;
-
-    SHA256((const unsigned char *)key, strlen(key), md);
-    for (i = 0; i < 8; i++)
-        h = (h << 8) | md[i];
-    return (int)(h % 2) + 1;
-}
-
 /* The first "stem-N" placed on shard. */
 static void pay_no_on(int shard, const char *stem, char out[64])
 {
@@ -206,7 +135,7 @@ static void pay_no_on(int shard, const char *stem, char out[64])
 
     for (i = 0; i < 1000; i++) {
         snprintf(out, 64, "%s-%d", stem, i);
-        if (placed_on(out) == shard)
+        if (h_shard_place(out) == shard)
             return;
     }
     ck_abort_msg("no pay_no of stem %s lands on shard %d", stem, shard);
@@ -286,8 +215,8 @@ static void assert_paid_on(int shard, const char *order_no, const char *pay_no)
     ck_assert_int_eq(1, rows_on(shard, "outbox", where));
     ck_assert_int_eq(0, rows_on(other, "outbox", where));
     snprintf(where, sizeof where, "pay_no = '%s' AND order_no = '%s'", pay_no, order_no);
-    ck_assert_int_eq(1, rows_on(placed_on(pay_no), "pay_no_registry", where));
-    ck_assert_int_eq(0, rows_on(placed_on(pay_no) == 1 ? 2 : 1, "pay_no_registry", where));
+    ck_assert_int_eq(1, rows_on(h_shard_place(pay_no), "pay_no_registry", where));
+    ck_assert_int_eq(0, rows_on(h_shard_place(pay_no) == 1 ? 2 : 1, "pay_no_registry", where));
 }
 
 /* ---- each order on its own shard ------------------------------------------ */
@@ -491,7 +420,7 @@ START_TEST(pay_no_stays_bound_to_the_first_order_even_after_a_404)
     h_assert_error(&r, 409, "PAY_NO_CONFLICT");
     h_resp_free(&r);
     snprintf(where, sizeof where, "pay_no = 'PAY-BOUND' AND order_no = 'S02-GONE'");
-    ck_assert_int_eq(1, rows_on(placed_on("PAY-BOUND"), "pay_no_registry", where));
+    ck_assert_int_eq(1, rows_on(h_shard_place("PAY-BOUND"), "pay_no_registry", where));
     ck_assert_int_eq(0, rows_anywhere("payment_record", "1"));
     ck_assert_int_eq(1, status_on(1, "S01-REAL"));
 }

@@ -266,6 +266,20 @@ void h_db_reset(void);
  * twin (shard 2). A static string. */
 const char *h_shards_env(void);
 
+/* The shard id (1 or 2) of the two-shard test set that key is placed on,
+ * computed with OpenSSL as shard_place_index does: the first 8 bytes of
+ * SHA-256(key), big-endian, modulo 2, plus 1. */
+int h_shard_place(const char *key);
+
+/* The database of shard id (1: the test database, 2: its _s2 twin), for
+ * qualified table names ("%s.orders"). A static string. */
+const char *h_shard_db(int id);
+
+/* The PAYCALLBACK_MYSQL_SHARDS entry of h_shards_env with shard 2 pointed
+ * at port 1, where nothing listens: a shard that is down. Callers add
+ * PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS themselves. A static string. */
+const char *h_shards_half_down_env(void);
+
 /* Inserts an order directly: sku SHOE-42, quantity 1, request_id
  * "req-" order_no (cut to 64 chars), the given amount ("899.00") and
  * status (1 = WAIT_PAY). */
@@ -303,6 +317,32 @@ redisReply *h_redis_cmd(const char *fmt, ...);
 /* Runs "$ROOT/scripts/services.sh cmd" (output to the suite log) and asserts
  * it exited 0. */
 void h_services(const char *cmd);
+
+/* ---- test tools ---------------------------------------------------------- */
+
+/* A Python tool of tests/tools (webhook receiver, query responder) that
+ * listens on an ephemeral port and logs what it receives, one JSON object
+ * a line. */
+struct h_tool {
+    pid_t pid;                    /* 0 once stopped */
+    int port;                     /* the port it listens on */
+    char dir[64];                 /* its temporary directory */
+    char log[128];                /* its log, in dir */
+};
+
+/* Runs "python3 $ROOT/tests/tools/<script> --port-file <dir>/port --log
+ * <dir>/log.jsonl" followed by extra_args (NULL-terminated, may be NULL)
+ * in a new temporary directory, and waits up to 10 s for the port it
+ * writes. Asserts that it started. */
+void h_tool_start(struct h_tool *t, const char *script, const char *const *extra_args);
+
+/* SIGKILLs the tool, reaps it and removes its directory. Safe to call
+ * again. */
+void h_tool_stop(struct h_tool *t);
+
+/* Lines of the tool's log holding a (and b, unless NULL); 0 while the log
+ * does not exist. */
+int h_tool_log_lines(const struct h_tool *t, const char *a, const char *b);
 
 /* ---- load ---------------------------------------------------------------- */
 
