@@ -127,6 +127,10 @@ struct config {
     struct gateway_cfg gateways;  /* "gateways": one profile per gateway route */
 };
 
+/* The databases cfg names, in placement order, into out: its mysql.shards,
+ * or mysql.* alone as shard 1. Returns how many (1..CFG_SHARDS_MAX). */
+size_t cfg_endpoints(const struct config *cfg, struct cfg_shard out[CFG_SHARDS_MAX]);
+
 /* Fills cfg with defaults, reads path (a JSON object of sections; NULL for
  * none), then applies the overrides found in envp ("NAME=value" strings,
  * NULL-terminated, normally environ), then validates.

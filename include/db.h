@@ -50,15 +50,12 @@ struct db_row {
     unsigned int ncols;           /* columns the statement returned */
 };
 
-/* Creates a pool of cfg->mysql_pool_size connections. Connections are made
- * lazily, so the pool comes up while MySQL is down. NULL on allocation
- * failure. m may be NULL. */
-struct db_pool *db_pool_create(const struct config *cfg, struct metrics *m);
-
-/* db_pool_create for the server and database of at (a mysql.shards
- * entry); NULL at is mysql.*'s. */
-struct db_pool *db_pool_create_at(const struct config *cfg, const struct cfg_shard *at,
-                                  struct metrics *m);
+/* Creates a pool of cfg->mysql_pool_size connections to the server and
+ * database of at (one of cfg_endpoints). Connections are made lazily, so
+ * the pool comes up while MySQL is down. NULL on allocation failure. m may
+ * be NULL. */
+struct db_pool *db_pool_create(const struct config *cfg, const struct cfg_shard *at,
+                               struct metrics *m);
 
 /* Names the pool's index in the shard set, for the per-shard metrics
  * (0 by default). Before the pool is shared. */
@@ -197,18 +194,16 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 /* True when the column is SQL NULL (or missing). */
 bool db_row_is_null(const struct db_row *r, unsigned int col);
 
-/* Connects once with cfg's settings, outside any pool, and checks that the
+/* Connects once with cfg's settings to the server and database of at (one
+ * of cfg_endpoints), outside any pool, and checks that the
  * tables and the stored procedures (of the version this build calls) of
  * sql/schema.sql exist; at start and for --check-config. Returns DB_OK,
  * DB_UNAVAILABLE (MySQL cannot be reached) or DB_ERROR (refused: wrong
  * credentials, unknown database, missing tables), with a one-line reason
  * in err (errsz bytes) for the last two. Any thread; needs
  * mysql_library_init. */
-enum db_status db_probe(const struct config *cfg, char *err, size_t errsz);
-
-/* db_probe of the server and database of at (NULL: mysql.*'s). */
-enum db_status db_probe_at(const struct config *cfg, const struct cfg_shard *at, char *err,
-                           size_t errsz);
+enum db_status db_probe(const struct config *cfg, const struct cfg_shard *at, char *err,
+                        size_t errsz);
 
 /* "OK", "DUPLICATE", ... for logs. */
 const char *db_status_str(enum db_status st);

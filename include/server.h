@@ -7,7 +7,6 @@
 #include "shard.h"
 
 struct config;
-struct db_pool;
 struct rds_pool;
 struct metrics;
 struct http_state;
@@ -20,7 +19,6 @@ struct query;
 struct server {
     const struct config *cfg;
     struct shard_set shards;      /* the databases; one (shard 1) unless mysql.shards is set */
-    struct db_pool *db;           /* shard set's first pool: rows not yet placed by shard */
     struct rds_pool *rds;         /* NULL until the Redis module is started */
     struct metrics *m;
     struct seen *paid;            /* pay_nos seen recorded: the hint of pay_apply */

@@ -982,6 +982,20 @@ int cfg_load_text(struct config *cfg, const char *name, const char *text, size_t
     return load(cfg, name, text, len, envp, flags, err, errsz);
 }
 
+size_t cfg_endpoints(const struct config *cfg, struct cfg_shard out[CFG_SHARDS_MAX])
+{
+    if (cfg->nshards > 0) {
+        memcpy(out, cfg->shards, (size_t)cfg->nshards * sizeof(*out));
+        return (size_t)cfg->nshards;
+    }
+    memset(out, 0, sizeof(*out));
+    out->id = 1;
+    memcpy(out->host, cfg->mysql_host, sizeof(out->host));
+    out->port = cfg->mysql_port;
+    memcpy(out->database, cfg->mysql_database, sizeof(out->database));
+    return 1;
+}
+
 /* The key's accepted values, without blanks (the --help table and the
  * man page split on them): "1..1024" for a number, "len<=255" or
  * "len1..255" for a string, "n<=16" for the key list. */

@@ -42,7 +42,7 @@ struct db_conn {
 
 struct db_pool {
     const struct config *cfg;
-    struct cfg_shard at;          /* the server and database: mysql.*'s or a shard's */
+    struct cfg_shard at;          /* the server and database (cfg_endpoints) */
     size_t shard_index;           /* its index in the shard set, for per-shard metrics */
     struct metrics *m;
     struct slots *free;           /* which of conns are lent out */
@@ -681,35 +681,16 @@ static enum db_status probe_schema(MYSQL *my, char *err, size_t errsz)
     return probe_procedures(my, err, errsz);
 }
 
-/* mysql.*'s endpoint as a shard entry (id 0). */
-static void default_endpoint(const struct config *cfg, struct cfg_shard *at)
-{
-    memset(at, 0, sizeof(*at));
-    memcpy(at->host, cfg->mysql_host, sizeof(at->host));
-    at->port = cfg->mysql_port;
-    memcpy(at->database, cfg->mysql_database, sizeof(at->database));
-}
-
-enum db_status db_probe(const struct config *cfg, char *err, size_t errsz)
-{
-    return db_probe_at(cfg, NULL, err, errsz);
-}
-
-enum db_status db_probe_at(const struct config *cfg, const struct cfg_shard *at, char *err,
-                           size_t errsz)
+enum db_status db_probe(const struct config *cfg, const struct cfg_shard *at, char *err,
+                        size_t errsz)
 {
     MYSQL *my = mysql_init(NULL);
-    struct cfg_shard def;
     enum db_status st = DB_UNAVAILABLE;
 
     err[0] = '\0';
     if (my == NULL) {
         snprintf(err, errsz, "out of memory");
         return DB_ERROR;
-    }
-    if (at == NULL) {
-        default_endpoint(cfg, &def);
-        at = &def;
     }
     session_options(my, cfg);
     if (mysql_real_connect(my, at->host, cfg->mysql_user, cfg->mysql_password, at->database,
@@ -752,23 +733,15 @@ const char *db_status_str(enum db_status st)
     return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "UNKNOWN";
 }
 
-struct db_pool *db_pool_create(const struct config *cfg, struct metrics *m)
-{
-    return db_pool_create_at(cfg, NULL, m);
-}
-
-struct db_pool *db_pool_create_at(const struct config *cfg, const struct cfg_shard *at,
-                                  struct metrics *m)
+struct db_pool *db_pool_create(const struct config *cfg, const struct cfg_shard *at,
+                               struct metrics *m)
 {
     struct db_pool *p = calloc(1, sizeof(*p));
 
     if (p == NULL)
         return NULL;
     p->cfg = cfg;
-    if (at != NULL)
-        p->at = *at;
-    else
-        default_endpoint(cfg, &p->at);
+    p->at = *at;
     p->m = m;
     p->size = cfg->mysql_pool_size;
     if ((p->conns = calloc((size_t)p->size, sizeof(*p->conns))) == NULL ||

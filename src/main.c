@@ -282,21 +282,20 @@ out:
  * Returns 0 to go on, -1 to stop. */
 static int check_schema_at_start(const struct config *cfg)
 {
+    struct cfg_shard at[CFG_SHARDS_MAX];
     char err[512];
-    int i, n = cfg->nshards > 0 ? cfg->nshards : 1;
+    size_t i, n = cfg_endpoints(cfg, at);
 
     for (i = 0; i < n; i++) {
-        const struct cfg_shard *at = cfg->nshards > 0 ? &cfg->shards[i] : NULL;
-        const char *host = at ? at->host : cfg->mysql_host;
-        const char *db = at ? at->database : cfg->mysql_database;
-        int port = at ? at->port : cfg->mysql_port;
-        enum db_status st = db_probe_at(cfg, at, err, sizeof(err));
+        enum db_status st = db_probe(cfg, &at[i], err, sizeof(err));
 
         if (st == DB_UNAVAILABLE)
             log_warn("mysql unreachable at start, schema not checked",
-                     "shard=%d host=%s port=%d error=\"%s\"", at ? at->id : 1, host, port, err);
+                     "shard=%d host=%s port=%d error=\"%s\"", at[i].id, at[i].host, at[i].port,
+                     err);
         else if (st != DB_OK) {
-            fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", host, port, db, err);
+            fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", at[i].host, at[i].port,
+                    at[i].database, err);
             return -1;
         }
     }
@@ -309,24 +308,22 @@ static int check_schema_at_start(const struct config *cfg)
 static int check_config(const struct config *cfg, const struct gateways *gws,
                         const struct query *q, const char *path)
 {
+    struct cfg_shard at[CFG_SHARDS_MAX];
     char err[512];
-    size_t i;
+    size_t i, n = cfg_endpoints(cfg, at);
 
-    for (i = 0; i < (size_t)(cfg->nshards > 0 ? cfg->nshards : 1); i++) {
-        const struct cfg_shard *at = cfg->nshards > 0 ? &cfg->shards[i] : NULL;
-        const char *host = at ? at->host : cfg->mysql_host;
-        const char *db = at ? at->database : cfg->mysql_database;
-        int port = at ? at->port : cfg->mysql_port;
+    for (i = 0; i < n; i++) {
         char shard[24] = "";
 
-        if (at != NULL)
-            snprintf(shard, sizeof(shard), "shard %d: ", at->id);
-        if (db_probe_at(cfg, at, err, sizeof(err)) != DB_OK) {
-            fprintf(stderr, "paycallback: %smysql %s:%d/%s: %s\n", shard, host, port, db, err);
+        if (cfg->nshards > 0)
+            snprintf(shard, sizeof(shard), "shard %d: ", at[i].id);
+        if (db_probe(cfg, &at[i], err, sizeof(err)) != DB_OK) {
+            fprintf(stderr, "paycallback: %smysql %s:%d/%s: %s\n", shard, at[i].host, at[i].port,
+                    at[i].database, err);
             return 1;
         }
         printf("%smysql %s:%d/%s: ok, schema present (procedures " DB_PROC_PAY_CALLBACK ")\n",
-               shard, host, port, db);
+               shard, at[i].host, at[i].port, at[i].database);
     }
     if (probe_redis(cfg, err, sizeof(err)) != 0)
         fprintf(stderr, "paycallback: warning: redis %s:%d: %s; the service would run degraded "
@@ -429,7 +426,6 @@ int main(int argc, char **argv)
     const struct http_route_info *ri = http_routes(&nroutes);
     if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
         shard_set_open(&srv.shards, &cfg, srv.m) != 0 ||
-        (srv.db = srv.shards.s[0].pool) == NULL ||
         (srv.rds = rds_pool_create(&cfg, srv.m)) == NULL ||
         (srv.paid = seen_create(SEEN_SLOTS_DEFAULT)) == NULL ||
         (srv.keys = keyslot_create(keyring_hold(kr0))) == NULL) {

@@ -12,18 +12,18 @@
 
 int shard_set_open(struct shard_set *set, const struct config *cfg, struct metrics *m)
 {
+    struct cfg_shard at[CFG_SHARDS_MAX];
     size_t i;
 
     memset(set, 0, sizeof(*set));
     set->sharded = cfg->nshards > 0;
-    set->n = set->sharded ? (size_t)cfg->nshards : 1;
+    set->n = cfg_endpoints(cfg, at);
     for (i = 0; i < set->n; i++) {
         struct shard *sh = &set->s[i];
-        sh->id = set->sharded ? cfg->shards[i].id : 1;
+        sh->id = at[i].id;
         sh->index = i;
         snprintf(sh->label, sizeof(sh->label), "%d", sh->id);
-        sh->pool = set->sharded ? db_pool_create_at(cfg, &cfg->shards[i], m)
-                                : db_pool_create(cfg, m);
+        sh->pool = db_pool_create(cfg, &at[i], m);
         if (sh->pool == NULL) {
             shard_set_close(set);
             return -1;

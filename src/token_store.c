@@ -46,7 +46,7 @@ static struct db_conn *conn_of(struct token_ctx *ctx, struct db_pool *pool)
 
 struct db_conn *token_ctx_conn(struct token_ctx *ctx)
 {
-    return conn_of(ctx, ctx->srv->db);
+    return conn_of(ctx, ctx->srv->shards.s[0].pool);
 }
 
 /* Where a token's MySQL row lives: placed by the token itself, so issue,
