@@ -12,22 +12,6 @@
 
 #define TC_TIMEOUT_S 60
 
-static void sharded_server_up(void)
-{
-    const char *env[] = { h_shards_env(), NULL };
-
-    h_fixture_server_up_env(env);
-}
-
-/* Shard 2 points at a port nothing listens on: a shard that is down. */
-static void half_down_server_up(void)
-{
-    const char *env[] = { h_shards_half_down_env(), "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200",
-                          NULL };
-
-    h_fixture_server_up_env(env);
-}
-
 START_TEST(readyz_lists_every_shard_up)
 {
     struct h_resp r;
@@ -205,7 +189,7 @@ END_TEST
 static Suite *shards_suite(void)
 {
     Suite *s = suite_create("shards");
-    TCase *tc = h_tcase_with("two shards up", TC_TIMEOUT_S, sharded_server_up,
+    TCase *tc = h_tcase_with("two shards up", TC_TIMEOUT_S, h_fixture_sharded_up,
                              h_fixture_server_down);
 
     tcase_add_test(tc, readyz_lists_every_shard_up);
@@ -215,7 +199,7 @@ static Suite *shards_suite(void)
     tcase_add_test(tc, backfill_needs_shards);
     suite_add_tcase(s, tc);
 
-    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, half_down_server_up, h_fixture_server_down);
+    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, h_fixture_sharded_half_down_up, h_fixture_server_down);
     tcase_add_test(tc, one_shard_down_keeps_the_service_ready_and_names_it);
     suite_add_tcase(s, tc);
     return s;

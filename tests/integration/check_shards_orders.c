@@ -66,24 +66,6 @@ static void user_on(int id, const char *prefix, char out[32])
     }
 }
 
-/* ---- the server ------------------------------------------------------------ */
-
-static void sharded_server_up(void)
-{
-    const char *env[] = { h_shards_env(), NULL };
-
-    h_fixture_server_up_env(env);
-}
-
-/* Shard 2 points at a port nothing listens on: a shard that is down. */
-static void half_down_server_up(void)
-{
-    const char *env[] = { h_shards_half_down_env(), "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200",
-                          NULL };
-
-    h_fixture_server_up_env(env);
-}
-
 /* ---- requests ---------------------------------------------------------------- */
 
 /* POST /order/create with a fresh token; asserts the exchange worked. */
@@ -664,7 +646,7 @@ END_TEST
 static Suite *shards_orders_suite(void)
 {
     Suite *s = suite_create("shards_orders");
-    TCase *tc = h_tcase_with("orders on two shards", TC_TIMEOUT_S, sharded_server_up,
+    TCase *tc = h_tcase_with("orders on two shards", TC_TIMEOUT_S, h_fixture_sharded_up,
                              h_fixture_server_down);
 
     tcase_add_test(tc, orders_land_on_their_skus_shard);
@@ -680,20 +662,20 @@ static Suite *shards_orders_suite(void)
     tcase_add_test(tc, a_transition_key_reused_for_an_order_on_another_shard_is_422);
     suite_add_tcase(s, tc);
 
-    tc = h_tcase_with("oversell on two shards", SLOW_TIMEOUT_S, sharded_server_up,
+    tc = h_tcase_with("oversell on two shards", SLOW_TIMEOUT_S, h_fixture_sharded_up,
                       h_fixture_server_down);
     tcase_add_test(tc, oversell_storm_from_users_of_both_shards_sells_exactly_the_stock);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("redis down, two shards");
-    tcase_add_unchecked_fixture(tc, sharded_server_up, h_fixture_server_down);
+    tcase_add_unchecked_fixture(tc, h_fixture_sharded_up, h_fixture_server_down);
     tcase_add_unchecked_fixture(tc, NULL, redis_back);
     tcase_add_checked_fixture(tc, clean_with_redis, NULL);
     tcase_set_timeout(tc, TC_TIMEOUT_S);
     tcase_add_test(tc, with_redis_down_a_token_lives_on_its_shard);
     suite_add_tcase(s, tc);
 
-    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, half_down_server_up, h_fixture_server_down);
+    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, h_fixture_sharded_half_down_up, h_fixture_server_down);
     tcase_add_test(tc, an_order_on_the_down_shard_is_503_and_its_token_comes_back);
     tcase_add_test(tc, a_checkout_registered_on_the_down_shard_is_503);
     suite_add_tcase(s, tc);

@@ -280,6 +280,13 @@ const char *h_shard_db(int id);
  * PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS themselves. A static string. */
 const char *h_shards_half_down_env(void);
 
+/* Unchecked fixtures of a sharded suite: its server over both shards
+ * (h_shards_env), or with shard 2 down (h_shards_half_down_env and a
+ * 200 ms connect timeout, so the down shard answers fast). Stop it with
+ * h_fixture_server_down. */
+void h_fixture_sharded_up(void);
+void h_fixture_sharded_half_down_up(void);
+
 /* Inserts an order directly: sku SHOE-42, quantity 1, request_id
  * "req-" order_no (cut to 64 chars), the given amount ("899.00") and
  * status (1 = WAIT_PAY). */
