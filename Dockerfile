@@ -12,7 +12,6 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
-COPY include/ include/
 COPY src/ src/
 RUN make -j"$(nproc)" all && strip build/paycallback
 

@@ -9,7 +9,7 @@ ifneq ($(filter-out deps services stop clean lint test test-faults test-scale ru
 endif
 WARN   := -Wall -Wextra -Werror -Wstrict-prototypes -Wwrite-strings -Wshadow
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) -Iinclude -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) $(addprefix -Isrc/,$(LAYERS)) -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 TEST_LDLIBS := $(shell pkg-config --libs check 2>/dev/null)
 BUILD  := build
@@ -28,8 +28,11 @@ ifeq ($(SANITIZE),fuzz)
 endif
 FUZZ_SECONDS ?= 15
 BIN       := $(BUILD)/paycallback
-SRCS      := $(wildcard src/*.c src/handlers/*.c)
-LIB_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out src/main.c,$(SRCS)))
+# The layers, bottom to top: a file includes headers of its own layer or below
+# (scripts/check-layers.py). Each header lives beside its .c.
+LAYERS    := lib config store gateway domain http handlers app
+SRCS      := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
+LIB_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out src/app/main.c,$(SRCS)))
 UNIT      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/check_*.c))
 INTEG     := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/check_*.c))
 HARNESS   := $(BUILD)/tests/integration/harness.o
@@ -54,9 +57,9 @@ $(BUILD)/gen/build_info.h: FORCE
 	@printf '#define PAYCALLBACK_VERSION "%s"\n#define PAYCALLBACK_COMMIT "%s"\n' \
 		'$(VERSION)' '$(COMMIT)' >$@.tmp
 	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
-$(BUILD)/src/main.o: $(BUILD)/gen/build_info.h
+$(BUILD)/src/app/main.o: $(BUILD)/gen/build_info.h
 
-$(BIN): $(BUILD)/src/main.o $(LIB_OBJS)
+$(BIN): $(BUILD)/src/app/main.o $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/check_%: $(BUILD)/tests/unit/check_%.o $(TESTKEYS) $(LIB_OBJS)

@@ -7,7 +7,7 @@ MySQL's init directory, the published port, the stop grace period, and a
 multi-stage Debian 12 image running as a non-root user. Then it computes
 the configuration the service gets in the container (config/paycallback.json
 as shipped, then the image's ENV, then the compose environment, with the
-PAYCALLBACK_<SECTION>_<KEY> rule of src/config.c) and asserts it differs
+PAYCALLBACK_<SECTION>_<KEY> rule of src/config/config.c) and asserts it differs
 from the shipped one only in the endpoint keys and the secrets. Secrets
 must come from the environment of `docker compose` (required ones as
 ${NAME:?message}), never as a value in either file, and neither file may
@@ -104,8 +104,8 @@ class Checker:
 
 
 def config_keys():
-    """(section or None, name, type) for every key of src/config.c's table."""
-    text = open(os.path.join(ROOT, "src", "config.c"), encoding="utf-8").read()
+    """(section or None, name, type) for every key of src/config/config.c's table."""
+    text = open(os.path.join(ROOT, "src", "config", "config.c"), encoding="utf-8").read()
     keys = {}
     for kind, section, name in re.findall(r'^\s*(SR|[ISK])\((NULL|"\w+"), "(\w+)",', text, re.M):
         path = name if section == "NULL" else f"{section.strip(chr(34))}.{name}"

@@ -4,7 +4,7 @@ resolves, operations are complete (unique operationId, responses, declared
 path parameters, JSON error replies use the Error schema), and the Error
 code enum is exactly the contract's list, every header of the contract is
 described, and the documented operations are exactly the service's routes
-(read from the route table in src/http.c). When openapi-spec-validator is
+(read from the route table in src/http/http.c). When openapi-spec-validator is
 importable it validates the document against the 3.1 schema as well.
 
 usage: check-openapi.py [PATH]   (default: docs/openapi.yaml under the repo)
@@ -28,7 +28,7 @@ CONTRACT_CODES = {
 HEADERS = ("name: Idempotent-Token", "name: X-Timestamp", "name: X-Signature",
            "name: X-Request-Id", "Retry-After:", "Allow:", "name: Idempotency-Key",
            "Idempotent-Replayed:", "WWW-Authenticate:")
-ROUTE_SOURCE = os.path.join(ROOT, "src", "http.c")
+ROUTE_SOURCE = os.path.join(ROOT, "src", "http", "http.c")
 # One entry of the route table:
 #   { "POST", "/pay/callback", handle_pay_callback, 0 },
 #   { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },

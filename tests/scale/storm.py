@@ -134,7 +134,7 @@ class Tally:
 
 def place(key, nshards):
     """The shard id key is placed on: SHA-256(key)'s first 8 bytes,
-    big-endian, modulo the number of shards (src/shard.c), ids 1..n."""
+    big-endian, modulo the number of shards (src/store/shard.c), ids 1..n."""
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % nshards + 1
 
 

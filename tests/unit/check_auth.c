@@ -183,7 +183,7 @@ static int code_lines_with(const char *text, const char *needle)
 
 START_TEST(auth_compares_keys_only_with_crypto_memcmp)
 {
-    char *text = source("auth.c");
+    char *text = source("http/auth.c");
 
     ck_assert_int_eq(1, code_lines_with(text, "CRYPTO_memcmp(presented, cfg->auth_keys[i].key"));
     ck_assert_int_eq(0, code_lines_with(text, "strcmp("));
@@ -195,7 +195,7 @@ END_TEST
 
 START_TEST(signature_compares_macs_only_with_crypto_memcmp)
 {
-    char *text = source("signature.c");
+    char *text = source("lib/signature.c");
 
     ck_assert_int_eq(1, code_lines_with(text, "CRYPTO_memcmp(expected, sig"));
     ck_assert_int_eq(0, code_lines_with(text, "strcmp("));
