@@ -1,6 +1,9 @@
 /* gw_alipay.c - Alipay notify verification and reading. The signed string
- * is rebuilt from the decoded parameters exactly as Alipay documents it;
- * the amount is a yuan decimal string read by money.c, never a float. */
+ * is rebuilt from the decoded parameters exactly as Alipay documents it and
+ * as its SDKs check a notification (rsaCheckV1): every parameter but sign
+ * and sign_type, an empty value kept as "k=" (only the string for signing
+ * a request leaves empty values out). The amount is a yuan decimal string
+ * read by money.c, never a float. */
 #include "gw_alipay.h"
 
 #include <stdlib.h>

@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "b64.h"
+#include "jsonutil.h"
 #include "pubkey.h"
 #include "signature.h"
 
@@ -182,7 +183,9 @@ enum gw_status gw_wechat_notice(const char *body, size_t body_len, const char *a
     size_t plain_len = 0;
 
     memset(n, 0, sizeof(*n));
-    if (body == NULL || (root = cJSON_ParseWithLength(body, body_len)) == NULL)
+    /* As the native reader: a NUL or \u0000 (where cJSON would cut a
+     * string) is refused, outside the resource and inside it. */
+    if (body == NULL || json_parse_object(body, body_len, &root) != JSON_OK)
         goto out;
     res = cJSON_GetObjectItemCaseSensitive(root, "resource");
     if (!cJSON_IsObject(res))
@@ -196,7 +199,7 @@ enum gw_status gw_wechat_notice(const char *body, size_t body_len, const char *a
     if (st != GW_OK)
         goto out;
     st = GW_MALFORMED;
-    if ((tx = cJSON_ParseWithLength(plain, plain_len)) == NULL)
+    if (json_parse_object(plain, plain_len, &tx) != JSON_OK)
         goto out;
     st = read_transaction(tx, mchid, app_id, n);
 out:

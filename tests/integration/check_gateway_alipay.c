@@ -159,6 +159,34 @@ START_TEST(trade_success_pays_the_order_and_answers_success)
 }
 END_TEST
 
+/* Alipay's own verification (its SDKs' rsaCheckV1) signs every parameter
+ * but sign and sign_type, an empty value as "key=": a notification with
+ * an empty passback_params is Alipay's and pays. */
+START_TEST(notification_with_an_empty_parameter_pays)
+{
+    const struct field f[] = {
+        { "gmt_create", "2024-01-01 10:00:00" }, { "charset", "utf-8" },
+        { "notify_time", "2024-01-01 10:00:06" }, { "sign_type", "RSA2" },
+        { "passback_params", "" }, { "body", "" }, { "version", "1.0" },
+        { "notify_type", "trade_status_sync" }, { "out_trade_no", "O1" },
+        { "total_amount", PRICE }, { "trade_status", "TRADE_SUCCESS" },
+        { "trade_no", "T-EMPTY" }, { "app_id", APP_ID },
+    };
+    char body[8192];
+    struct h_resp r;
+
+    h_db_insert_order_in("O1", PRICE, "CNY");
+    notify_body(body, sizeof body, alipay, f, sizeof f / sizeof f[0]);
+    ck_assert_ptr_nonnull(strstr(body, "passback_params=&"));
+    post(body, &r);
+    assert_ack(&r);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, h_order_status("O1"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = "
+                                       "'T-EMPTY'"));
+}
+END_TEST
+
 START_TEST(trade_finished_pays_too)
 {
     char body[8192];
@@ -414,6 +442,7 @@ static Suite *gateway_alipay_suite(void)
     tc = h_tcase_with("a paying notification pays once", TC_TIMEOUT_S, server_up, server_down);
     tcase_add_test(tc, trade_success_pays_the_order_and_answers_success);
     tcase_add_test(tc, trade_finished_pays_too);
+    tcase_add_test(tc, notification_with_an_empty_parameter_pays);
     tcase_add_test(tc, replayed_notification_answers_success_and_writes_once);
     tcase_add_test(tc, storm_of_identical_notifications_pays_exactly_once);
     tcase_add_test(tc, non_paying_statuses_answer_success_and_change_nothing);

@@ -337,6 +337,30 @@ START_TEST(malformed_events_are_refused)
 }
 END_TEST
 
+/* Validly signed, but the type or order carries a \u0000, where cJSON
+ * would cut the string: "payment_intent.succeeded\u0000x" must not pay. */
+START_TEST(nul_in_a_signed_event_is_refused_and_pays_nothing)
+{
+    char body[1024];
+    struct h_resp r;
+
+    h_db_insert_order_in("O1", PRICE, "USD");
+    event(body, sizeof body, "payment_intent.succeeded\\u0000x", "pi_1", "O1", PRICE_MINOR,
+          "usd");
+    post(body, &r);
+    ck_assert_msg(h_check_error(&r, 400, "BAD_REQUEST") == NULL, "%s",
+                  h_check_error(&r, 400, "BAD_REQUEST"));
+    h_resp_free(&r);
+    event(body, sizeof body, "payment_intent.succeeded", "pi_1", "O1\\u0000x", PRICE_MINOR,
+          "usd");
+    post(body, &r);
+    ck_assert_msg(h_check_error(&r, 400, "BAD_REQUEST") == NULL, "%s",
+                  h_check_error(&r, 400, "BAD_REQUEST"));
+    h_resp_free(&r);
+    h_assert_nothing_paid();
+}
+END_TEST
+
 START_TEST(unknown_gateway_is_not_found)
 {
     struct h_resp r;
@@ -397,6 +421,7 @@ static Suite *gateway_stripe_suite(void)
     tcase_add_test(tc, event_with_another_amount_is_amount_mismatch);
     tcase_add_test(tc, event_for_an_unknown_order_is_refused);
     tcase_add_test(tc, malformed_events_are_refused);
+    tcase_add_test(tc, nul_in_a_signed_event_is_refused_and_pays_nothing);
     tcase_add_test(tc, unknown_gateway_is_not_found);
     suite_add_tcase(s, tc);
 

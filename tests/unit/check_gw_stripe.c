@@ -172,6 +172,30 @@ START_TEST(gw_stripe_notice_refuses_incomplete_intents)
 }
 END_TEST
 
+/* cJSON cuts a string at \u0000: "payment_intent.succeeded\u0000x" would
+ * read as the paying type, "O-1\u0000x" as the order O-1. */
+START_TEST(gw_stripe_notice_refuses_nul_in_any_string)
+{
+    const char *objs[][2] = {
+        { "payment_intent.succeeded\\u0000x", INTENT("2000", "usd", "{\"order_no\":\"O-1\"}") },
+        { "payment_intent.succeeded", INTENT("2000", "usd", "{\"order_no\":\"O-1\\u0000x\"}") },
+        { "payment_intent.succeeded", INTENT("2000", "usd\\u0000", "{\"order_no\":\"O-1\"}") },
+        { "charge.refunded\\u0000", "{\"id\":\"ch_1\"}" },
+    };
+    struct gw_notice n;
+    size_t i;
+
+    for (i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
+        char *e = event(objs[i][0], objs[i][1]);
+
+        ck_assert_msg(gw_stripe_notice(e, strlen(e), &n) == GW_MALFORMED, "accepted %s", e);
+        ck_assert(!n.pays);
+        free(e);
+    }
+    ck_assert_int_eq(GW_MALFORMED, gw_stripe_notice("{\"type\":\"a\"}\0", 13, &n));
+}
+END_TEST
+
 START_TEST(gw_stripe_notice_refuses_bad_amounts_and_currencies)
 {
     char *e = event("payment_intent.succeeded", INTENT("20.5", "usd", "{\"order_no\":\"O-1\"}"));
@@ -206,6 +230,7 @@ static Suite *gw_stripe_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("notice");
     tcase_add_test(tc, gw_stripe_notice_reads_a_succeeded_payment_intent);
+    tcase_add_test(tc, gw_stripe_notice_refuses_nul_in_any_string);
     tcase_add_test(tc, gw_stripe_notice_converts_zero_decimal_currencies);
     tcase_add_test(tc, gw_stripe_notice_acknowledges_other_event_types);
     tcase_add_test(tc, gw_stripe_notice_refuses_incomplete_intents);

@@ -280,6 +280,28 @@ START_TEST(gw_wechat_notice_refuses_malformed_or_undecryptable_bodies)
 }
 END_TEST
 
+/* The native reader's rule: no \u0000 in any string, outside or inside
+ * the encrypted resource (cJSON would cut the string there). */
+START_TEST(gw_wechat_notice_refuses_nul_in_any_string)
+{
+    char *tx = transaction("SUCCESS\\u0000x", "{\"total\":100,\"currency\":\"CNY\"}");
+    char *inner = notification(tx, APIV3_KEY, "AEAD_AES_256_GCM");
+    char *ok_tx = transaction("SUCCESS", "{\"total\":100,\"currency\":\"CNY\"}");
+    char *outer = notification(ok_tx, APIV3_KEY, "AEAD_AES_256_GCM\\u0000");
+    struct gw_notice n;
+
+    ck_assert_int_eq(GW_MALFORMED, gw_wechat_notice(inner, strlen(inner), APIV3_KEY, MCHID,
+                                                    APPID, &n));
+    ck_assert(!n.pays);
+    ck_assert_int_eq(GW_MALFORMED, gw_wechat_notice(outer, strlen(outer), APIV3_KEY, MCHID,
+                                                    APPID, &n));
+    free(tx);
+    free(inner);
+    free(ok_tx);
+    free(outer);
+}
+END_TEST
+
 static Suite *gw_wechat_suite(void)
 {
     Suite *s = suite_create("gw_wechat");
@@ -300,6 +322,7 @@ static Suite *gw_wechat_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("notice");
     tcase_add_test(tc, gw_wechat_notice_reads_a_successful_transaction);
+    tcase_add_test(tc, gw_wechat_notice_refuses_nul_in_any_string);
     tcase_add_test(tc, gw_wechat_notice_acknowledges_other_states);
     tcase_add_test(tc, gw_wechat_notice_refuses_another_merchant_or_app);
     tcase_add_test(tc, gw_wechat_notice_refuses_bad_amounts_and_currencies);
