@@ -39,6 +39,7 @@ HARNESS   := $(BUILD)/tests/integration/harness.o
 FUZZERS   := $(patsubst fuzz/%.c,$(BUILD)/%,$(wildcard fuzz/fuzz_*.c))
 CEILING   := $(BUILD)/bench/ceiling
 TESTKEYS  := $(BUILD)/tests/testkeys.o
+TESTMAIN  := $(BUILD)/tests/check_main.o
 ifndef V
   QUIET_CC = @printf '  CC %s\n' $<;
   QUIET_LD = @printf '  LD %s\n' $@;
@@ -62,10 +63,10 @@ $(BUILD)/src/app/main.o: $(BUILD)/gen/build_info.h
 $(BIN): $(BUILD)/src/app/main.o $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/check_%: $(BUILD)/tests/unit/check_%.o $(TESTKEYS) $(LIB_OBJS)
+$(BUILD)/tests/check_%: $(BUILD)/tests/unit/check_%.o $(TESTMAIN) $(TESTKEYS) $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 
-$(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(HARNESS) $(TESTKEYS) $(LIB_OBJS)
+$(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(TESTMAIN) $(HARNESS) $(TESTKEYS) $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 
 $(CEILING): $(BUILD)/bench/ceiling.o

@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define RUN_TIMEOUT_MS 20000
 #define TC_TIMEOUT_S   60
@@ -550,13 +551,4 @@ static Suite *cli_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(cli_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(cli_suite, NULL, NULL);

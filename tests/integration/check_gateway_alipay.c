@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define APP_ID         "2021000000000001"
 #define ROUTE          "/pay/callback/alipay"
@@ -469,13 +470,4 @@ static Suite *gateway_alipay_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gateway_alipay_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(gateway_alipay_suite, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define SECRET         "whsec_integration_test_secret"
 #define ROUTE          "/pay/callback/stripe"
@@ -432,13 +433,4 @@ static Suite *gateway_stripe_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gateway_stripe_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(gateway_stripe_suite, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define APIV3_KEY      "0123456789abcdefghijklmnopqrstuv"
 #define MCHID          "1230000109"
@@ -495,13 +496,4 @@ static Suite *gateway_wechat_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gateway_wechat_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(gateway_wechat_suite, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S      30
 #define BODY_MAX_BYTES    1024   /* the cap of the small-body server */
@@ -548,13 +549,4 @@ static Suite *http_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(http_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(http_suite, NULL, NULL);

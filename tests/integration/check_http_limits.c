@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S        60
 #define FROZEN_TIMEOUT_S    120
@@ -698,13 +699,4 @@ static Suite *limits_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(limits_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(limits_suite, NULL, NULL);

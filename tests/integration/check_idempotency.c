@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S      60
 #define STORM_CLIENTS     50
@@ -515,13 +516,4 @@ static Suite *idempotency_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(idempotency_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(idempotency_suite, NULL, NULL);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 
 /* h_http sends the development operator key (named "dev") by default. */
@@ -297,13 +298,4 @@ static Suite *operator_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(operator_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(operator_suite, NULL, NULL);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S 60
 #define LOG_WAIT_MS  5000
@@ -271,13 +272,4 @@ static Suite *operator_auth_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(operator_auth_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(operator_auth_suite, NULL, NULL);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define PRICE           "899.00"
 #define TC_TIMEOUT_S    60
@@ -773,13 +774,4 @@ static Suite *ops_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(ops_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(ops_suite, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S     30
 #define SLOW_TIMEOUT_S   180
@@ -563,13 +564,4 @@ static Suite *order_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(order_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(order_suite, NULL, NULL);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define SHOP_SECRET "shop-webhook-secret"
 
@@ -300,13 +301,4 @@ static Suite *outbox_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(outbox_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(outbox_suite, NULL, NULL);

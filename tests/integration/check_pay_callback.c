@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define PRICE          "899.00"   /* SHOE-42, the order amount of every test */
 #define STORM_THREADS  100
@@ -911,13 +912,4 @@ static Suite *pay_callback_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(pay_callback_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(pay_callback_suite, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 static const char *const env_keep[] = {
     "PAYCALLBACK_RECONCILE_INTERVAL_S=1",
@@ -165,13 +166,4 @@ static Suite *reconcile_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(reconcile_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(reconcile_suite, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TOKEN         "query-token-0123456789abcdef"
 #define TC_TIMEOUT_S  120
@@ -586,13 +587,4 @@ static Suite *query_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(query_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(query_suite, NULL, NULL);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S      300     /* two Redis restarts, ASan builds included */
 #define RECOVER_WAIT_MS   10000
@@ -285,13 +286,4 @@ static Suite *redis_degraded_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(redis_degraded_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(redis_degraded_suite, NULL, NULL);

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rds.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S     30
 #define LOCK_KEY         "idem:lock:stock:TEST-SKU"
@@ -463,13 +464,4 @@ static Suite *redis_lock_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(redis_lock_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(redis_lock_suite, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S   90
 #define RELOAD_WAIT_MS 10000
@@ -274,12 +275,9 @@ START_TEST(a_request_in_flight_keeps_the_secrets_it_started_with)
 }
 END_TEST
 
-int main(void)
+static Suite *reload_suite(void)
 {
     Suite *s = suite_create("reload");
-    SRunner *sr;
-    int failed;
-
     TCase *tc = tcase_create("sighup");
 
     tcase_set_timeout(tc, TC_TIMEOUT_S);
@@ -291,9 +289,7 @@ int main(void)
     tcase_add_test(tc, a_request_in_flight_keeps_the_secrets_it_started_with);
     tcase_add_test(tc, a_reload_never_leaves_the_running_webhook_without_its_secret);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
+
+CHECK_MAIN(reload_suite, NULL, NULL);

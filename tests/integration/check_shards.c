@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S 60
 
@@ -205,13 +206,4 @@ static Suite *shards_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(shards_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(shards_suite, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define SHOP_SECRET "shop-webhook-secret"
 #define S2 H_SHARD2_DB "."
@@ -478,13 +479,4 @@ static Suite *shards_ops_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(shards_ops_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(shards_ops_suite, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S     60
 #define SLOW_TIMEOUT_S   180
@@ -682,13 +683,4 @@ static Suite *shards_orders_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(shards_orders_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(shards_orders_suite, NULL, NULL);

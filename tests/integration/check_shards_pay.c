@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S   120
 #define PRICE          "899.00"
@@ -665,13 +666,4 @@ static Suite *shards_pay_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(shards_pay_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(shards_pay_suite, NULL, NULL);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define PRICE            "899.00"
 #define TC_TIMEOUT_S     90
@@ -344,13 +345,4 @@ static Suite *shutdown_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(shutdown_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(shutdown_suite, NULL, NULL);

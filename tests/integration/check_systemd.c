@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define NOTIFY_WAIT_MS 20000
 #define MSG_MAX        1024
@@ -90,19 +91,15 @@ START_TEST(ready_after_listening_and_stopping_on_drain)
 }
 END_TEST
 
-int main(void)
+static Suite *systemd_suite(void)
 {
     Suite *s = suite_create("systemd");
     TCase *tc = tcase_create("sd_notify");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, ready_after_listening_and_stopping_on_drain);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
+
+CHECK_MAIN(systemd_suite, NULL, NULL);

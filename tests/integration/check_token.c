@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "../check_main.h"
 
 #define TC_TIMEOUT_S     30
 #define SLOW_TIMEOUT_S   120
@@ -366,13 +367,4 @@ static Suite *token_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(token_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(token_suite, NULL, NULL);

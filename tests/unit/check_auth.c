@@ -9,6 +9,7 @@
 
 #include "auth.h"
 #include "config.h"
+#include "../check_main.h"
 
 #define OPS_KEY  "ops-key-0123456789abcdef"
 #define SHOP_KEY "shop-key-0123456789abcdef"
@@ -232,13 +233,4 @@ static Suite *auth_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(auth_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(auth_suite, NULL, NULL);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "b64.h"
+#include "../check_main.h"
 
 static void assert_decodes(const char *text, const char *want)
 {
@@ -82,13 +83,4 @@ static Suite *b64_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(b64_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(b64_suite, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "../check_main.h"
 
 #define ERR_MAX 512
 #define OPS_KEY  "0123456789abcdef0123"      /* 20 characters: a valid operator key */
@@ -738,13 +739,4 @@ static Suite *config_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(config_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(config_suite, NULL, NULL);

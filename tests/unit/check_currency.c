@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "currency.h"
+#include "../check_main.h"
 
 #define CENTS_MAX INT64_C(999999999999)
 
@@ -134,13 +135,4 @@ static Suite *currency_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(currency_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(currency_suite, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "../check_main.h"
 
 /* A row of n columns holding the given texts; NULL means SQL NULL. */
 static struct db_row row_of(unsigned int n, const char *const *texts)
@@ -149,13 +150,4 @@ static Suite *db_row_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(db_row_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(db_row_suite, NULL, NULL);

@@ -8,6 +8,7 @@
 
 #include "delivery.h"
 #include "outbox.h"
+#include "../check_main.h"
 
 START_TEST(backoff_doubles_from_the_base)
 {
@@ -135,13 +136,4 @@ static Suite *delivery_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(delivery_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(delivery_suite, NULL, NULL);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "form.h"
+#include "../check_main.h"
 
 static struct form *parse_ok(const char *body)
 {
@@ -131,13 +132,4 @@ static Suite *form_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(form_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(form_suite, NULL, NULL);

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "gateway.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define APIV3_KEY "0123456789abcdef0123456789ABCDEF"
 
@@ -162,20 +163,23 @@ static Suite *gateway_suite(void)
     return s;
 }
 
-int main(void)
+/* One key pair for the run, its public half in a file for the profiles. */
+static int key_up(void)
 {
-    SRunner *sr = srunner_create(gateway_suite());
-    int failed, fd;
+    int fd;
 
     key = testkey_create();
     if ((fd = mkstemp(key_path)) < 0)
-        return 1;
+        return -1;
     close(fd);
     testkey_write_public(key, key_path);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    return 0;
+}
+
+static void key_down(void)
+{
     unlink(key_path);
     testkey_destroy(key);
-    return failed ? 1 : 0;
 }
+
+CHECK_MAIN(gateway_suite, key_up, key_down);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gateway_cfg.h"
+#include "../check_main.h"
 
 static struct gateway_cfg cfg;
 static char err[512];
@@ -168,13 +169,4 @@ static Suite *gateway_cfg_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gateway_cfg_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(gateway_cfg_suite, NULL, NULL);

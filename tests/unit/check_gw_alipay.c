@@ -10,6 +10,7 @@
 #include "gw_alipay.h"
 #include "pubkey.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define APP_ID "2015102700040153"
 
@@ -255,25 +256,27 @@ static Suite *gw_alipay_suite(void)
     return s;
 }
 
-int main(void)
+/* Alipay's key pair and an impostor's, for the run. */
+static int keys_up(void)
 {
-    SRunner *sr = srunner_create(gw_alipay_suite());
     char err[256], *pem;
-    int failed;
 
     alipay = testkey_create();
     impostor = testkey_create();
     pem = testkey_public_pem(alipay);
     if ((alipay_pub = pubkey_create(pem, err, sizeof(err))) == NULL) {
         fprintf(stderr, "cannot load the test key: %s\n", err);
-        return 1;
+        return -1;
     }
     free(pem);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    return 0;
+}
+
+static void keys_down(void)
+{
     pubkey_destroy(alipay_pub);
     testkey_destroy(alipay);
     testkey_destroy(impostor);
-    return failed ? 1 : 0;
 }
+
+CHECK_MAIN(gw_alipay_suite, keys_up, keys_down);

@@ -9,6 +9,7 @@
 
 #include "gw_stripe.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define SECRET   "whsec_test"
 #define TS       "1700000000"
@@ -239,13 +240,4 @@ static Suite *gw_stripe_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gw_stripe_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(gw_stripe_suite, NULL, NULL);

@@ -10,6 +10,7 @@
 #include "gw_wechat.h"
 #include "pubkey.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 #define APIV3_KEY "0123456789abcdef0123456789ABCDEF"
 #define MCHID     "1230000109"
@@ -342,25 +343,26 @@ static struct pubkey *load(const struct testkey *k)
     return pk;
 }
 
-int main(void)
+/* The platform's old and new certificates and an impostor, for the run. */
+static int keys_up(void)
 {
-    SRunner *sr = srunner_create(gw_wechat_suite());
-    int failed;
-
     platform_old = testkey_create();
     platform_new = testkey_create();
     impostor = testkey_create();
     if ((pub_old = load(platform_old)) == NULL || (pub_new = load(platform_new)) == NULL)
-        return 1;
+        return -1;
     keys[0] = (struct gw_wechat_key){ "SERIAL-OLD", pub_old };
     keys[1] = (struct gw_wechat_key){ "SERIAL-NEW", pub_new };
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    return 0;
+}
+
+static void keys_down(void)
+{
     pubkey_destroy(pub_old);
     pubkey_destroy(pub_new);
     testkey_destroy(platform_old);
     testkey_destroy(platform_new);
     testkey_destroy(impostor);
-    return failed ? 1 : 0;
 }
+
+CHECK_MAIN(gw_wechat_suite, keys_up, keys_down);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "../check_main.h"
 
 static struct http_resp resp;
 static char param[HTTP_PARAM_MAX], allow[64];
@@ -65,12 +66,10 @@ START_TEST(an_escaped_slash_or_nul_is_400)
 }
 END_TEST
 
-int main(void)
+static Suite *http_route_suite(void)
 {
     Suite *s = suite_create("http_route");
     TCase *tc = tcase_create("lookup");
-    SRunner *sr;
-    int failed;
 
     tcase_add_checked_fixture(tc, NULL, teardown);
     tcase_add_test(tc, a_route_is_found_with_its_param);
@@ -78,9 +77,7 @@ int main(void)
     tcase_add_test(tc, an_unknown_path_is_404);
     tcase_add_test(tc, an_escaped_slash_or_nul_is_400);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }
+
+CHECK_MAIN(http_route_suite, NULL, NULL);

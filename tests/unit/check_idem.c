@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "idem.h"
+#include "../check_main.h"
 
 START_TEST(idem_key_parse_takes_a_bare_token)
 {
@@ -78,13 +79,4 @@ static Suite *idem_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(idem_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(idem_suite, NULL, NULL);

@@ -7,6 +7,7 @@
 
 #include "ids.h"
 #include "validate.h"
+#include "../check_main.h"
 
 #define DRAWS 10000
 
@@ -105,13 +106,4 @@ static Suite *ids_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(ids_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(ids_suite, NULL, NULL);

@@ -12,6 +12,7 @@
 #include "http.h"
 #include "jsonutil.h"
 #include "validate.h"
+#include "../check_main.h"
 
 #define SENTINEL INT64_C(424242)  /* proves failures reset the out-param */
 
@@ -535,13 +536,4 @@ static Suite *jsonutil_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(jsonutil_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(jsonutil_suite, NULL, NULL);

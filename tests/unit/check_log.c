@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "../check_main.h"
 
 static FILE *capture;
 static int saved_stderr = -1;
@@ -277,13 +278,4 @@ static Suite *log_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(log_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(log_suite, NULL, NULL);

@@ -14,6 +14,7 @@
 
 #include "http.h"
 #include "metrics.h"
+#include "../check_main.h"
 
 #define VALUE_MAX       64
 #define FAMILY_MAX      128
@@ -468,13 +469,4 @@ static Suite *metrics_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(metrics_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(metrics_suite, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "money.h"
+#include "../check_main.h"
 
 #define CENTS_SENTINEL INT64_C(424242)   /* proves failures reset *cents */
 #define CENTS_MAX      INT64_C(999999999999)
@@ -443,13 +444,4 @@ static Suite *money_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(money_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(money_suite, NULL, NULL);

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 
 #include "order_state.h"
+#include "../check_main.h"
 
 /* Every code the matrix walks: the five statuses and unknown neighbours. */
 static const int codes[] = { -1, 0, 1, 2, 3, 4, 5, 8, 9, 10 };
@@ -198,13 +199,4 @@ static Suite *order_state_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(order_state_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(order_state_suite, NULL, NULL);

@@ -9,6 +9,7 @@
 
 #include "pubkey.h"
 #include "../testkeys.h"
+#include "../check_main.h"
 
 static struct testkey *signer, *other;   /* generated once in main, before forking */
 
@@ -150,17 +151,18 @@ static Suite *pubkey_suite(void)
     return s;
 }
 
-int main(void)
+/* A signer and another key pair, for the run. */
+static int keys_up(void)
 {
-    SRunner *sr = srunner_create(pubkey_suite());
-    int failed;
-
     signer = testkey_create();
     other = testkey_create();
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    return 0;
+}
+
+static void keys_down(void)
+{
     testkey_destroy(signer);
     testkey_destroy(other);
-    return failed ? 1 : 0;
 }
+
+CHECK_MAIN(pubkey_suite, keys_up, keys_down);

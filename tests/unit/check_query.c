@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "query.h"
+#include "../check_main.h"
 
 static struct query_answer ans;
 static char why[160];
@@ -160,13 +161,4 @@ static Suite *query_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(query_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(query_suite, NULL, NULL);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "seen.h"
+#include "../check_main.h"
 
 #define SEEN_THREADS      4
 #define KEYS_PER_THREAD   5000
@@ -110,13 +111,4 @@ static Suite *seen_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(seen_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(seen_suite, NULL, NULL);

@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "shard.h"
+#include "../check_main.h"
 
 /* A set over shards ids[0..n-1] (n 0: unsharded), with distinct ports. */
 static void open_set(struct shard_set *set, struct config *cfg, const int *ids, int n)
@@ -150,13 +151,4 @@ static Suite *shard_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(shard_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(shard_suite, NULL, NULL);

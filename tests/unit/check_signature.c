@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "signature.h"
+#include "../check_main.h"
 
 #define SECRET     "dev-secret"
 #define TS         "1700000000"
@@ -534,13 +535,4 @@ static Suite *signature_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(signature_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(signature_suite, NULL, NULL);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "slots.h"
+#include "../check_main.h"
 
 #define SLOTS_N          3
 #define THREADS          8
@@ -111,13 +112,4 @@ static Suite *slots_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(slots_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(slots_suite, NULL, NULL);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "validate.h"
+#include "../check_main.h"
 
 /* Fills buf with n copies of c and a NUL; buf has at least n + 1 bytes. */
 static char *repeat(char *buf, char c, size_t n)
@@ -235,13 +236,4 @@ static Suite *validate_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(validate_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(validate_suite, NULL, NULL);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "workq.h"
+#include "../check_main.h"
 
 #define JOBS_MANY   2000
 #define THREADS     4
@@ -188,13 +189,4 @@ static Suite *workq_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(workq_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+CHECK_MAIN(workq_suite, NULL, NULL);
