@@ -10,6 +10,21 @@
 #include "db.h"
 #include "metrics.h"
 
+void shard_set_order_by_id(struct shard_set *set)
+{
+    size_t i, j;
+
+    for (i = 0; i < set->n; i++)
+        set->by_id[i] = &set->s[i];
+    for (i = 1; i < set->n; i++)            /* insertion sort: at most CFG_SHARDS_MAX */
+        for (j = i; j > 0 && set->by_id[j - 1]->id > set->by_id[j]->id; j--) {
+            struct shard *t = set->by_id[j];
+
+            set->by_id[j] = set->by_id[j - 1];
+            set->by_id[j - 1] = t;
+        }
+}
+
 int shard_set_open(struct shard_set *set, const struct config *cfg, struct metrics *m)
 {
     struct cfg_shard at[CFG_SHARDS_MAX];
@@ -31,6 +46,7 @@ int shard_set_open(struct shard_set *set, const struct config *cfg, struct metri
         db_pool_set_shard_index(sh->pool, i);
         set->labels[i] = sh->label;
     }
+    shard_set_order_by_id(set);
     metrics_set_shards(m, set->labels, set->n);
     return 0;
 }
@@ -99,7 +115,7 @@ size_t shard_place_index(const char *key, size_t nshards)
 
 const struct shard *shard_place(const struct shard_set *set, const char *key)
 {
-    return &set->s[shard_place_index(key, set->n)];
+    return set->by_id[shard_place_index(key, set->n)];
 }
 
 int shard_order_no(const struct shard_set *set, const struct shard *sh, const char *tail,

@@ -7,7 +7,9 @@
  * ("S02-O20261202170301" "9f1c0a7e5b3d2c18"), so a callback, a transition
  * or a read is routed by its order_no alone, with no lookup. Rows that
  * must be unique across shards (a pay_no's owner, a checkout's order) are
- * placed by a hash of their key over the configured shards, in order.
+ * placed by a hash of their key over the configured shard ids in ascending
+ * order, never over the order of the list: two instances listing the same
+ * shards differently place every key alike.
  *
  * The set is built once at start and read-only afterwards: any thread. */
 #ifndef PAYCALLBACK_SHARD_H
@@ -35,7 +37,12 @@ struct shard_set {
     size_t n;
     struct shard s[CFG_SHARDS_MAX];
     const char *labels[CFG_SHARDS_MAX]; /* s[i].label, for the metrics registry */
+    struct shard *by_id[CFG_SHARDS_MAX]; /* s[] by ascending id: what placement indexes */
 };
+
+/* Fills set->by_id from set->s[0..n). shard_set_open calls it; for a set
+ * built by hand (tests). */
+void shard_set_order_by_id(struct shard_set *set);
 
 /* Opens one pool per shard (lazily connected), or the one pool of mysql.*
  * as shard 1 without mysql.shards. 0, or -1 on allocation failure (set is
@@ -62,9 +69,10 @@ enum shard_parse shard_parse_order_no(const char *order_no, int *id);
 const struct shard *shard_of_order(const struct shard_set *set, const char *order_no);
 
 /* Where the row keyed by key is placed: the first 8 bytes of SHA-256(key),
- * big-endian, modulo the number of shards, over the shards in configured
- * order. Pure given the set; the same key always lands on the same shard
- * while the list is unchanged. */
+ * big-endian, modulo the number of shards, indexing the shards by
+ * ascending id (placement scheme SHARD_SCHEME, stored in the shard map).
+ * Pure given the set of ids; the order of the configured list plays no
+ * part. shard_place_index is the position in that ascending order. */
 size_t shard_place_index(const char *key, size_t nshards);
 const struct shard *shard_place(const struct shard_set *set, const char *key);
 

@@ -187,6 +187,84 @@ START_TEST(backfill_needs_shards)
 }
 END_TEST
 
+/* ---- one shard map ---------------------------------------------------------- */
+
+/* PAYCALLBACK_MYSQL_SHARDS naming the test databases: spec is a list of
+ * "id:db-suffix" such as "2:_s2,1:" (shard 2 on the _s2 twin, shard 1 on
+ * the test database). A static string. */
+static const char *shards_env_of(const char *spec)
+{
+    static char env[512];
+    const char *db = h_shard_db(1);
+    const char *port = getenv("PCB_TEST_MYSQL_PORT");
+    char one[160];
+    size_t len;
+    int first = 1;
+
+    snprintf(env, sizeof env, "PAYCALLBACK_MYSQL_SHARDS=");
+    while (*spec != '\0') {
+        int id = 0;
+        char suffix[16] = "";
+        int used = 0;
+
+        ck_assert_int_ge(sscanf(spec, "%d:%n", &id, &used), 1);
+        spec += used;
+        for (len = 0; spec[len] != '\0' && spec[len] != ','; len++)
+            ;
+        snprintf(suffix, sizeof suffix, "%.*s", (int)len, spec);
+        spec += len + (spec[len] == ',');
+        snprintf(one, sizeof one, "%s%d=127.0.0.1:%s/%s%s", first ? "" : ",", id,
+                 port != NULL ? port : "3307", db, suffix);
+        strncat(env, one, sizeof env - strlen(env) - 1);
+        first = 0;
+    }
+    return env;
+}
+
+START_TEST(a_reordered_shard_list_finds_the_same_bindings)
+{
+    const char *env[] = { shards_env_of("2:" H_SHARD2_SUFFIX ",1:"), NULL };
+    struct h_server *other;
+    struct h_resp r;
+    char pay_no[64];
+    int i;
+
+    /* Ten pay_nos paid for orders of shard 1 through the fixture's service
+     * (shards listed 1,2), then presented for orders of shard 2 to a
+     * service listing the same shards as 2,1: each is the same pay_no,
+     * bound once, whatever the order of the list. */
+    for (i = 0; i < 10; i++) {
+        char o1[32];
+
+        snprintf(o1, sizeof o1, "S01-RO%d", i);
+        snprintf(pay_no, sizeof pay_no, "PAY-RO-%d", i);
+        h_db_insert_order(o1, "u-ro", "899.00", 1);
+        ck_assert_int_eq(0, h_callback(h_port(), o1, pay_no, "899.00", &r));
+        h_assert_status(&r, 200);
+        h_resp_free(&r);
+    }
+    other = h_server_start(env);
+    ck_assert_ptr_nonnull(other);
+    for (i = 0; i < 10; i++) {
+        char o2[32];
+
+        snprintf(o2, sizeof o2, "S02-RO%d", i);
+        snprintf(pay_no, sizeof pay_no, "PAY-RO-%d", i);
+        h_db_exec("INSERT INTO " H_SHARD2_DB ".orders (order_no, user_id, request_id, sku, "
+                  "quantity, amount, status) VALUES ('%s', 'u-ro', 'req-%s', 'SHOE-42', 1, "
+                  "899.00, 1)", o2, o2);
+        ck_assert_int_eq(0, h_callback(h_server_port(other), o2, pay_no, "899.00", &r));
+        h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+        h_resp_free(&r);
+    }
+    ck_assert_int_eq(0, h_server_stop(other));
+    ck_assert_int_eq(10, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM " H_SHARD2_DB ".payment_record"));
+    ck_assert_int_eq(10, registry_rows("pay_no_registry", "order_no LIKE 'S01-RO%'"));
+    ck_assert_int_eq(0, registry_rows("pay_no_registry", "order_no LIKE 'S02-RO%'"));
+}
+END_TEST
+
 static Suite *shards_suite(void)
 {
     Suite *s = suite_create("shards");
@@ -198,6 +276,7 @@ static Suite *shards_suite(void)
     tcase_add_test(tc, backfill_binds_old_rows_once_and_a_reuse_is_then_refused);
     tcase_add_test(tc, backfill_reports_a_binding_to_another_order_and_leaves_it);
     tcase_add_test(tc, backfill_needs_shards);
+    tcase_add_test(tc, a_reordered_shard_list_finds_the_same_bindings);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, h_fixture_sharded_half_down_up, h_fixture_server_down);

@@ -115,7 +115,7 @@ START_TEST(placement_is_stable_and_spreads_keys)
         size_t a = shard_place_index(key, 2);
         ck_assert_uint_lt(a, 2);
         ck_assert_uint_eq(a, shard_place_index(key, 2));
-        ck_assert_ptr_eq(&set.s[a], shard_place(&set, key));
+        ck_assert_ptr_eq(set.by_id[a], shard_place(&set, key));
         count[a]++;
     }
     ck_assert_int_gt(count[0], 400);                  /* about half each */
@@ -136,6 +136,31 @@ START_TEST(placement_matches_sha256_prefix_modulo_n)
 }
 END_TEST
 
+START_TEST(placement_follows_ids_never_the_order_of_the_list)
+{
+    static const int listed[] = { 3, 1, 12 }, reordered[] = { 12, 3, 1 }, sorted[] = { 1, 3, 12 };
+    struct config cfg_a, cfg_b, cfg_c;
+    struct shard_set a, b, c;
+    char key[32];
+
+    open_set(&a, &cfg_a, listed, 3);
+    open_set(&b, &cfg_b, reordered, 3);
+    open_set(&c, &cfg_c, sorted, 3);
+    for (int i = 0; i < 300; i++) {
+        snprintf(key, sizeof(key), "PAY-%d", i);
+        int id = shard_place(&a, key)->id;
+
+        ck_assert_int_eq(id, shard_place(&b, key)->id);
+        ck_assert_int_eq(id, shard_place(&c, key)->id);
+        /* ids ascending: position h % n among 1, 3, 12 */
+        ck_assert_int_eq(sorted[shard_place_index(key, 3)], id);
+    }
+    shard_set_close(&a);
+    shard_set_close(&b);
+    shard_set_close(&c);
+}
+END_TEST
+
 static Suite *shard_suite(void)
 {
     Suite *s = suite_create("shard");
@@ -147,6 +172,7 @@ static Suite *shard_suite(void)
     tcase_add_test(tc, sharded_without_shard_1_refuses_unprefixed_numbers);
     tcase_add_test(tc, placement_is_stable_and_spreads_keys);
     tcase_add_test(tc, placement_matches_sha256_prefix_modulo_n);
+    tcase_add_test(tc, placement_follows_ids_never_the_order_of_the_list);
     suite_add_tcase(s, tc);
     return s;
 }
