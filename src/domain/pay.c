@@ -315,13 +315,60 @@ static enum pay_result register_pay_no(struct db_conn *c, const struct pay_reque
     return PAY_CONFLICT;
 }
 
+/* Whether order_no is an order on its shard: PAY_PAID when it is,
+ * PAY_NOT_FOUND when it is not (or names no shard of ours), else the
+ * failure of the read. Leaves h on the order's shard. */
+static enum pay_result order_exists(struct hop *h, const char *order_no, const char *step,
+                                    struct pay_failure *fail)
+{
+    const struct shard *sh = shard_of_order(h->rt->set, order_no);
+    const char *p[] = { order_no };
+    struct db_row row;
+    size_t n = 0;
+    enum db_status st;
+
+    if (sh == NULL)
+        return PAY_NOT_FOUND;
+    if (!hop_to(h, sh, step, fail))
+        return PAY_UNAVAILABLE;
+    if ((st = db_query_retry(h->c, ST_ORDER_EXISTS, p, 1, &row, 1, &n)) != DB_OK)
+        return failed(h, sh, from_db(st), step, fail);
+    return n > 0 ? PAY_PAID : PAY_NOT_FOUND;
+}
+
+/* The pay_no is bound to prior, an order that does not exist (a binding
+ * written by a version that bound before it knew the order): moves the
+ * binding to req->order_no, only if it still names prior. A binding that
+ * changed meanwhile is read again. */
+static enum pay_result rebind(struct hop *h, const struct shard *reg, const struct pay_request *req,
+                              const char *prior, struct pay_outcome *out,
+                              struct pay_failure *fail)
+{
+    const char *p[] = { req->order_no, req->pay_no, prior };
+    uint64_t affected = 0;
+    enum db_status st;
+
+    if (!hop_to(h, reg, "pay_no registry", fail))
+        return PAY_UNAVAILABLE;
+    if ((st = db_exec_retry(h->c, ST_PAY_NO_REBIND, p, 3, &affected)) != DB_OK)
+        return failed(h, reg, from_db(st), "pay_no registry", fail);
+    if (affected == 1) {
+        log_alert("PAY_NO_REBOUND", "pay_no=%s order_no=%s prior_order_no=%s reason=%s",
+                  req->pay_no, req->order_no, prior, "prior order does not exist");
+        return PAY_PAID;
+    }
+    return failed(h, reg, register_pay_no(h->c, req, out), "pay_no registry", fail);
+}
+
 /* The sharded path: the hint's one read on the order's shard, else the
- * registry on the pay_no's placement, then the call on the order's shard. */
+ * order's existence there, the registry on the pay_no's placement, then
+ * the call on the order's shard. */
 static enum pay_result route_sharded(struct hop *h, const struct shard *sh,
                                      const struct pay_request *req, struct pay_outcome *out,
                                      struct pay_failure *fail)
 {
     const struct shard *reg = shard_place(h->rt->set, req->pay_no);
+    char prior[ID_BUF];
     enum pay_result r;
 
     /* Only a replay of this very payment skips the registry: it writes
@@ -335,9 +382,25 @@ static enum pay_result route_sharded(struct hop *h, const struct shard *sh,
             return failed(h, sh, r, "pay_apply", fail);
         memset(out, 0, sizeof(*out));
     }
+    /* An order that does not exist binds nothing: the bank's corrected
+     * callback must find its pay_no free. Orders are never deleted, so
+     * one seen here is still there at the call. */
+    if ((r = order_exists(h, req->order_no, "order lookup", fail)) != PAY_PAID)
+        return r;
     if (!hop_to(h, reg, "pay_no registry", fail))
         return PAY_UNAVAILABLE;
-    if ((r = register_pay_no(h->c, req, out)) != PAY_PAID)
+    r = register_pay_no(h->c, req, out);
+    if (r == PAY_CONFLICT) {
+        /* Bound to another order: kept unless that order never existed. */
+        snprintf(prior, sizeof(prior), "%s", out->stored_order_no);
+        r = order_exists(h, prior, "pay_no owner lookup", fail);
+        if (r == PAY_PAID) {
+            snprintf(out->stored_order_no, sizeof(out->stored_order_no), "%s", prior);
+            return PAY_CONFLICT;
+        }
+        if (r != PAY_NOT_FOUND || (r = rebind(h, reg, req, prior, out, fail)) != PAY_PAID)
+            return r;
+    } else if (r != PAY_PAID)
         return failed(h, reg, r, "pay_no registry", fail);
     memset(out, 0, sizeof(*out));
     if (!hop_to(h, sh, "pay_apply", fail))

@@ -105,12 +105,14 @@ struct pay_failure {
  * connections itself (one at a time: never two shards' at once). A number
  * that names no shard of the set is PAY_NOT_FOUND with nothing written
  * anywhere. Unsharded, it is pay_apply on shard 1's pool. Sharded, the
- * pay_no is first bound to its order in pay_no_registry on
+ * order must exist on its shard (else PAY_NOT_FOUND, nothing written
+ * anywhere); then the pay_no is bound to it in pay_no_registry on
  * shard_place(pay_no), an autocommit insert: a pay_no bound to another
- * order is PAY_CONFLICT, nothing written on the order's shard; bound to
- * this one (a repeat, or the retry of a callback that died between the two
- * steps), it goes on to pay_apply on the order's shard. The binding stays
- * whatever the shard then answers. A pay_no of the recent hint whose record
+ * order that exists is PAY_CONFLICT, nothing written on the order's shard;
+ * bound to an order that does not exist, the binding is moved to this one
+ * (an alert line says so); bound to this one (a repeat, or the retry of a
+ * callback that died between the two steps), it goes on to pay_apply on
+ * the order's shard. A pay_no of the recent hint whose record
  * on the order's shard is this very payment is answered PAY_REPLAY from
  * that one read, without the registry. A shard that cannot be reached is
  * PAY_UNAVAILABLE, counted in its paycallback_shard_unavailable_total and

@@ -75,8 +75,11 @@ const struct shard *shard_by_id(const struct shard_set *set, int id)
 enum shard_parse shard_parse_order_no(const char *s, int *id)
 {
     *id = 0;
-    if (s[0] != 'S' || s[1] < '0' || s[1] > '9' || s[2] < '0' || s[2] > '9' || s[3] != '-')
+    if (s[0] != 'S' && s[0] != 's')
         return SHARD_NO_PREFIX;
+    if (s[0] != 'S' || s[1] < '0' || s[1] > '9' || s[2] < '0' || s[2] > '9' || s[3] != '-' ||
+        s[4] == '\0')
+        return SHARD_MALFORMED;          /* "S1-", "s01-", "SAB-", "S001-": never a legacy number */
     *id = (s[1] - '0') * 10 + (s[2] - '0');
     return *id == 0 ? SHARD_MALFORMED : SHARD_PREFIXED;
 }

@@ -55,9 +55,12 @@ void shard_set_close(struct shard_set *set);
 /* The shard with this id, or NULL. */
 const struct shard *shard_by_id(const struct shard_set *set, int id);
 
-/* What an order number says of its shard: SHARD_NO_PREFIX when it does
- * not start with "S" + 2 digits + "-", else SHARD_PREFIXED with the id in
- * *id (1..99; "S00-" is SHARD_MALFORMED). Pure. */
+/* What an order number says of its shard: SHARD_PREFIXED with the id in
+ * *id (1..99) for "S" + 2 digits + "-" + at least one more character;
+ * SHARD_MALFORMED for any other number that starts with "S" or "s"
+ * ("S00-", "S1-", "s01-", "SAB-", "S001-", "S01"), which are neither a
+ * shard's number nor one this service made before sharding (those start
+ * with "O"); SHARD_NO_PREFIX otherwise. Pure. */
 enum shard_parse { SHARD_NO_PREFIX, SHARD_PREFIXED, SHARD_MALFORMED };
 enum shard_parse shard_parse_order_no(const char *order_no, int *id);
 

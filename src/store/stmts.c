@@ -24,6 +24,10 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_ORDER_CURRENCY] = "SELECT currency, amount FROM orders WHERE order_no = ?",
     [ST_PAY_NO_REGISTER] = "INSERT INTO pay_no_registry (pay_no, order_no) VALUES (?, ?)",
     [ST_PAY_NO_OWNER] = "SELECT order_no FROM pay_no_registry WHERE pay_no = ?",
+    [ST_PAY_NO_REBIND] =
+        "UPDATE pay_no_registry SET order_no = ?, create_time = NOW(3) "
+        "WHERE pay_no = ? AND order_no = ?",
+    [ST_ORDER_EXISTS] = "SELECT 1 FROM orders WHERE order_no = ?",
     [ST_PAY_SELECT] =
         "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
         "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",

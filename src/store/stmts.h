@@ -17,6 +17,8 @@ enum db_stmt {
     ST_ORDER_CURRENCY,            /* order_no -> enum order_currency_col */
     ST_PAY_NO_REGISTER,           /* pay_no, order_no (sharded: the pay_no's registry shard) */
     ST_PAY_NO_OWNER,              /* pay_no -> enum pay_no_owner_col */
+    ST_PAY_NO_REBIND,             /* order_no, pay_no, prior order_no */
+    ST_ORDER_EXISTS,              /* order_no -> one column, 1 */
     /* outbox (outbox.c) */
     ST_OUTBOX_INSERT,             /* event_type, order_no, payload */
     /* orders (orders.c) */

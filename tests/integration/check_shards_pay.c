@@ -407,23 +407,73 @@ START_TEST(registry_row_left_by_a_crash_lets_the_bank_retry_pay)
 }
 END_TEST
 
-START_TEST(pay_no_stays_bound_to_the_first_order_even_after_a_404)
+START_TEST(a_typo_404_binds_nothing_and_the_corrected_callback_pays)
+{
+    struct h_resp r;
+
+    /* The bank first sends the pay_no with a mistyped order number (a
+     * well-formed number of shard 2 that has no order), then corrects it. */
+    insert_order(1, "S01-REAL");
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-GONE", "PAY-TYPO", PRICE, &r));
+    h_assert_error(&r, 404, "ORDER_NOT_FOUND");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, rows_anywhere("pay_no_registry", "1"));
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-REAL", "PAY-TYPO", PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+    assert_paid_on(1, "S01-REAL", "PAY-TYPO");
+    ck_assert_int_eq(1, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(1, rows_anywhere("pay_no_registry", "1"));
+}
+END_TEST
+
+START_TEST(a_malformed_shard_prefix_is_404_and_writes_nothing)
+{
+    static const char *const bad[] = { "S1-BAD", "s01-BAD", "SAB-BAD", "S001-BAD", "S-BAD",
+                                       "S01BAD" };
+    struct h_resp r;
+    char pay_no[32];
+    size_t i;
+
+    /* Each number is an order on shard 1, where a number with no prefix
+     * would be routed: a malformed prefix must not be taken for none. */
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        insert_order(1, bad[i]);
+        snprintf(pay_no, sizeof pay_no, "PAY-BADPFX-%zu", i);
+        ck_assert_int_eq(0, h_callback(h_port(), bad[i], pay_no, PRICE, &r));
+        ck_assert_msg(h_check_error(&r, 404, "ORDER_NOT_FOUND") == NULL, "%s: %d %s", bad[i],
+                      r.status, r.body);
+        h_resp_free(&r);
+        ck_assert_int_eq(1, status_on(1, bad[i]));
+    }
+    ck_assert_int_eq(0, rows_anywhere("pay_no_registry", "1"));
+    ck_assert_int_eq(0, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(0, rows_anywhere("outbox", "1"));
+}
+END_TEST
+
+START_TEST(a_binding_to_an_order_that_never_existed_is_replaced)
 {
     struct h_resp r;
     char where[96];
 
-    /* S02-GONE is a well-formed number of shard 2 that has no such order. */
+    /* Left by an earlier version that bound before it knew the order. */
+    h_db_exec("INSERT INTO %s.pay_no_registry (pay_no, order_no) VALUES ('PAY-GHOST', "
+              "'S02-GHOST')", h_shard_db(h_shard_place("PAY-GHOST")));
     insert_order(1, "S01-REAL");
-    ck_assert_int_eq(0, h_callback(h_port(), "S02-GONE", "PAY-BOUND", PRICE, &r));
-    h_assert_error(&r, 404, "ORDER_NOT_FOUND");
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-REAL", "PAY-GHOST", PRICE, &r));
+    assert_paid(&r, 0);
     h_resp_free(&r);
-    ck_assert_int_eq(0, h_callback(h_port(), "S01-REAL", "PAY-BOUND", PRICE, &r));
+    assert_paid_on(1, "S01-REAL", "PAY-GHOST");
+    snprintf(where, sizeof where, "order_no = 'S02-GHOST'");
+    ck_assert_int_eq(0, rows_anywhere("pay_no_registry", where));
+
+    /* A binding to an order that exists is kept: 409. */
+    insert_order(2, "S02-OTHER");
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-OTHER", "PAY-GHOST", PRICE, &r));
     h_assert_error(&r, 409, "PAY_NO_CONFLICT");
     h_resp_free(&r);
-    snprintf(where, sizeof where, "pay_no = 'PAY-BOUND' AND order_no = 'S02-GONE'");
-    ck_assert_int_eq(1, rows_on(h_shard_place("PAY-BOUND"), "pay_no_registry", where));
-    ck_assert_int_eq(0, rows_anywhere("payment_record", "1"));
-    ck_assert_int_eq(1, status_on(1, "S01-REAL"));
+    ck_assert_int_eq(1, status_on(2, "S02-OTHER"));
 }
 END_TEST
 
@@ -648,7 +698,9 @@ static Suite *shards_pay_suite(void)
     tcase_add_test(tc, storm_of_identical_callbacks_records_one_payment);
     tcase_add_test(tc, same_pay_no_for_orders_on_both_shards_at_once_pays_one);
     tcase_add_test(tc, registry_row_left_by_a_crash_lets_the_bank_retry_pay);
-    tcase_add_test(tc, pay_no_stays_bound_to_the_first_order_even_after_a_404);
+    tcase_add_test(tc, a_typo_404_binds_nothing_and_the_corrected_callback_pays);
+    tcase_add_test(tc, a_malformed_shard_prefix_is_404_and_writes_nothing);
+    tcase_add_test(tc, a_binding_to_an_order_that_never_existed_is_replaced);
     tcase_add_test(tc, a_paid_pay_no_presented_for_other_orders_is_a_conflict_on_either_shard);
     tcase_add_test(tc, stripe_notification_is_routed_to_shard_2);
     tcase_add_test(tc, query_pays_stale_orders_of_both_shards_each_on_its_own);

@@ -38,11 +38,21 @@ START_TEST(parse_reads_two_digits_and_a_dash)
     ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S00-x", &id));
     ck_assert_int_eq(SHARD_NO_PREFIX, shard_parse_order_no("O20261202170301abc", &id));
     ck_assert_int_eq(0, id);
-    ck_assert_int_eq(SHARD_NO_PREFIX, shard_parse_order_no("S2-x", &id));
-    ck_assert_int_eq(SHARD_NO_PREFIX, shard_parse_order_no("S123-x", &id));
-    ck_assert_int_eq(SHARD_NO_PREFIX, shard_parse_order_no("SA1-x", &id));
-    ck_assert_int_eq(SHARD_NO_PREFIX, shard_parse_order_no("S0", &id));
+    ck_assert_int_eq(SHARD_NO_PREFIX, shard_parse_order_no("ORD-legacy", &id));
     ck_assert_int_eq(SHARD_NO_PREFIX, shard_parse_order_no("", &id));
+    /* Anything else that starts with S or s was meant as a prefix and is
+     * mistyped: never taken for a number made before sharding. */
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S2-x", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S1-x", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("s01-x", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("SAB-x", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S001-x", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S123-x", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("SA1-x", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S01-", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S01x", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S0", &id));
+    ck_assert_int_eq(SHARD_MALFORMED, shard_parse_order_no("S", &id));
 }
 END_TEST
 
@@ -79,6 +89,10 @@ START_TEST(sharded_routes_by_prefix_and_refuses_unknown_shards)
     ck_assert_ptr_eq(&set.s[1], shard_of_order(&set, "ORD-legacy"));   /* made before: shard 1 */
     ck_assert_ptr_null(shard_of_order(&set, "S04-O1"));               /* no shard 4 */
     ck_assert_ptr_null(shard_of_order(&set, "S00-O1"));
+    ck_assert_ptr_null(shard_of_order(&set, "S1-O1"));                /* not legacy: malformed */
+    ck_assert_ptr_null(shard_of_order(&set, "s01-O1"));
+    ck_assert_ptr_null(shard_of_order(&set, "SAB-O1"));
+    ck_assert_ptr_null(shard_of_order(&set, "S001-O1"));
     ck_assert_int_eq(0, shard_order_no(&set, &set.s[2], "O2026", no, sizeof(no)));
     ck_assert_str_eq("S12-O2026", no);
     ck_assert_ptr_eq(&set.s[2], shard_of_order(&set, no));
