@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "form.h"
-#include "gw_alipay.h"
+#include "gateway_alipay.h"
 #include "money.h"
 #include "pubkey.h"
-#include "gw_check.h"
+#include "gateway_check.h"
 #include "../tests/testkeys.h"
 
 #define APP_ID   "2021000000000001"

@@ -13,9 +13,9 @@
 #include <cjson/cJSON.h>
 
 #include "currency.h"
-#include "gw_stripe.h"
+#include "gateway_stripe.h"
 #include "signature.h"
-#include "gw_check.h"
+#include "gateway_check.h"
 #include "../tests/testkeys.h"
 
 #define SECRET   "whsec_fuzz"

@@ -17,10 +17,10 @@
 #include <cjson/cJSON.h>
 
 #include "currency.h"
-#include "gw_wechat.h"
+#include "gateway_wechat.h"
 #include "pubkey.h"
 #include "signature.h"
-#include "gw_check.h"
+#include "gateway_check.h"
 #include "../tests/testkeys.h"
 
 #define NOW_S     1700000000

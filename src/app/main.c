@@ -26,7 +26,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "query.h"
-#include "rds.h"
+#include "redis.h"
 #include "reconcile.h"
 #include "seen.h"
 #include "backfill.h"

@@ -14,7 +14,7 @@
 #include "config.h"
 #include "db.h"
 #include "log.h"
-#include "rds.h"
+#include "redis.h"
 #include "metrics.h"
 #include "server.h"
 #include "shard.h"

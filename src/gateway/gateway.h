@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "gateway_cfg.h"
-#include "gw_wechat.h"
+#include "gateway_wechat.h"
 
 struct config;
 struct metrics;

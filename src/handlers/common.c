@@ -1,5 +1,5 @@
 /* common.c - helpers every handler shares. */
-#include "handler_util.h"
+#include "common.h"
 
 #include "config.h"
 #include "http.h"

@@ -20,7 +20,7 @@
 #include "audit.h"
 #include "config.h"
 #include "db.h"
-#include "handler_util.h"
+#include "common.h"
 #include "handlers.h"
 #include "jsonutil.h"
 #include "log.h"

@@ -8,7 +8,7 @@
 #include "db.h"
 #include "handlers.h"
 #include "metrics.h"
-#include "rds.h"
+#include "redis.h"
 #include "server.h"
 #include "shard.h"
 

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "handler_util.h"
+#include "common.h"
 #include "handlers.h"
 #include "ids.h"
 #include "jsonutil.h"
@@ -36,7 +36,7 @@
 #include "metrics.h"
 #include "money.h"
 #include "orders.h"
-#include "rds.h"
+#include "redis.h"
 #include "server.h"
 #include "shard.h"
 #include "token_store.h"

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "handler_util.h"
+#include "common.h"
 #include "handlers.h"
 #include "log.h"
 #include "metrics.h"

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "config.h"
-#include "handler_util.h"
+#include "common.h"
 #include "handlers.h"
 #include "jsonutil.h"
 #include "keyring.h"

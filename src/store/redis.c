@@ -8,7 +8,7 @@
  * the flag is set, calls answer RDS_DOWN without touching the network, and
  * one call a second is let through as a probe; the first probe that
  * succeeds clears the flag and logs the recovery once. */
-#include "rds.h"
+#include "redis.h"
 
 #include <assert.h>
 #include <errno.h>

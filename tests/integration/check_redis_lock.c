@@ -21,7 +21,7 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
-#include "rds.h"
+#include "redis.h"
 #include "../check_main.h"
 
 #define TC_TIMEOUT_S     30

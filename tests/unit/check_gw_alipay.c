@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "form.h"
-#include "gw_alipay.h"
+#include "gateway_alipay.h"
 #include "pubkey.h"
 #include "../testkeys.h"
 #include "../check_main.h"

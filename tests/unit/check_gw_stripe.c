@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gw_stripe.h"
+#include "gateway_stripe.h"
 #include "../testkeys.h"
 #include "../check_main.h"
 

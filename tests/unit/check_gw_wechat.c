@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gw_wechat.h"
+#include "gateway_wechat.h"
 #include "pubkey.h"
 #include "../testkeys.h"
 #include "../check_main.h"

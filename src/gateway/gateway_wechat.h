@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gw.h"
+#include "gateway_notice.h"
 
 struct pubkey;
 

@@ -6,9 +6,9 @@
 
 #include "form.h"
 #include "gateway.h"
-#include "gw_alipay.h"
+#include "gateway_alipay.h"
 #include "http.h"
-#include "pay_gateway.h"
+#include "gateway_callback.h"
 
 #define ALIPAY_CTYPE "text/plain; charset=utf-8"
 

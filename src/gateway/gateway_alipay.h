@@ -4,7 +4,7 @@
 #ifndef PAYCALLBACK_GW_ALIPAY_H
 #define PAYCALLBACK_GW_ALIPAY_H
 
-#include "gw.h"
+#include "gateway_notice.h"
 
 struct form;
 struct pubkey;

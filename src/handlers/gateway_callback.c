@@ -11,14 +11,14 @@
 
 #include "db.h"
 #include "gateway.h"
-#include "handler_util.h"
+#include "common.h"
 #include "handlers.h"
 #include "http.h"
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
 #include "pay.h"
-#include "pay_gateway.h"
+#include "gateway_callback.h"
 #include "server.h"
 
 static const struct pay_gateway_kind *kind_of(const struct gateway *gw)

@@ -1,6 +1,6 @@
 /* gw.c - the shared vocabulary of the gateway formats: status reasons and
  * messages, identifier copying and exact integer amounts out of JSON. */
-#include "gw.h"
+#include "gateway_notice.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* gw_wechat.c - WeChat Pay v3 notification verification, decryption and
  * reading. The body is signed as sent, so it is verified before it is
  * parsed; the resource is only trusted once its GCM tag checks. */
-#include "gw_wechat.h"
+#include "gateway_wechat.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

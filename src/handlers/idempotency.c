@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "config.h"
-#include "handler_util.h"
+#include "common.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"

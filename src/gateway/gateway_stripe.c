@@ -2,7 +2,7 @@
  * signature.c's (HMAC-SHA256 of t "." body, lowercase hex); this module
  * adds the header grammar, several v1 values for secret rotation, and the
  * payment_intent event. */
-#include "gw_stripe.h"
+#include "gateway_stripe.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "gateway.h"
-#include "gw_wechat.h"
+#include "gateway_wechat.h"
 #include "http.h"
-#include "pay_gateway.h"
+#include "gateway_callback.h"
 
 #define WECHAT_FAIL "FAIL"
 

@@ -4,7 +4,7 @@
  * and sign_type, an empty value kept as "k=" (only the string for signing
  * a request leaves empty values out). The amount is a yuan decimal string
  * read by money.c, never a float. */
-#include "gw_alipay.h"
+#include "gateway_alipay.h"
 
 #include <stdlib.h>
 #include <string.h>

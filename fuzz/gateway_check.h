@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "currency.h"
-#include "gw.h"
+#include "gateway_notice.h"
 #include "money.h"
 #include "validate.h"
 

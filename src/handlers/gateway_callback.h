@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "gw.h"
+#include "gateway_notice.h"
 
 struct gateway;
 struct http_req;

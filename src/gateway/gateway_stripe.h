@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gw.h"
+#include "gateway_notice.h"
 
 #define GW_STRIPE_TOLERANCE_S 300       /* Stripe's own default */
 #define GW_STRIPE_V1_MAX 8              /* v1 entries considered per header */
