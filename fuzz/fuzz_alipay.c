@@ -1,7 +1,7 @@
 /* fuzz_alipay.c - libFuzzer target for Alipay notifications: the input is
- * the form body. It goes through form_parse, gw_alipay_sign_content,
- * gw_alipay_verify with a key made at start-up (which no input can forge a
- * signature for) and gw_alipay_notice, the read that follows a good
+ * the form body. It goes through form_parse, gateway_alipay_sign_content,
+ * gateway_alipay_verify with a key made at start-up (which no input can forge a
+ * signature for) and gateway_alipay_notice, the read that follows a good
  * signature. A paying form that carries no sign is then signed here, so the
  * accepting path of the verifier runs too. */
 #include <stdint.h>
@@ -75,21 +75,21 @@ static void check_sign_content(const struct form *f, const char *content)
 }
 
 /* f with a sign field made by Alipay's key over its signed string, which
- * gw_alipay_verify must accept unless sign_type names another scheme. */
+ * gateway_alipay_verify must accept unless sign_type names another scheme. */
 static void check_accepts_own_signature(const struct form *f, const char *content)
 {
     const char *sign_type = form_get(f, "sign_type");
     struct form g = { malloc((f->n + 1) * sizeof(*g.field)), f->n + 1 };
     char *sig = testkey_sign_b64(alipay, content, strlen(content));
-    enum gw_status want = sign_type == NULL || strcmp(sign_type, "RSA2") == 0 ? GW_OK
-                                                                              : GW_SIG_MISMATCH;
+    enum gateway_status want = sign_type == NULL || strcmp(sign_type, "RSA2") == 0 ? GATEWAY_OK
+                                                                              : GATEWAY_SIG_MISMATCH;
 
     if (g.field == NULL)
         abort();
     memcpy(g.field, f->field, f->n * sizeof(*g.field));
     g.field[f->n].key = (char *)"sign";
     g.field[f->n].value = sig;
-    if (gw_alipay_verify(&g, alipay_pub) != want)
+    if (gateway_alipay_verify(&g, alipay_pub) != want)
         abort();
     free(sig);
     free(g.field);
@@ -98,12 +98,12 @@ static void check_accepts_own_signature(const struct form *f, const char *conten
 /* The read after a good signature, and what it must have taken. */
 static void check_notice(const struct form *f, const char *content)
 {
-    struct gw_notice n;
-    enum gw_status st = gw_alipay_notice(f, APP_ID, CURRENCY, &n);
+    struct gateway_notice n;
+    enum gateway_status st = gateway_alipay_notice(f, APP_ID, CURRENCY, &n);
     int64_t cents = -1;
 
-    gw_check_notice(st, &n);
-    if (st == GW_OK && n.pays) {
+    gateway_check_notice(st, &n);
+    if (st == GATEWAY_OK && n.pays) {
         if (strcmp(form_get(f, "app_id"), APP_ID) != 0 ||
             strcmp(form_get(f, "trade_no"), n.pay_no) != 0 ||
             strcmp(form_get(f, "out_trade_no"), n.order_no) != 0 ||
@@ -113,10 +113,10 @@ static void check_notice(const struct form *f, const char *content)
         if (form_get(f, "sign") == NULL)
             check_accepts_own_signature(f, content);
     }
-    st = gw_alipay_notice(f, NULL, CURRENCY, &n);
-    if (st != GW_WRONG_APP)
+    st = gateway_alipay_notice(f, NULL, CURRENCY, &n);
+    if (st != GATEWAY_WRONG_APP)
         abort();                              /* no profile app_id matches nothing */
-    gw_check_notice(st, &n);
+    gateway_check_notice(st, &n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -124,19 +124,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct form *f = NULL;
     const char *sign;
     char *content = NULL;
-    enum gw_status st;
+    enum gateway_status st;
 
     if (form_parse((const char *)data, size, &f) != FORM_OK)
         return 0;                             /* fuzz_form's ground */
-    if ((content = gw_alipay_sign_content(f)) == NULL)
+    if ((content = gateway_alipay_sign_content(f)) == NULL)
         abort();
     check_sign_content(f, content);
     sign = form_get(f, "sign");
-    st = gw_alipay_verify(f, alipay_pub);
+    st = gateway_alipay_verify(f, alipay_pub);
     if (sign == NULL || sign[0] == '\0') {
-        if (st != GW_SIG_MISSING)
+        if (st != GATEWAY_SIG_MISSING)
             abort();
-    } else if (st != GW_SIG_MISMATCH) {
+    } else if (st != GATEWAY_SIG_MISMATCH) {
         abort();                              /* a forgery passed, or a 500 for bad input */
     }
     check_notice(f, content);

@@ -1,9 +1,9 @@
 /* fuzz_stripe.c - libFuzzer target for Stripe-style webhooks: the input is
- * "Stripe-Signature\nbody". The header goes through gw_stripe_header_parse,
+ * "Stripe-Signature\nbody". The header goes through gateway_stripe_header_parse,
  * checked against a plain restatement of its grammar; header and body
- * through gw_stripe_verify, which must accept exactly when a fresh t and
+ * through gateway_stripe_verify, which must accept exactly when a fresh t and
  * one of the v1 values match the MAC; and the body through
- * gw_stripe_notice, the read that follows a good signature, whose fields
+ * gateway_stripe_notice, the read that follows a good signature, whose fields
  * must be the event's own. */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@
 
 #define SECRET   "whsec_fuzz"
 #define NOW_S    1700000000
-#define WINDOW_S GW_STRIPE_TOLERANCE_S
+#define WINDOW_S GATEWAY_STRIPE_TOLERANCE_S
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -36,14 +36,14 @@ static int all_of(const char *s, size_t len, const char *set)
 
 /* The grammar restated: comma-separated items; an item without '=' or
  * with another key is ignored; t once, 1..19 digits; every v1 of 64
- * lowercase hex digits kept, the first GW_STRIPE_V1_MAX of them. */
-static void check_header(const char *header, enum gw_status st, const struct gw_stripe_header *h)
+ * lowercase hex digits kept, the first GATEWAY_STRIPE_V1_MAX of them. */
+static void check_header(const char *header, enum gateway_status st, const struct gateway_stripe_header *h)
 {
-    static const struct gw_stripe_header zero;
+    static const struct gateway_stripe_header zero;
     const char *p = header, *comma, *eq;
     size_t len, nt = 0, nv1 = 0, vl;
     int bad_t = 0;
-    char t[GW_STRIPE_TS_BUF] = "";
+    char t[GATEWAY_STRIPE_TS_BUF] = "";
 
     for (; p != NULL && *p != '\0'; p = comma ? comma + 1 : NULL) {
         comma = strchr(p, ',');
@@ -52,26 +52,26 @@ static void check_header(const char *header, enum gw_status st, const struct gw_
             continue;
         vl = len - (size_t)(eq - p) - 1;
         if (eq - p == 1 && p[0] == 't') {
-            bad_t |= nt++ > 0 || vl == 0 || vl >= GW_STRIPE_TS_BUF || !all_of(eq + 1, vl, "0123456789");
+            bad_t |= nt++ > 0 || vl == 0 || vl >= GATEWAY_STRIPE_TS_BUF || !all_of(eq + 1, vl, "0123456789");
             if (!bad_t)
                 memcpy(t, eq + 1, vl);
         } else if (eq - p == 2 && memcmp(p, "v1", 2) == 0 && vl == SIG_HEX_LEN &&
                    all_of(eq + 1, vl, "0123456789abcdef")) {
-            if (nv1 < GW_STRIPE_V1_MAX &&
+            if (nv1 < GATEWAY_STRIPE_V1_MAX &&
                 (h->v1[nv1] != h->v1_buf[nv1] || strncmp(h->v1[nv1], eq + 1, vl) != 0 ||
-                 h->v1[nv1][vl] != '\0') && st == GW_OK)
+                 h->v1[nv1][vl] != '\0') && st == GATEWAY_OK)
                 abort();                      /* not the nv1-th v1, in order */
             nv1++;
         }
     }
-    if (st != (bad_t || nt == 0 || nv1 == 0 ? GW_SIG_MISSING : GW_OK))
+    if (st != (bad_t || nt == 0 || nv1 == 0 ? GATEWAY_SIG_MISSING : GATEWAY_OK))
         abort();
-    if (st != GW_OK) {
+    if (st != GATEWAY_OK) {
         if (memcmp(h, &zero, sizeof(zero)) != 0)
             abort();
         return;
     }
-    if (strcmp(h->t, t) != 0 || h->nv1 != (nv1 < GW_STRIPE_V1_MAX ? nv1 : GW_STRIPE_V1_MAX))
+    if (strcmp(h->t, t) != 0 || h->nv1 != (nv1 < GATEWAY_STRIPE_V1_MAX ? nv1 : GATEWAY_STRIPE_V1_MAX))
         abort();
 }
 
@@ -79,28 +79,28 @@ static void check_header(const char *header, enum gw_status st, const struct gw_
  * with testkeys.c's HMAC, not the service's, when the body is a C string. */
 static void check_verify(const char *header, const char *body, size_t len)
 {
-    struct gw_stripe_header h;
+    struct gateway_stripe_header h;
     char mac[SIG_HEX_LEN + 1];
-    enum gw_status want = gw_stripe_header_parse(header, &h), st;
+    enum gateway_status want = gateway_stripe_header_parse(header, &h), st;
     size_t i;
 
-    if (want == GW_OK && !sig_ts_fresh(h.t, NOW_S, WINDOW_S))
-        want = GW_SIG_STALE;
-    if (want == GW_OK) {
+    if (want == GATEWAY_OK && !sig_ts_fresh(h.t, NOW_S, WINDOW_S))
+        want = GATEWAY_SIG_STALE;
+    if (want == GATEWAY_OK) {
         if (memchr(body, '\0', len) == NULL)
             testkey_hmac_hex(SECRET, h.t, body, mac);
         else if (sig_compute(SECRET, h.t, body, len, mac) != 0)
             abort();
-        want = GW_SIG_MISMATCH;
+        want = GATEWAY_SIG_MISMATCH;
         for (i = 0; i < h.nv1; i++)
             if (strcmp(h.v1[i], mac) == 0)
-                want = GW_OK;
+                want = GATEWAY_OK;
     }
-    st = gw_stripe_verify(SECRET, header, body, len, NOW_S, WINDOW_S);
+    st = gateway_stripe_verify(SECRET, header, body, len, NOW_S, WINDOW_S);
     if (st != want)
         abort();
-    st = gw_stripe_verify("", header, body, len, NOW_S, WINDOW_S);
-    if (st != (want == GW_OK ? GW_SIG_MISMATCH : want))
+    st = gateway_stripe_verify("", header, body, len, NOW_S, WINDOW_S);
+    if (st != (want == GATEWAY_OK ? GATEWAY_SIG_MISMATCH : want))
         abort();                              /* no secret accepts nothing */
 }
 
@@ -113,7 +113,7 @@ static void check_accepts_own_signature(const char *body, size_t len)
     if (sig_compute(SECRET, t, body, len, mac) != 0)
         abort();
     snprintf(header, sizeof(header), "t=%s,v0=%s,v1=%064d,v1=%s", t, mac, 0, mac);
-    if (gw_stripe_verify(SECRET, header, body, len, NOW_S, WINDOW_S) != GW_OK)
+    if (gateway_stripe_verify(SECRET, header, body, len, NOW_S, WINDOW_S) != GATEWAY_OK)
         abort();
 }
 
@@ -126,7 +126,7 @@ static const char *str_member(const cJSON *obj, const char *name)
 
 /* A paying notice took its fields from data.object of a
  * payment_intent.succeeded event, its cents exactly amount_received. */
-static void check_paid_from(const char *body, size_t len, const struct gw_notice *n)
+static void check_paid_from(const char *body, size_t len, const struct gateway_notice *n)
 {
     cJSON *root = cJSON_ParseWithLength(body, len);
     const cJSON *obj = cJSON_GetObjectItemCaseSensitive(
@@ -153,20 +153,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *p = data;
     size_t left = size;
-    char *header = gw_take_line(&p, &left), *body = gw_take_body(p, left);
-    struct gw_stripe_header h;
-    struct gw_notice n;
-    enum gw_status st;
+    char *header = gateway_take_line(&p, &left), *body = gateway_take_body(p, left);
+    struct gateway_stripe_header h;
+    struct gateway_notice n;
+    enum gateway_status st;
 
     if (header == NULL || body == NULL)
         goto out;
-    st = gw_stripe_header_parse(header, &h);
+    st = gateway_stripe_header_parse(header, &h);
     check_header(header, st, &h);
     check_verify(header, body, left);
     check_accepts_own_signature(body, left);
-    st = gw_stripe_notice(body, left, &n);
-    gw_check_notice(st, &n);
-    if (st == GW_OK && n.pays)
+    st = gateway_stripe_notice(body, left, &n);
+    gateway_check_notice(st, &n);
+    if (st == GATEWAY_OK && n.pays)
         check_paid_from(body, left, &n);
 out:
     free(header);

@@ -1,8 +1,8 @@
 /* fuzz_wechat.c - libFuzzer target for WeChat Pay v3 notifications: the
  * input is "Wechatpay-Timestamp\nWechatpay-Nonce\nWechatpay-Signature\n
  * Wechatpay-Serial\nbody". The headers and body go through
- * gw_wechat_verify with a platform key made at start-up (no input can
- * forge its signature), and the body through gw_wechat_notice as the
+ * gateway_wechat_verify with a platform key made at start-up (no input can
+ * forge its signature), and the body through gateway_wechat_notice as the
  * envelope it is. Since no input can forge a GCM tag either, the body is
  * also read as the transaction itself: encrypted here under the APIv3 key
  * and wrapped in an envelope, it reaches the reading that follows
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct testkey *platform;             /* WeChat's private half */
 static struct pubkey *platform_pub;
-static struct gw_wechat_key keys[1];
+static struct gateway_wechat_key keys[1];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -63,7 +63,7 @@ static int empty(const char *s)
 /* The signed message is exactly ts \n nonce \n body \n. */
 static void check_message(const char *ts, const char *nonce, const char *body, size_t len)
 {
-    char *m = gw_wechat_message(ts, nonce, body, len);
+    char *m = gateway_wechat_message(ts, nonce, body, len);
     size_t tl = strlen(ts), nl = strlen(nonce);
 
     if (m == NULL || memcmp(m, ts, tl) != 0 || m[tl] != '\n' ||
@@ -79,21 +79,21 @@ static void check_message(const char *ts, const char *nonce, const char *body, s
 static void check_verify(const char *ts, const char *nonce, const char *sig, const char *serial,
                          const char *body, size_t len)
 {
-    enum gw_status want, st;
+    enum gateway_status want, st;
 
     if (empty(ts) || empty(nonce) || empty(sig) || empty(serial))
-        want = GW_SIG_MISSING;
+        want = GATEWAY_SIG_MISSING;
     else if (!sig_ts_fresh(ts, NOW_S, WINDOW_S))
-        want = GW_SIG_STALE;
+        want = GATEWAY_SIG_STALE;
     else if (strcmp(serial, SERIAL) != 0)
-        want = GW_SIG_UNKNOWN_KEY;
+        want = GATEWAY_SIG_UNKNOWN_KEY;
     else
-        want = GW_SIG_MISMATCH;
-    st = gw_wechat_verify(ts, nonce, sig, serial, body, len, keys, 1, NOW_S, WINDOW_S);
+        want = GATEWAY_SIG_MISMATCH;
+    st = gateway_wechat_verify(ts, nonce, sig, serial, body, len, keys, 1, NOW_S, WINDOW_S);
     if (st != want)
         abort();
-    st = gw_wechat_verify(ts, nonce, sig, serial, body, len, keys, 0, NOW_S, WINDOW_S);
-    if (st != (want == GW_SIG_MISMATCH ? GW_SIG_UNKNOWN_KEY : want))
+    st = gateway_wechat_verify(ts, nonce, sig, serial, body, len, keys, 0, NOW_S, WINDOW_S);
+    if (st != (want == GATEWAY_SIG_MISMATCH ? GATEWAY_SIG_UNKNOWN_KEY : want))
         abort();                              /* no key configured accepts nothing */
 }
 
@@ -126,7 +126,7 @@ static const char *str_member(const cJSON *obj, const char *name)
 
 /* A paying notice took its fields from the transaction, and its cents are
  * exactly amount.total minor units. */
-static void check_paid_from(const char *tx_text, const struct gw_notice *n)
+static void check_paid_from(const char *tx_text, const struct gateway_notice *n)
 {
     cJSON *tx = cJSON_Parse(tx_text);
     const cJSON *amount = cJSON_GetObjectItemCaseSensitive(tx, "amount");
@@ -152,10 +152,10 @@ static void check_accepts_own_signature(const char *env)
     char ts[24], *msg, *sig;
 
     snprintf(ts, sizeof(ts), "%d", NOW_S);
-    msg = gw_wechat_message(ts, RES_NONCE, env, strlen(env));
+    msg = gateway_wechat_message(ts, RES_NONCE, env, strlen(env));
     sig = testkey_sign_b64(platform, msg, strlen(msg));
-    if (gw_wechat_verify(ts, RES_NONCE, sig, SERIAL, env, strlen(env), keys, 1, NOW_S,
-                         WINDOW_S) != GW_OK)
+    if (gateway_wechat_verify(ts, RES_NONCE, sig, SERIAL, env, strlen(env), keys, 1, NOW_S,
+                         WINDOW_S) != GATEWAY_OK)
         abort();
     free(sig);
     free(msg);
@@ -166,22 +166,22 @@ static void check_transaction(const char *body, int sign_it)
 {
     char *ct = testkey_gcm_encrypt_b64(APIV3_KEY, RES_NONCE, RES_AAD, body);
     char *env = envelope(ct);
-    struct gw_notice n;
-    enum gw_status st = gw_wechat_notice(env, strlen(env), APIV3_KEY, MCHID, APPID, &n);
+    struct gateway_notice n;
+    enum gateway_status st = gateway_wechat_notice(env, strlen(env), APIV3_KEY, MCHID, APPID, &n);
 
-    gw_check_notice(st, &n);
-    if (st == GW_DECRYPT_FAILED || st == GW_ERROR)
+    gateway_check_notice(st, &n);
+    if (st == GATEWAY_DECRYPT_FAILED || st == GATEWAY_ERROR)
         abort();                              /* its own ciphertext must open */
-    if (st == GW_OK && n.pays) {
+    if (st == GATEWAY_OK && n.pays) {
         check_paid_from(body, &n);
         if (sign_it)
             check_accepts_own_signature(env);
     }
-    st = gw_wechat_notice(env, strlen(env), "0123456789abcdef0123456789abcdeX", MCHID, APPID,
+    st = gateway_wechat_notice(env, strlen(env), "0123456789abcdef0123456789abcdeX", MCHID, APPID,
                           &n);
-    if (st != GW_DECRYPT_FAILED)
+    if (st != GATEWAY_DECRYPT_FAILED)
         abort();                              /* another APIv3 key opens nothing */
-    gw_check_notice(st, &n);
+    gateway_check_notice(st, &n);
     cJSON_free(env);
     free(ct);
 }
@@ -190,18 +190,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *p = data;
     size_t left = size;
-    char *ts = gw_take_line(&p, &left), *nonce = gw_take_line(&p, &left);
-    char *sig = gw_take_line(&p, &left), *serial = gw_take_line(&p, &left);
-    char *body = gw_take_body(p, left);
-    struct gw_notice n;
-    enum gw_status st;
+    char *ts = gateway_take_line(&p, &left), *nonce = gateway_take_line(&p, &left);
+    char *sig = gateway_take_line(&p, &left), *serial = gateway_take_line(&p, &left);
+    char *body = gateway_take_body(p, left);
+    struct gateway_notice n;
+    enum gateway_status st;
 
     if (ts == NULL || nonce == NULL || sig == NULL || serial == NULL || body == NULL)
         goto out;
     check_message(ts, nonce, body, left);
     check_verify(ts, nonce, sig, serial, body, left);
-    st = gw_wechat_notice(body, left, APIV3_KEY, MCHID, APPID, &n);
-    gw_check_notice(st, &n);
+    st = gateway_wechat_notice(body, left, APIV3_KEY, MCHID, APPID, &n);
+    gateway_check_notice(st, &n);
     check_transaction(body, empty(sig));
 out:
     free(ts);

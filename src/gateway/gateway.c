@@ -50,7 +50,7 @@ static int load_secret(const struct gateway_profile_cfg *p, struct gateway *gw, 
                  GATEWAY_SECRET_MAX - 1);
         return -1;
     }
-    if (p->kind == GATEWAY_WECHATPAY_V3 && strlen(v) != GW_WECHAT_APIV3_KEY_LEN) {
+    if (p->kind == GATEWAY_WECHATPAY_V3 && strlen(v) != GATEWAY_WECHAT_APIV3_KEY_LEN) {
         snprintf(err, errsz, "gateway %s: %s must hold the 32-byte APIv3 key, got %zu bytes",
                  p->name, p->secret_env, strlen(v));
         return -1;
@@ -148,7 +148,7 @@ const struct gateway *gateways_at(const struct gateways *g, size_t i)
 void gateways_register_metrics(const struct gateways *g, struct metrics *m)
 {
     size_t nreasons = 0;
-    const char *const *reasons = gw_failure_reasons(&nreasons);
+    const char *const *reasons = gateway_failure_reasons(&nreasons);
 
     metrics_set_gateways(m, g->names, g->n, result_labels,
                          sizeof(result_labels) / sizeof(result_labels[0]), reasons, nreasons);

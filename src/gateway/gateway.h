@@ -21,7 +21,7 @@ struct gateway {
     const struct gateway_profile_cfg *cfg;      /* borrowed from the config */
     size_t index;                               /* position: its metrics label slot */
     const struct pubkey *alipay_key;            /* alipay: Alipay's public key */
-    struct gw_wechat_key wechat_keys[GATEWAY_KEYS_MAX];
+    struct gateway_wechat_key wechat_keys[GATEWAY_KEYS_MAX];
     size_t nwechat_keys;                        /* wechatpay_v3: platform keys */
     char secret[GATEWAY_SECRET_MAX];            /* stripe: endpoint secret;
                                                    wechatpay_v3: the APIv3 key */
@@ -54,7 +54,7 @@ const struct gateway *gateways_at(const struct gateways *g, size_t i);
 
 /* Gives metrics the gateway names and the label values of their counters:
  * results (enum pay_result, then GATEWAY_RESULT_IGNORED) and refusal
- * reasons (enum gw_status from GW_MALFORMED on, counted at st - 1). Call
+ * reasons (enum gateway_status from GATEWAY_MALFORMED on, counted at st - 1). Call
  * once before the HTTP threads start; g must outlive m's use of it. */
 void gateways_register_metrics(const struct gateways *g, struct metrics *m);
 

@@ -1,4 +1,4 @@
-/* gw_alipay.c - Alipay notify verification and reading. The signed string
+/* gateway_alipay.c - Alipay notify verification and reading. The signed string
  * is rebuilt from the decoded parameters exactly as Alipay documents it and
  * as its SDKs check a notification (rsaCheckV1): every parameter but sign
  * and sign_type, an empty value kept as "k=" (only the string for signing
@@ -26,7 +26,7 @@ static int is_signature_field(const char *key)
     return strcmp(key, "sign") == 0 || strcmp(key, "sign_type") == 0;
 }
 
-char *gw_alipay_sign_content(const struct form *f)
+char *gateway_alipay_sign_content(const struct form *f)
 {
     const struct form_field **sorted = NULL;
     size_t i, n = 0, len = 1, pos = 0;
@@ -63,7 +63,7 @@ out:
     return out;
 }
 
-enum gw_status gw_alipay_verify(const struct form *f, const struct pubkey *alipay_key)
+enum gateway_status gateway_alipay_verify(const struct form *f, const struct pubkey *alipay_key)
 {
     const char *sign = form_get(f, "sign");
     const char *sign_type = form_get(f, "sign_type");
@@ -72,18 +72,18 @@ enum gw_status gw_alipay_verify(const struct form *f, const struct pubkey *alipa
     char *content = NULL;
 
     if (sign == NULL || sign[0] == '\0')
-        return GW_SIG_MISSING;
+        return GATEWAY_SIG_MISSING;
     if (sign_type != NULL && strcmp(sign_type, "RSA2") != 0)
-        return GW_SIG_MISMATCH;             /* RSA (SHA1) is not accepted */
-    if ((content = gw_alipay_sign_content(f)) == NULL)
-        return GW_ERROR;
+        return GATEWAY_SIG_MISMATCH;             /* RSA (SHA1) is not accepted */
+    if ((content = gateway_alipay_sign_content(f)) == NULL)
+        return GATEWAY_ERROR;
     part.data = content;
     part.len = strlen(content);
     ps = pubkey_verify(alipay_key, &part, 1, sign);
     free(content);
     if (ps == PUBKEY_ERROR)
-        return GW_ERROR;
-    return ps == PUBKEY_OK ? GW_OK : GW_SIG_MISMATCH;
+        return GATEWAY_ERROR;
+    return ps == PUBKEY_OK ? GATEWAY_OK : GATEWAY_SIG_MISMATCH;
 }
 
 static int pays(const char *trade_status)
@@ -92,33 +92,33 @@ static int pays(const char *trade_status)
            strcmp(trade_status, "TRADE_FINISHED") == 0;
 }
 
-enum gw_status gw_alipay_notice(const struct form *f, const char *app_id, const char *currency,
-                                struct gw_notice *n)
+enum gateway_status gateway_alipay_notice(const struct form *f, const char *app_id, const char *currency,
+                                struct gateway_notice *n)
 {
     const char *got_app = form_get(f, "app_id");
     const char *status = form_get(f, "trade_status");
     const char *amount = form_get(f, "total_amount");
-    enum gw_status st = GW_MALFORMED;
+    enum gateway_status st = GATEWAY_MALFORMED;
 
     memset(n, 0, sizeof(*n));
     if (got_app == NULL || app_id == NULL || strcmp(got_app, app_id) != 0)
-        return GW_WRONG_APP;
+        return GATEWAY_WRONG_APP;
     if (status == NULL || status[0] == '\0' || strlen(status) >= sizeof(n->state))
-        return GW_MALFORMED;
+        return GATEWAY_MALFORMED;
     memcpy(n->state, status, strlen(status) + 1);
     if (!pays(status))
-        return GW_OK;                       /* acknowledged, nothing to apply */
-    if (gw_copy_id(n->pay_no, form_get(f, "trade_no")) != 0 ||
-        gw_copy_id(n->order_no, form_get(f, "out_trade_no")) != 0)
+        return GATEWAY_OK;                       /* acknowledged, nothing to apply */
+    if (gateway_copy_id(n->pay_no, form_get(f, "trade_no")) != 0 ||
+        gateway_copy_id(n->order_no, form_get(f, "out_trade_no")) != 0)
         goto fail;
-    st = GW_BAD_AMOUNT;
+    st = GATEWAY_BAD_AMOUNT;
     if (amount == NULL || money_parse(amount, &n->amount_cents) != MONEY_OK)
         goto fail;
-    st = GW_BAD_CURRENCY;
+    st = GATEWAY_BAD_CURRENCY;
     if (currency_normalize(currency, n->currency) != CURRENCY_OK)
         goto fail;
     n->pays = true;
-    return GW_OK;
+    return GATEWAY_OK;
 fail:
     memset(n, 0, sizeof(*n));
     return st;

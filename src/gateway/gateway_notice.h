@@ -1,8 +1,8 @@
-/* gw.h - what every gateway format shares: the verdict of verifying and
+/* gateway_notice.h - what every gateway format shares: the verdict of verifying and
  * reading a notification, and the payment it announces in the service's
  * own terms (pay_no, order_no, cents, currency). Pure; thread-safe. */
-#ifndef PAYCALLBACK_GW_H
-#define PAYCALLBACK_GW_H
+#ifndef PAYCALLBACK_GATEWAY_NOTICE_H
+#define PAYCALLBACK_GATEWAY_NOTICE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,28 +13,28 @@
 
 struct cJSON;
 
-#define GW_STATE_BUF 48           /* a gateway's status or event type */
+#define GATEWAY_STATE_BUF 48           /* a gateway's status or event type */
 
-enum gw_status {
-    GW_OK,
-    GW_MALFORMED,                 /* not the form or JSON the gateway sends */
-    GW_SIG_MISSING,               /* no signature, or a required header is absent */
-    GW_SIG_STALE,                 /* signed timestamp outside the tolerance */
-    GW_SIG_UNKNOWN_KEY,           /* the key serial names no configured key */
-    GW_SIG_MISMATCH,              /* the signature does not verify */
-    GW_DECRYPT_FAILED,            /* the encrypted resource fails authentication */
-    GW_WRONG_APP,                 /* app_id or mchid is not the profile's */
-    GW_BAD_AMOUNT,                /* amount missing, malformed or not exact in cents */
-    GW_BAD_CURRENCY,              /* currency code missing or unknown */
-    GW_ERROR                      /* OpenSSL or memory failed: not the sender's fault */
+enum gateway_status {
+    GATEWAY_OK,
+    GATEWAY_MALFORMED,                 /* not the form or JSON the gateway sends */
+    GATEWAY_SIG_MISSING,               /* no signature, or a required header is absent */
+    GATEWAY_SIG_STALE,                 /* signed timestamp outside the tolerance */
+    GATEWAY_SIG_UNKNOWN_KEY,           /* the key serial names no configured key */
+    GATEWAY_SIG_MISMATCH,              /* the signature does not verify */
+    GATEWAY_DECRYPT_FAILED,            /* the encrypted resource fails authentication */
+    GATEWAY_WRONG_APP,                 /* app_id or mchid is not the profile's */
+    GATEWAY_BAD_AMOUNT,                /* amount missing, malformed or not exact in cents */
+    GATEWAY_BAD_CURRENCY,              /* currency code missing or unknown */
+    GATEWAY_ERROR                      /* OpenSSL or memory failed: not the sender's fault */
 };
 
 /* A verified notification. When pays is false the gateway reports something
  * other than a completed payment (a closed trade, another event type): it is
  * acknowledged and changes nothing, and only state is meaningful. */
-struct gw_notice {
+struct gateway_notice {
     bool pays;
-    char state[GW_STATE_BUF];     /* trade_status, trade_state or event type */
+    char state[GATEWAY_STATE_BUF];     /* trade_status, trade_state or event type */
     char pay_no[ID_BUF];          /* the gateway's transaction id */
     char order_no[ID_BUF];
     int64_t amount_cents;
@@ -42,23 +42,23 @@ struct gw_notice {
 };
 
 /* Stable snake_case reason for metrics labels ("signature_mismatch"). */
-const char *gw_status_reason(enum gw_status st);
+const char *gateway_status_reason(enum gateway_status st);
 
-/* The reasons of every failure status, GW_MALFORMED first: reason i
+/* The reasons of every failure status, GATEWAY_MALFORMED first: reason i
  * belongs to status i + 1. *n is set to their number. For metrics labels. */
-const char *const *gw_failure_reasons(size_t *n);
+const char *const *gateway_failure_reasons(size_t *n);
 
 /* Human-readable message for a status, for failure replies and logs. */
-const char *gw_status_str(enum gw_status st);
+const char *gateway_status_str(enum gateway_status st);
 
 /* Copies src into dst (dstsz bytes) when it is a contract identifier
  * (1..64 of [A-Za-z0-9_.:-]). Returns 0, or -1 with dst "". */
-int gw_copy_id(char *dst, const char *src);
+int gateway_copy_id(char *dst, const char *src);
 
 /* Parses a JSON integer that cJSON stored as a double: exact for any whole
  * number below 2^53, which covers every amount the service can hold.
  * Returns 0 with *out set, or -1 for a fraction, a negative, or a value
  * beyond max. */
-int gw_json_amount(const struct cJSON *item, int64_t max, int64_t *out);
+int gateway_json_amount(const struct cJSON *item, int64_t max, int64_t *out);
 
 #endif

@@ -1,4 +1,4 @@
-/* gw_stripe.c - Stripe-style webhook verification and reading. The MAC is
+/* gateway_stripe.c - Stripe-style webhook verification and reading. The MAC is
  * signature.c's (HMAC-SHA256 of t "." body, lowercase hex); this module
  * adds the header grammar, several v1 values for secret rotation, and the
  * payment_intent event. */
@@ -28,7 +28,7 @@ static int is_ts(const char *s, size_t len)
 {
     size_t i;
 
-    if (len == 0 || len >= GW_STRIPE_TS_BUF)
+    if (len == 0 || len >= GATEWAY_STRIPE_TS_BUF)
         return 0;
     for (i = 0; i < len; i++)
         if (s[i] < '0' || s[i] > '9')
@@ -38,7 +38,7 @@ static int is_ts(const char *s, size_t len)
 
 /* Takes one "k=v" item of the header into h. A second t makes the header
  * ambiguous, so it is refused (-1). */
-static int take_item(const char *p, size_t len, struct gw_stripe_header *h)
+static int take_item(const char *p, size_t len, struct gateway_stripe_header *h)
 {
     const char *eq = memchr(p, '=', len);
     size_t kl, vl;
@@ -53,7 +53,7 @@ static int take_item(const char *p, size_t len, struct gw_stripe_header *h)
         memcpy(h->t, eq + 1, vl);
         h->t[vl] = '\0';
     } else if (kl == 2 && memcmp(p, "v1", 2) == 0 && is_hex64(eq + 1, vl) &&
-               h->nv1 < GW_STRIPE_V1_MAX) {
+               h->nv1 < GATEWAY_STRIPE_V1_MAX) {
         memcpy(h->v1_buf[h->nv1], eq + 1, vl);
         h->v1_buf[h->nv1][vl] = '\0';
         h->v1[h->nv1] = h->v1_buf[h->nv1];
@@ -62,51 +62,51 @@ static int take_item(const char *p, size_t len, struct gw_stripe_header *h)
     return 0;
 }
 
-enum gw_status gw_stripe_header_parse(const char *header, struct gw_stripe_header *h)
+enum gateway_status gateway_stripe_header_parse(const char *header, struct gateway_stripe_header *h)
 {
     const char *p, *comma;
 
     memset(h, 0, sizeof(*h));
     if (header == NULL || header[0] == '\0')
-        return GW_SIG_MISSING;
+        return GATEWAY_SIG_MISSING;
     for (p = header;; p = comma + 1) {
         comma = strchr(p, ',');
         if (take_item(p, comma != NULL ? (size_t)(comma - p) : strlen(p), h) != 0) {
             memset(h, 0, sizeof(*h));
-            return GW_SIG_MISSING;
+            return GATEWAY_SIG_MISSING;
         }
         if (comma == NULL)
             break;
     }
     if (h->t[0] == '\0' || h->nv1 == 0) {
         memset(h, 0, sizeof(*h));
-        return GW_SIG_MISSING;
+        return GATEWAY_SIG_MISSING;
     }
-    return GW_OK;
+    return GATEWAY_OK;
 }
 
-enum gw_status gw_stripe_verify(const char *secret, const char *header, const char *body,
+enum gateway_status gateway_stripe_verify(const char *secret, const char *header, const char *body,
                                 size_t body_len, int64_t now_s, int64_t tolerance_s)
 {
-    struct gw_stripe_header h;
+    struct gateway_stripe_header h;
     char expected[SIG_HEX_LEN + 1];
-    enum gw_status st;
+    enum gateway_status st;
     int match = 0;
     size_t i;
 
-    if ((st = gw_stripe_header_parse(header, &h)) != GW_OK)
+    if ((st = gateway_stripe_header_parse(header, &h)) != GATEWAY_OK)
         return st;
     if (!sig_ts_fresh(h.t, now_s, tolerance_s))
-        return GW_SIG_STALE;
+        return GATEWAY_SIG_STALE;
     if (secret == NULL || secret[0] == '\0')
-        return GW_SIG_MISMATCH;             /* fail closed */
+        return GATEWAY_SIG_MISMATCH;             /* fail closed */
     if (sig_compute(secret, h.t, body, body_len, expected) != 0)
-        return GW_ERROR;
+        return GATEWAY_ERROR;
     /* Every candidate is compared, so the time taken does not reveal which
      * one matched. */
     for (i = 0; i < h.nv1; i++)
         match |= CRYPTO_memcmp(expected, h.v1[i], SIG_HEX_LEN) == 0;
-    return match ? GW_OK : GW_SIG_MISMATCH;
+    return match ? GATEWAY_OK : GATEWAY_SIG_MISMATCH;
 }
 
 static const char *str_member(const cJSON *obj, const char *name)
@@ -116,27 +116,27 @@ static const char *str_member(const cJSON *obj, const char *name)
     return cJSON_IsString(it) ? it->valuestring : NULL;
 }
 
-static enum gw_status read_intent(const cJSON *obj, struct gw_notice *n)
+static enum gateway_status read_intent(const cJSON *obj, struct gateway_notice *n)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     int64_t minor = 0;
 
-    if (gw_copy_id(n->pay_no, str_member(obj, "id")) != 0 || !cJSON_IsObject(meta) ||
-        gw_copy_id(n->order_no, str_member(meta, "order_no")) != 0)
-        return GW_MALFORMED;
+    if (gateway_copy_id(n->pay_no, str_member(obj, "id")) != 0 || !cJSON_IsObject(meta) ||
+        gateway_copy_id(n->order_no, str_member(meta, "order_no")) != 0)
+        return GATEWAY_MALFORMED;
     if (currency_normalize(str_member(obj, "currency"), n->currency) != CURRENCY_OK)
-        return GW_BAD_CURRENCY;
-    if (gw_json_amount(cJSON_GetObjectItemCaseSensitive(obj, "amount_received"), INT64_MAX,
+        return GATEWAY_BAD_CURRENCY;
+    if (gateway_json_amount(cJSON_GetObjectItemCaseSensitive(obj, "amount_received"), INT64_MAX,
                        &minor) != 0 ||
         currency_minor_to_cents(n->currency, minor, &n->amount_cents) != CURRENCY_OK)
-        return GW_BAD_AMOUNT;
+        return GATEWAY_BAD_AMOUNT;
     n->pays = true;
-    return GW_OK;
+    return GATEWAY_OK;
 }
 
-enum gw_status gw_stripe_notice(const char *body, size_t body_len, struct gw_notice *n)
+enum gateway_status gateway_stripe_notice(const char *body, size_t body_len, struct gateway_notice *n)
 {
-    enum gw_status st = GW_MALFORMED;
+    enum gateway_status st = GATEWAY_MALFORMED;
     const cJSON *data, *obj;
     const char *type;
     cJSON *root = NULL;
@@ -151,7 +151,7 @@ enum gw_status gw_stripe_notice(const char *body, size_t body_len, struct gw_not
         goto out;
     memcpy(n->state, type, strlen(type) + 1);
     if (strcmp(type, "payment_intent.succeeded") != 0) {
-        st = GW_OK;                         /* acknowledged, nothing to apply */
+        st = GATEWAY_OK;                         /* acknowledged, nothing to apply */
         goto out;
     }
     data = cJSON_GetObjectItemCaseSensitive(root, "data");
@@ -160,7 +160,7 @@ enum gw_status gw_stripe_notice(const char *body, size_t body_len, struct gw_not
         goto out;
     st = read_intent(obj, n);
 out:
-    if (st != GW_OK)
+    if (st != GATEWAY_OK)
         memset(n, 0, sizeof(*n));
     cJSON_Delete(root);
     return st;

@@ -1,4 +1,4 @@
-/* gw_wechat.c - WeChat Pay v3 notification verification, decryption and
+/* gateway_wechat.c - WeChat Pay v3 notification verification, decryption and
  * reading. The body is signed as sent, so it is verified before it is
  * parsed; the resource is only trusted once its GCM tag checks. */
 #include "gateway_wechat.h"
@@ -14,7 +14,7 @@
 #include "pubkey.h"
 #include "signature.h"
 
-char *gw_wechat_message(const char *ts, const char *nonce, const char *body, size_t body_len)
+char *gateway_wechat_message(const char *ts, const char *nonce, const char *body, size_t body_len)
 {
     size_t tl, nl;
     char *m;
@@ -41,9 +41,9 @@ static int empty(const char *s)
     return s == NULL || s[0] == '\0';
 }
 
-enum gw_status gw_wechat_verify(const char *ts, const char *nonce, const char *signature,
+enum gateway_status gateway_wechat_verify(const char *ts, const char *nonce, const char *signature,
                                 const char *serial, const char *body, size_t body_len,
-                                const struct gw_wechat_key *keys, size_t nkeys,
+                                const struct gateway_wechat_key *keys, size_t nkeys,
                                 int64_t now_s, int64_t tolerance_s)
 {
     const struct pubkey *key = NULL;
@@ -52,35 +52,35 @@ enum gw_status gw_wechat_verify(const char *ts, const char *nonce, const char *s
     size_t i;
 
     if (empty(ts) || empty(nonce) || empty(signature) || empty(serial))
-        return GW_SIG_MISSING;
+        return GATEWAY_SIG_MISSING;
     if (body == NULL && body_len > 0)
-        return GW_MALFORMED;
+        return GATEWAY_MALFORMED;
     if (!sig_ts_fresh(ts, now_s, tolerance_s))
-        return GW_SIG_STALE;
+        return GATEWAY_SIG_STALE;
     for (i = 0; i < nkeys && key == NULL; i++)
         if (keys[i].serial != NULL && strcmp(keys[i].serial, serial) == 0)
             key = keys[i].key;
     if (key == NULL)
-        return GW_SIG_UNKNOWN_KEY;
+        return GATEWAY_SIG_UNKNOWN_KEY;
     parts[0] = (struct pubkey_part){ ts, strlen(ts) };
     parts[1] = (struct pubkey_part){ "\n", 1 };
     parts[2] = (struct pubkey_part){ nonce, strlen(nonce) };
     parts[3] = (struct pubkey_part){ "\n", 1 };
     parts[4] = (struct pubkey_part){ body, body_len };
     parts[5] = (struct pubkey_part){ "\n", 1 };
-    /* The same bytes as gw_wechat_message, fed in pieces so the body,
+    /* The same bytes as gateway_wechat_message, fed in pieces so the body,
      * which may be as large as the request cap, is never copied. */
     ps = pubkey_verify(key, parts, 6, signature);
     if (ps == PUBKEY_OK)
-        return GW_OK;
-    return ps == PUBKEY_ERROR ? GW_ERROR : GW_SIG_MISMATCH;
+        return GATEWAY_OK;
+    return ps == PUBKEY_ERROR ? GATEWAY_ERROR : GATEWAY_SIG_MISMATCH;
 }
 
-enum gw_status gw_wechat_decrypt(const char *apiv3_key, const char *associated_data,
+enum gateway_status gateway_wechat_decrypt(const char *apiv3_key, const char *associated_data,
                                  const char *nonce, const char *ciphertext_b64,
                                  char **plain, size_t *plain_len)
 {
-    enum gw_status st = GW_DECRYPT_FAILED;
+    enum gateway_status st = GATEWAY_DECRYPT_FAILED;
     EVP_CIPHER_CTX *ctx = NULL;
     unsigned char *ct = NULL, *pt = NULL;
     size_t ctlen = 0, datalen;
@@ -91,13 +91,13 @@ enum gw_status gw_wechat_decrypt(const char *apiv3_key, const char *associated_d
     if (plain_len != NULL)
         *plain_len = 0;
     if (plain == NULL || plain_len == NULL || apiv3_key == NULL || empty(nonce) ||
-        ciphertext_b64 == NULL || strlen(apiv3_key) != GW_WECHAT_APIV3_KEY_LEN)
-        return GW_DECRYPT_FAILED;
+        ciphertext_b64 == NULL || strlen(apiv3_key) != GATEWAY_WECHAT_APIV3_KEY_LEN)
+        return GATEWAY_DECRYPT_FAILED;
     if (b64_decode(ciphertext_b64, strlen(ciphertext_b64), &ct, &ctlen) != 0 ||
-        ctlen < GW_WECHAT_TAG_LEN || ctlen > INT32_MAX)
+        ctlen < GATEWAY_WECHAT_TAG_LEN || ctlen > INT32_MAX)
         goto out;
-    datalen = ctlen - GW_WECHAT_TAG_LEN;
-    st = GW_ERROR;
+    datalen = ctlen - GATEWAY_WECHAT_TAG_LEN;
+    st = GATEWAY_ERROR;
     if ((pt = malloc(datalen + 1)) == NULL || (ctx = EVP_CIPHER_CTX_new()) == NULL)
         goto out;
     if (EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL) != 1 ||
@@ -110,19 +110,19 @@ enum gw_status gw_wechat_decrypt(const char *apiv3_key, const char *associated_d
                           (int)strlen(associated_data)) != 1)
         goto out;
     if (EVP_DecryptUpdate(ctx, pt, &n, ct, (int)datalen) != 1 ||
-        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, GW_WECHAT_TAG_LEN, ct + datalen) != 1)
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, GATEWAY_WECHAT_TAG_LEN, ct + datalen) != 1)
         goto out;
     /* Final is where GCM checks the tag: a failure here is a forged or
      * corrupted resource, or a wrong APIv3 key, never an internal error. */
     if (EVP_DecryptFinal_ex(ctx, pt + n, &fin) != 1) {
-        st = GW_DECRYPT_FAILED;
+        st = GATEWAY_DECRYPT_FAILED;
         goto out;
     }
     pt[n + fin] = '\0';
     *plain = (char *)pt;
     *plain_len = (size_t)(n + fin);
     pt = NULL;
-    st = GW_OK;
+    st = GATEWAY_OK;
 out:
     EVP_CIPHER_CTX_free(ctx);
     free(ct);
@@ -138,8 +138,8 @@ static const char *str_member(const cJSON *obj, const char *name)
 }
 
 /* The decrypted transaction, checked against the profile. */
-static enum gw_status read_transaction(const cJSON *tx, const char *mchid, const char *app_id,
-                                       struct gw_notice *n)
+static enum gateway_status read_transaction(const cJSON *tx, const char *mchid, const char *app_id,
+                                       struct gateway_notice *n)
 {
     const char *state = str_member(tx, "trade_state");
     const char *got_mchid = str_member(tx, "mchid");
@@ -148,34 +148,34 @@ static enum gw_status read_transaction(const cJSON *tx, const char *mchid, const
     int64_t fen = 0;
 
     if (!cJSON_IsObject(tx))
-        return GW_MALFORMED;
+        return GATEWAY_MALFORMED;
     if (got_mchid == NULL || mchid == NULL || strcmp(got_mchid, mchid) != 0)
-        return GW_WRONG_APP;
+        return GATEWAY_WRONG_APP;
     if (!empty(app_id) && (got_app == NULL || strcmp(got_app, app_id) != 0))
-        return GW_WRONG_APP;
+        return GATEWAY_WRONG_APP;
     if (empty(state) || strlen(state) >= sizeof(n->state))
-        return GW_MALFORMED;
+        return GATEWAY_MALFORMED;
     memcpy(n->state, state, strlen(state) + 1);
     if (strcmp(state, "SUCCESS") != 0)
-        return GW_OK;                       /* acknowledged, nothing to apply */
-    if (gw_copy_id(n->pay_no, str_member(tx, "transaction_id")) != 0 ||
-        gw_copy_id(n->order_no, str_member(tx, "out_trade_no")) != 0)
-        return GW_MALFORMED;
+        return GATEWAY_OK;                       /* acknowledged, nothing to apply */
+    if (gateway_copy_id(n->pay_no, str_member(tx, "transaction_id")) != 0 ||
+        gateway_copy_id(n->order_no, str_member(tx, "out_trade_no")) != 0)
+        return GATEWAY_MALFORMED;
     if (!cJSON_IsObject(amount) ||
-        gw_json_amount(cJSON_GetObjectItemCaseSensitive(amount, "total"), INT64_MAX, &fen) != 0)
-        return GW_BAD_AMOUNT;
+        gateway_json_amount(cJSON_GetObjectItemCaseSensitive(amount, "total"), INT64_MAX, &fen) != 0)
+        return GATEWAY_BAD_AMOUNT;
     if (currency_normalize(str_member(amount, "currency"), n->currency) != CURRENCY_OK)
-        return GW_BAD_CURRENCY;
+        return GATEWAY_BAD_CURRENCY;
     if (currency_minor_to_cents(n->currency, fen, &n->amount_cents) != CURRENCY_OK)
-        return GW_BAD_AMOUNT;
+        return GATEWAY_BAD_AMOUNT;
     n->pays = true;
-    return GW_OK;
+    return GATEWAY_OK;
 }
 
-enum gw_status gw_wechat_notice(const char *body, size_t body_len, const char *apiv3_key,
-                                const char *mchid, const char *app_id, struct gw_notice *n)
+enum gateway_status gateway_wechat_notice(const char *body, size_t body_len, const char *apiv3_key,
+                                const char *mchid, const char *app_id, struct gateway_notice *n)
 {
-    enum gw_status st = GW_MALFORMED;
+    enum gateway_status st = GATEWAY_MALFORMED;
     cJSON *root = NULL, *tx = NULL;
     const cJSON *res;
     const char *algo;
@@ -193,17 +193,17 @@ enum gw_status gw_wechat_notice(const char *body, size_t body_len, const char *a
     algo = str_member(res, "algorithm");
     if (algo == NULL || strcmp(algo, "AEAD_AES_256_GCM") != 0)
         goto out;
-    st = gw_wechat_decrypt(apiv3_key, str_member(res, "associated_data"),
+    st = gateway_wechat_decrypt(apiv3_key, str_member(res, "associated_data"),
                            str_member(res, "nonce"), str_member(res, "ciphertext"), &plain,
                            &plain_len);
-    if (st != GW_OK)
+    if (st != GATEWAY_OK)
         goto out;
-    st = GW_MALFORMED;
+    st = GATEWAY_MALFORMED;
     if (json_parse_object(plain, plain_len, &tx) != JSON_OK)
         goto out;
     st = read_transaction(tx, mchid, app_id, n);
 out:
-    if (st != GW_OK)
+    if (st != GATEWAY_OK)
         memset(n, 0, sizeof(*n));
     cJSON_Delete(tx);
     cJSON_Delete(root);

@@ -1,8 +1,8 @@
-/* handler_util.h - the _or_reply helpers handlers share: borrowing a MySQL
+/* common.h - the _or_reply helpers handlers share: borrowing a MySQL
  * connection, the one log line plus reply of a failed domain call, and the
- * Idempotency-Key steps around a domain call (common.c, idempotent.c). */
-#ifndef PAYCALLBACK_HANDLER_UTIL_H
-#define PAYCALLBACK_HANDLER_UTIL_H
+ * Idempotency-Key steps around a domain call (common.c, idempotency.c). */
+#ifndef PAYCALLBACK_COMMON_H
+#define PAYCALLBACK_COMMON_H
 
 #include <stdbool.h>
 

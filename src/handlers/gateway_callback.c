@@ -1,6 +1,6 @@
-/* pay_gateway.c - POST /pay/callback/{gateway}: a payment notification in
+/* gateway_callback.c - POST /pay/callback/{gateway}: a payment notification in
  * a configured gateway's own format. The kind reads and verifies it
- * (pay_alipay.c, pay_wechat.c, pay_stripe.c); a paying notification then
+ * (gateway_callback_alipay.c, _wechat.c, _stripe.c); a paying notification then
  * goes through the same pay_route as the native callback, so dedupe, CAS,
  * REFUND_REQUIRED and the outbox behave identically; the answer is given in
  * the gateway's words, so that it stops resending exactly when the payment
@@ -21,63 +21,63 @@
 #include "gateway_callback.h"
 #include "server.h"
 
-static const struct pay_gateway_kind *kind_of(const struct gateway *gw)
+static const struct gateway_callback_kind *kind_of(const struct gateway *gw)
 {
     switch (gw->cfg->kind) {
     case GATEWAY_ALIPAY:
-        return &pay_alipay_kind;
+        return &gateway_callback_alipay;
     case GATEWAY_WECHATPAY_V3:
-        return &pay_wechat_kind;
+        return &gateway_callback_wechat;
     case GATEWAY_STRIPE:
-        return &pay_stripe_kind;
+        return &gateway_callback_stripe;
     }
     return NULL;
 }
 
 /* HTTP status and code of a refusal. Verification failures are 401, a
  * notification for another app 403, anything unreadable 400. */
-static int refusal_status(enum gw_status st, const char **code)
+static int refusal_status(enum gateway_status st, const char **code)
 {
     switch (st) {
-    case GW_SIG_MISSING:
-    case GW_SIG_STALE:
-    case GW_SIG_UNKNOWN_KEY:
-    case GW_SIG_MISMATCH:
-    case GW_DECRYPT_FAILED:
+    case GATEWAY_SIG_MISSING:
+    case GATEWAY_SIG_STALE:
+    case GATEWAY_SIG_UNKNOWN_KEY:
+    case GATEWAY_SIG_MISMATCH:
+    case GATEWAY_DECRYPT_FAILED:
         *code = "BAD_SIGNATURE";
         return 401;
-    case GW_WRONG_APP:
+    case GATEWAY_WRONG_APP:
         *code = "WRONG_APP";
         return 403;
-    case GW_ERROR:
+    case GATEWAY_ERROR:
         *code = "INTERNAL";
         return 500;
-    case GW_OK:
-    case GW_MALFORMED:
-    case GW_BAD_AMOUNT:
-    case GW_BAD_CURRENCY:
+    case GATEWAY_OK:
+    case GATEWAY_MALFORMED:
+    case GATEWAY_BAD_AMOUNT:
+    case GATEWAY_BAD_CURRENCY:
         break;
     }
     *code = "BAD_REQUEST";
     return 400;
 }
 
-static void refuse(struct server *srv, const struct gateway *gw, const struct pay_gateway_kind *k,
-                   const struct http_req *req, struct http_resp *resp, enum gw_status st)
+static void refuse(struct server *srv, const struct gateway *gw, const struct gateway_callback_kind *k,
+                   const struct http_req *req, struct http_resp *resp, enum gateway_status st)
 {
     const char *code = "BAD_REQUEST";
     int status = refusal_status(st, &code);
 
     metrics_gateway_reject(srv->m, gw->index, (size_t)st - 1);
     log_warn("gateway notification refused", "gateway=%s reason=%s request_id=%s",
-             gw->cfg->name, gw_status_reason(st), req->request_id);
-    k->fail(resp, status, code, gw_status_str(st));
+             gw->cfg->name, gateway_status_reason(st), req->request_id);
+    k->fail(resp, status, code, gateway_status_str(st));
 }
 
 /* The answer to what pay_route did: recorded (now or before) is the ack;
  * an unmatched payment is refused so the gateway keeps it visible; a
  * database that is away is the gateway's "try again". */
-static void render(const struct pay_gateway_kind *k, const struct http_req *req,
+static void render(const struct gateway_callback_kind *k, const struct http_req *req,
                    struct http_resp *resp, const struct pay_failure *f, enum pay_result r)
 {
     switch (r) {
@@ -111,8 +111,8 @@ static void render(const struct pay_gateway_kind *k, const struct http_req *req,
 }
 
 /* Applies a verified, paying notification on its order's shard and answers. */
-static void apply(struct server *srv, const struct gateway *gw, const struct pay_gateway_kind *k,
-                  const struct http_req *req, struct http_resp *resp, const struct gw_notice *n)
+static void apply(struct server *srv, const struct gateway *gw, const struct gateway_callback_kind *k,
+                  const struct http_req *req, struct http_resp *resp, const struct gateway_notice *n)
 {
     const struct pay_route rt = { .set = &srv->shards, .wait_ms = srv->cfg->mysql_wait_ms,
                                   .recent = srv->paid, .m = srv->m };
@@ -134,18 +134,18 @@ static void apply(struct server *srv, const struct gateway *gw, const struct pay
     render(k, req, resp, &fail, r);
 }
 
-void handle_pay_gateway(struct server *srv, const struct http_req *req, struct http_resp *resp)
+void handle_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     const struct gateway *gw = gateways_find(req->keys->gw, req->param);
-    const struct pay_gateway_kind *k;
-    struct gw_notice n;
-    enum gw_status st;
+    const struct gateway_callback_kind *k;
+    struct gateway_notice n;
+    enum gateway_status st;
 
     if (gw == NULL || (k = kind_of(gw)) == NULL) {
         http_reply_error(resp, 404, "NOT_FOUND", "no gateway with this name is configured");
         return;
     }
-    if ((st = k->read(gw, req, (int64_t)time(NULL), &n)) != GW_OK) {
+    if ((st = k->read(gw, req, (int64_t)time(NULL), &n)) != GATEWAY_OK) {
         refuse(srv, gw, k, req, resp, st);
         return;
     }

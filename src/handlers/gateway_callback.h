@@ -1,9 +1,9 @@
-/* pay_gateway.h - what POST /pay/callback/{gateway} (handlers/pay_gateway.c)
+/* gateway_callback.h - what POST /pay/callback/{gateway} (handlers/gateway_callback.c)
  * needs of each gateway kind: read and verify a notification in the kind's
  * own format, and answer in the kind's own words. One implementation per
- * kind in handlers/pay_alipay.c, pay_wechat.c and pay_stripe.c. */
-#ifndef PAYCALLBACK_PAY_GATEWAY_H
-#define PAYCALLBACK_PAY_GATEWAY_H
+ * kind in handlers/gateway_callback_alipay.c, _wechat.c and _stripe.c. */
+#ifndef PAYCALLBACK_GATEWAY_CALLBACK_H
+#define PAYCALLBACK_GATEWAY_CALLBACK_H
 
 #include <stdint.h>
 
@@ -13,11 +13,11 @@ struct gateway;
 struct http_req;
 struct http_resp;
 
-struct pay_gateway_kind {
+struct gateway_callback_kind {
     /* Verifies req as the gateway signs it and reads it into *n; now_s is
-     * the clock for timestamp windows. Returns GW_OK or the refusal. */
-    enum gw_status (*read)(const struct gateway *gw, const struct http_req *req, int64_t now_s,
-                           struct gw_notice *n);
+     * the clock for timestamp windows. Returns GATEWAY_OK or the refusal. */
+    enum gateway_status (*read)(const struct gateway *gw, const struct http_req *req, int64_t now_s,
+                           struct gateway_notice *n);
     /* The acknowledgement that stops the gateway resending. */
     void (*ack)(struct http_resp *resp);
     /* A refusal in the gateway's failure format, which makes it resend:
@@ -26,8 +26,8 @@ struct pay_gateway_kind {
     void (*fail)(struct http_resp *resp, int status, const char *code, const char *message);
 };
 
-extern const struct pay_gateway_kind pay_alipay_kind;
-extern const struct pay_gateway_kind pay_wechat_kind;
-extern const struct pay_gateway_kind pay_stripe_kind;
+extern const struct gateway_callback_kind gateway_callback_alipay;
+extern const struct gateway_callback_kind gateway_callback_wechat;
+extern const struct gateway_callback_kind gateway_callback_stripe;
 
 #endif

@@ -1,5 +1,5 @@
-/* pay_alipay.c - Alipay's side of POST /pay/callback/{gateway}: the form
- * notify read and verified by gw_alipay.c, and Alipay's answers. Alipay
+/* gateway_callback_alipay.c - Alipay's side of POST /pay/callback/{gateway}: the form
+ * notify read and verified by gateway_alipay.c, and Alipay's answers. Alipay
  * stops resending only on a body of exactly "success"; anything else is
  * "try again" (8 times over about 25 hours). */
 #include <string.h>
@@ -12,26 +12,26 @@
 
 #define ALIPAY_CTYPE "text/plain; charset=utf-8"
 
-static enum gw_status alipay_read(const struct gateway *gw, const struct http_req *req,
-                                  int64_t now_s, struct gw_notice *n)
+static enum gateway_status alipay_read(const struct gateway *gw, const struct http_req *req,
+                                  int64_t now_s, struct gateway_notice *n)
 {
     struct form *f = NULL;
-    enum gw_status st;
+    enum gateway_status st;
 
     (void)now_s;                              /* Alipay signs no timestamp to bound */
     memset(n, 0, sizeof(*n));
     if (form_parse(req->body, req->body_len, &f) != FORM_OK)
-        return GW_MALFORMED;
-    st = gw_alipay_verify(f, gw->alipay_key);
-    if (st == GW_OK)
-        st = gw_alipay_notice(f, gw->cfg->app_id, gw->cfg->currency, n);
+        return GATEWAY_MALFORMED;
+    st = gateway_alipay_verify(f, gw->alipay_key);
+    if (st == GATEWAY_OK)
+        st = gateway_alipay_notice(f, gw->cfg->app_id, gw->cfg->currency, n);
     form_destroy(f);
     return st;
 }
 
 static void alipay_ack(struct http_resp *resp)
 {
-    http_reply_text(resp, 200, ALIPAY_CTYPE, GW_ALIPAY_ACK, strlen(GW_ALIPAY_ACK));
+    http_reply_text(resp, 200, ALIPAY_CTYPE, GATEWAY_ALIPAY_ACK, strlen(GATEWAY_ALIPAY_ACK));
 }
 
 /* The status tells operators and proxies what happened; Alipay itself
@@ -40,9 +40,9 @@ static void alipay_fail(struct http_resp *resp, int status, const char *code, co
 {
     (void)message;
     if (status == 503)
-        http_reply_text_retry(resp, ALIPAY_CTYPE, GW_ALIPAY_NACK, strlen(GW_ALIPAY_NACK), code, 1);
+        http_reply_text_retry(resp, ALIPAY_CTYPE, GATEWAY_ALIPAY_NACK, strlen(GATEWAY_ALIPAY_NACK), code, 1);
     else
-        http_reply_text(resp, status, ALIPAY_CTYPE, GW_ALIPAY_NACK, strlen(GW_ALIPAY_NACK));
+        http_reply_text(resp, status, ALIPAY_CTYPE, GATEWAY_ALIPAY_NACK, strlen(GATEWAY_ALIPAY_NACK));
 }
 
-const struct pay_gateway_kind pay_alipay_kind = { alipay_read, alipay_ack, alipay_fail };
+const struct gateway_callback_kind gateway_callback_alipay = { alipay_read, alipay_ack, alipay_fail };

@@ -1,5 +1,5 @@
-/* pay_stripe.c - the Stripe-style side of POST /pay/callback/{gateway}:
- * Stripe-Signature and the event (gw_stripe.c), and the answers: any 2xx
+/* gateway_callback_stripe.c - the Stripe-style side of POST /pay/callback/{gateway}:
+ * Stripe-Signature and the event (gateway_stripe.c), and the answers: any 2xx
  * is success, anything else makes Stripe resend (for up to three days). */
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -9,17 +9,17 @@
 #include "http.h"
 #include "gateway_callback.h"
 
-static enum gw_status stripe_read(const struct gateway *gw, const struct http_req *req,
-                                  int64_t now_s, struct gw_notice *n)
+static enum gateway_status stripe_read(const struct gateway *gw, const struct http_req *req,
+                                  int64_t now_s, struct gateway_notice *n)
 {
-    enum gw_status st;
+    enum gateway_status st;
 
     memset(n, 0, sizeof(*n));
-    st = gw_stripe_verify(gw->secret, http_req_header(req, "Stripe-Signature"), req->body,
+    st = gateway_stripe_verify(gw->secret, http_req_header(req, "Stripe-Signature"), req->body,
                           req->body_len, now_s, gw->cfg->tolerance_s);
-    if (st != GW_OK)
+    if (st != GATEWAY_OK)
         return st;
-    return gw_stripe_notice(req->body, req->body_len, n);
+    return gateway_stripe_notice(req->body, req->body_len, n);
 }
 
 /* 200 {"received":true}, as Stripe's own examples answer. */
@@ -40,4 +40,4 @@ static void stripe_fail(struct http_resp *resp, int status, const char *code, co
         http_reply_error(resp, status, code, message);
 }
 
-const struct pay_gateway_kind pay_stripe_kind = { stripe_read, stripe_ack, stripe_fail };
+const struct gateway_callback_kind gateway_callback_stripe = { stripe_read, stripe_ack, stripe_fail };

@@ -1,5 +1,5 @@
-/* pay_wechat.c - WeChat Pay v3's side of POST /pay/callback/{gateway}: the
- * Wechatpay-* headers and the encrypted resource (gw_wechat.c), and
+/* gateway_callback_wechat.c - WeChat Pay v3's side of POST /pay/callback/{gateway}: the
+ * Wechatpay-* headers and the encrypted resource (gateway_wechat.c), and
  * WeChat's answers: 204 with no body is success; any 4xx or 5xx with
  * {"code":"FAIL","message":...} makes it resend. */
 #include <string.h>
@@ -11,20 +11,20 @@
 
 #define WECHAT_FAIL "FAIL"
 
-static enum gw_status wechat_read(const struct gateway *gw, const struct http_req *req,
-                                  int64_t now_s, struct gw_notice *n)
+static enum gateway_status wechat_read(const struct gateway *gw, const struct http_req *req,
+                                  int64_t now_s, struct gateway_notice *n)
 {
-    enum gw_status st;
+    enum gateway_status st;
 
     memset(n, 0, sizeof(*n));
-    st = gw_wechat_verify(http_req_header(req, "Wechatpay-Timestamp"),
+    st = gateway_wechat_verify(http_req_header(req, "Wechatpay-Timestamp"),
                           http_req_header(req, "Wechatpay-Nonce"),
                           http_req_header(req, "Wechatpay-Signature"),
                           http_req_header(req, "Wechatpay-Serial"), req->body, req->body_len,
                           gw->wechat_keys, gw->nwechat_keys, now_s, gw->cfg->tolerance_s);
-    if (st != GW_OK)
+    if (st != GATEWAY_OK)
         return st;
-    return gw_wechat_notice(req->body, req->body_len, gw->secret, gw->cfg->mchid,
+    return gateway_wechat_notice(req->body, req->body_len, gw->secret, gw->cfg->mchid,
                             gw->cfg->app_id, n);
 }
 
@@ -42,4 +42,4 @@ static void wechat_fail(struct http_resp *resp, int status, const char *code, co
         http_reply_error(resp, status, WECHAT_FAIL, message);
 }
 
-const struct pay_gateway_kind pay_wechat_kind = { wechat_read, wechat_ack, wechat_fail };
+const struct gateway_callback_kind gateway_callback_wechat = { wechat_read, wechat_ack, wechat_fail };

@@ -9,7 +9,7 @@
 struct server;
 
 void handle_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
-void handle_pay_gateway(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_healthz(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_metrics(struct server *srv, const struct http_req *req, struct http_resp *resp);

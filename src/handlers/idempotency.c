@@ -1,4 +1,4 @@
-/* idempotent.c - the Idempotency-Key steps of a handler: read the header,
+/* idempotency.c - the Idempotency-Key steps of a handler: read the header,
  * claim the key or answer from its record (replay, 422, a bounded wait then
  * 409), store the answer with the effect through the orders hook, and give
  * the key back after a retryable failure. The records themselves are

@@ -52,7 +52,7 @@ struct route {
 
 static const struct route routes[] = {
     { "POST", "/pay/callback", handle_pay_callback, 0 },
-    { "POST", "/pay/callback/{gateway}", handle_pay_gateway, 0 },
+    { "POST", "/pay/callback/{gateway}", handle_gateway_callback, 0 },
     { "GET", "/healthz", handle_healthz, 0 },
     { "GET", "/readyz", handle_readyz, 0 },
     { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },

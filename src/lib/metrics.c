@@ -48,10 +48,10 @@ struct metrics {
     char version[32], commit[48];             /* set once before threads start */
     /* Payment gateways: names and label values set once before threads
      * start (the arrays belong to the caller), counts by gateway. */
-    const char *const *gw_names, *const *gw_results, *const *gw_reasons;
+    const char *const *gateway_names, *const *gateway_results, *const *gateway_reasons;
     size_t ngw, ngw_results, ngw_reasons;
-    atomic_ullong gw_result[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
-    atomic_ullong gw_reject[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
+    atomic_ullong gateway_result[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
+    atomic_ullong gateway_reject[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
     const char *const *shard_labels;          /* set once before threads start */
     size_t nshards;
     atomic_ullong shard_count[METRICS_SHARDS_MAX][MS_COUNT];
@@ -442,24 +442,24 @@ void metrics_set_gateways(struct metrics *m, const char *const *names, size_t n,
 {
     if (m == NULL)
         return;
-    m->gw_names = names;
+    m->gateway_names = names;
     m->ngw = n < METRICS_GATEWAYS_MAX ? n : METRICS_GATEWAYS_MAX;
-    m->gw_results = results;
+    m->gateway_results = results;
     m->ngw_results = nresults < METRICS_GW_LABELS_MAX ? nresults : METRICS_GW_LABELS_MAX;
-    m->gw_reasons = reasons;
+    m->gateway_reasons = reasons;
     m->ngw_reasons = nreasons < METRICS_GW_LABELS_MAX ? nreasons : METRICS_GW_LABELS_MAX;
 }
 
 void metrics_gateway_result(struct metrics *m, size_t gw, size_t result)
 {
     if (m != NULL && gw < m->ngw && result < m->ngw_results)
-        atomic_fetch_add_explicit(&m->gw_result[gw][result], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->gateway_result[gw][result], 1, memory_order_relaxed);
 }
 
 void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason)
 {
     if (m != NULL && gw < m->ngw && reason < m->ngw_reasons)
-        atomic_fetch_add_explicit(&m->gw_reject[gw][reason], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m->gateway_reject[gw][reason], 1, memory_order_relaxed);
 }
 
 void metrics_set_shards(struct metrics *m, const char *const *labels, size_t n)
@@ -557,7 +557,7 @@ static void render_gateway_family(const struct metrics *m, struct buf *b, const 
     bprintf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
     for (size_t g = 0; g < m->ngw; g++)
         for (size_t v = 0; v < nvalues; v++)
-            bprintf(b, "%s{gateway=\"%s\",%s=\"%s\"} %llu\n", name, m->gw_names[g], label,
+            bprintf(b, "%s{gateway=\"%s\",%s=\"%s\"} %llu\n", name, m->gateway_names[g], label,
                     values[v], ld(&count[g][v]));
 }
 
@@ -566,10 +566,10 @@ static void render_gateways(const struct metrics *m, struct buf *b)
     render_gateway_family(m, b, "paycallback_gateway_notifications_total",
                           "Verified gateway notifications by gateway and what applying them did "
                           "(IGNORED: a status that pays nothing, acknowledged).",
-                          "result", m->gw_results, m->ngw_results, m->gw_result);
+                          "result", m->gateway_results, m->ngw_results, m->gateway_result);
     render_gateway_family(m, b, "paycallback_gateway_rejected_total",
                           "Gateway notifications refused before anything was written, by reason.",
-                          "reason", m->gw_reasons, m->ngw_reasons, m->gw_reject);
+                          "reason", m->gateway_reasons, m->ngw_reasons, m->gateway_reject);
 }
 
 static void render_build_info(const struct metrics *m, struct buf *b)

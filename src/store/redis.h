@@ -1,4 +1,4 @@
-/* rds.h - Redis for the two things it does here: single-use tokens and the
+/* redis.h - Redis for the two things it does here: single-use tokens and the
  * per-sku stock lock. A pool of hiredis connections, Lua scripts called by
  * EVALSHA, and the degraded state: when Redis cannot be reached every call
  * answers RDS_DOWN at once and the caller serves the operation without
@@ -6,8 +6,8 @@
  *
  * Threads: every function may be called from any thread; each command
  * borrows one pooled connection for its duration only. */
-#ifndef PAYCALLBACK_RDS_H
-#define PAYCALLBACK_RDS_H
+#ifndef PAYCALLBACK_REDIS_H
+#define PAYCALLBACK_REDIS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* check_gw_alipay.c - unit tests for gw_alipay.c: the signed string built
+/* check_gw_alipay.c - unit tests for gateway_alipay.c: the signed string built
  * from a notification shaped like Alipay's documented example, RSA2
  * verification with a key generated at test time, and the trade fields. */
 #include <check.h>
@@ -51,7 +51,7 @@ static struct form *parse(const char *body)
 static char *signed_body(const struct testkey *key, const char *fields)
 {
     struct form *f = parse(fields);
-    char *content = gw_alipay_sign_content(f), *sig, *esc, *body;
+    char *content = gateway_alipay_sign_content(f), *sig, *esc, *body;
 
     sig = testkey_sign_b64(key, content, strlen(content));
     esc = testkey_form_escape(sig);
@@ -64,19 +64,19 @@ static char *signed_body(const struct testkey *key, const char *fields)
     return body;
 }
 
-static enum gw_status verify_body(const char *body)
+static enum gateway_status verify_body(const char *body)
 {
     struct form *f = parse(body);
-    enum gw_status st = gw_alipay_verify(f, alipay_pub);
+    enum gateway_status st = gateway_alipay_verify(f, alipay_pub);
 
     form_destroy(f);
     return st;
 }
 
-START_TEST(gw_alipay_sign_content_sorts_decodes_and_drops_sign)
+START_TEST(gateway_alipay_sign_content_sorts_decodes_and_drops_sign)
 {
     struct form *f = parse(NOTIFY_FIELDS "&sign=abc%3D");
-    char *content = gw_alipay_sign_content(f);
+    char *content = gateway_alipay_sign_content(f);
 
     ck_assert_str_eq(SIGN_CONTENT, content);
     free(content);
@@ -84,10 +84,10 @@ START_TEST(gw_alipay_sign_content_sorts_decodes_and_drops_sign)
 }
 END_TEST
 
-START_TEST(gw_alipay_sign_content_keeps_empty_values)
+START_TEST(gateway_alipay_sign_content_keeps_empty_values)
 {
     struct form *f = parse("b=&a=1&sign_type=RSA2");
-    char *content = gw_alipay_sign_content(f);
+    char *content = gateway_alipay_sign_content(f);
 
     ck_assert_str_eq("a=1&b=", content);
     free(content);
@@ -95,65 +95,65 @@ START_TEST(gw_alipay_sign_content_keeps_empty_values)
 }
 END_TEST
 
-START_TEST(gw_alipay_verify_accepts_the_gateway_signature)
+START_TEST(gateway_alipay_verify_accepts_the_gateway_signature)
 {
     char *body = signed_body(alipay, NOTIFY_FIELDS);
 
-    ck_assert_int_eq(GW_OK, verify_body(body));
+    ck_assert_int_eq(GATEWAY_OK, verify_body(body));
     free(body);
 }
 END_TEST
 
-START_TEST(gw_alipay_verify_refuses_another_key)
+START_TEST(gateway_alipay_verify_refuses_another_key)
 {
     char *body = signed_body(impostor, NOTIFY_FIELDS);
 
-    ck_assert_int_eq(GW_SIG_MISMATCH, verify_body(body));
+    ck_assert_int_eq(GATEWAY_SIG_MISMATCH, verify_body(body));
     free(body);
 }
 END_TEST
 
-START_TEST(gw_alipay_verify_refuses_an_altered_field)
+START_TEST(gateway_alipay_verify_refuses_an_altered_field)
 {
     char *body = signed_body(alipay, NOTIFY_FIELDS), *p = strstr(body, "total_amount=2.00");
 
     ck_assert_ptr_nonnull(p);
     p[13] = '3';                            /* 2.00 -> 3.00 */
-    ck_assert_int_eq(GW_SIG_MISMATCH, verify_body(body));
+    ck_assert_int_eq(GATEWAY_SIG_MISMATCH, verify_body(body));
     free(body);
 }
 END_TEST
 
-START_TEST(gw_alipay_verify_refuses_an_added_field)
+START_TEST(gateway_alipay_verify_refuses_an_added_field)
 {
     char *body = signed_body(alipay, NOTIFY_FIELDS), *more = malloc(strlen(body) + 16);
 
     sprintf(more, "%s&extra=1", body);
-    ck_assert_int_eq(GW_SIG_MISMATCH, verify_body(more));
+    ck_assert_int_eq(GATEWAY_SIG_MISMATCH, verify_body(more));
     free(more);
     free(body);
 }
 END_TEST
 
-START_TEST(gw_alipay_verify_needs_sign_and_rsa2)
+START_TEST(gateway_alipay_verify_needs_sign_and_rsa2)
 {
     char *body = signed_body(alipay, NOTIFY_FIELDS), *p = strstr(body, "sign_type=RSA2");
 
-    ck_assert_int_eq(GW_SIG_MISSING, verify_body(NOTIFY_FIELDS));
-    ck_assert_int_eq(GW_SIG_MISSING, verify_body(NOTIFY_FIELDS "&sign="));
+    ck_assert_int_eq(GATEWAY_SIG_MISSING, verify_body(NOTIFY_FIELDS));
+    ck_assert_int_eq(GATEWAY_SIG_MISSING, verify_body(NOTIFY_FIELDS "&sign="));
     ck_assert_ptr_nonnull(p);
     memcpy(p, "sign_type=RSA1", 14);        /* sign_type is not signed, but checked */
-    ck_assert_int_eq(GW_SIG_MISMATCH, verify_body(body));
+    ck_assert_int_eq(GATEWAY_SIG_MISMATCH, verify_body(body));
     free(body);
 }
 END_TEST
 
-START_TEST(gw_alipay_notice_reads_a_paying_trade)
+START_TEST(gateway_alipay_notice_reads_a_paying_trade)
 {
     struct form *f = parse(NOTIFY_FIELDS);
-    struct gw_notice n;
+    struct gateway_notice n;
 
-    ck_assert_int_eq(GW_OK, gw_alipay_notice(f, APP_ID, "CNY", &n));
+    ck_assert_int_eq(GATEWAY_OK, gateway_alipay_notice(f, APP_ID, "CNY", &n));
     ck_assert(n.pays);
     ck_assert_str_eq("TRADE_SUCCESS", n.state);
     ck_assert_str_eq("2016071921001003030200089909", n.pay_no);
@@ -164,12 +164,12 @@ START_TEST(gw_alipay_notice_reads_a_paying_trade)
 }
 END_TEST
 
-START_TEST(gw_alipay_notice_pays_for_trade_finished_only_among_the_rest)
+START_TEST(gateway_alipay_notice_pays_for_trade_finished_only_among_the_rest)
 {
     const char *states[] = { "TRADE_FINISHED", "WAIT_BUYER_PAY", "TRADE_CLOSED" };
     const int pays[] = { 1, 0, 0 };
     char body[256];
-    struct gw_notice n;
+    struct gateway_notice n;
     size_t i;
 
     for (i = 0; i < 3; i++) {
@@ -178,7 +178,7 @@ START_TEST(gw_alipay_notice_pays_for_trade_finished_only_among_the_rest)
         snprintf(body, sizeof(body), "app_id=" APP_ID "&trade_status=%s&trade_no=T1"
                  "&out_trade_no=O1&total_amount=0.01", states[i]);
         f = parse(body);
-        ck_assert_int_eq(GW_OK, gw_alipay_notice(f, APP_ID, "CNY", &n));
+        ck_assert_int_eq(GATEWAY_OK, gateway_alipay_notice(f, APP_ID, "CNY", &n));
         ck_assert_int_eq(pays[i], n.pays);
         ck_assert_str_eq(states[i], n.state);
         form_destroy(f);
@@ -186,23 +186,23 @@ START_TEST(gw_alipay_notice_pays_for_trade_finished_only_among_the_rest)
 }
 END_TEST
 
-START_TEST(gw_alipay_notice_refuses_another_app)
+START_TEST(gateway_alipay_notice_refuses_another_app)
 {
     struct form *f = parse(NOTIFY_FIELDS);
-    struct gw_notice n;
+    struct gateway_notice n;
 
-    ck_assert_int_eq(GW_WRONG_APP, gw_alipay_notice(f, "2021000000000000", "CNY", &n));
+    ck_assert_int_eq(GATEWAY_WRONG_APP, gateway_alipay_notice(f, "2021000000000000", "CNY", &n));
     ck_assert(!n.pays);
     ck_assert_str_eq("", n.pay_no);
     form_destroy(f);
 }
 END_TEST
 
-START_TEST(gw_alipay_notice_refuses_inexact_amounts)
+START_TEST(gateway_alipay_notice_refuses_inexact_amounts)
 {
     const char *amounts[] = { "2.001", "-2.00", "2e2", "", "1,00" };
     char body[256];
-    struct gw_notice n;
+    struct gateway_notice n;
     size_t i;
 
     for (i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
@@ -211,47 +211,47 @@ START_TEST(gw_alipay_notice_refuses_inexact_amounts)
         snprintf(body, sizeof(body), "app_id=" APP_ID "&trade_status=TRADE_SUCCESS"
                  "&trade_no=T1&out_trade_no=O1&total_amount=%s", amounts[i]);
         f = parse(body);
-        ck_assert_int_eq(GW_BAD_AMOUNT, gw_alipay_notice(f, APP_ID, "CNY", &n));
+        ck_assert_int_eq(GATEWAY_BAD_AMOUNT, gateway_alipay_notice(f, APP_ID, "CNY", &n));
         form_destroy(f);
     }
 }
 END_TEST
 
-START_TEST(gw_alipay_notice_refuses_missing_ids)
+START_TEST(gateway_alipay_notice_refuses_missing_ids)
 {
     struct form *f = parse("app_id=" APP_ID "&trade_status=TRADE_SUCCESS&total_amount=1.00"
                            "&out_trade_no=O1");
-    struct gw_notice n;
+    struct gateway_notice n;
 
-    ck_assert_int_eq(GW_MALFORMED, gw_alipay_notice(f, APP_ID, "CNY", &n));
+    ck_assert_int_eq(GATEWAY_MALFORMED, gateway_alipay_notice(f, APP_ID, "CNY", &n));
     form_destroy(f);
     f = parse("app_id=" APP_ID "&total_amount=1.00");
-    ck_assert_int_eq(GW_MALFORMED, gw_alipay_notice(f, APP_ID, "CNY", &n));
+    ck_assert_int_eq(GATEWAY_MALFORMED, gateway_alipay_notice(f, APP_ID, "CNY", &n));
     form_destroy(f);
 }
 END_TEST
 
-static Suite *gw_alipay_suite(void)
+static Suite *gateway_alipay_suite(void)
 {
-    Suite *s = suite_create("gw_alipay");
+    Suite *s = suite_create("gateway_alipay");
     TCase *tc = tcase_create("sign_content");
 
-    tcase_add_test(tc, gw_alipay_sign_content_sorts_decodes_and_drops_sign);
-    tcase_add_test(tc, gw_alipay_sign_content_keeps_empty_values);
+    tcase_add_test(tc, gateway_alipay_sign_content_sorts_decodes_and_drops_sign);
+    tcase_add_test(tc, gateway_alipay_sign_content_keeps_empty_values);
     suite_add_tcase(s, tc);
     tc = tcase_create("verify");
-    tcase_add_test(tc, gw_alipay_verify_accepts_the_gateway_signature);
-    tcase_add_test(tc, gw_alipay_verify_refuses_another_key);
-    tcase_add_test(tc, gw_alipay_verify_refuses_an_altered_field);
-    tcase_add_test(tc, gw_alipay_verify_refuses_an_added_field);
-    tcase_add_test(tc, gw_alipay_verify_needs_sign_and_rsa2);
+    tcase_add_test(tc, gateway_alipay_verify_accepts_the_gateway_signature);
+    tcase_add_test(tc, gateway_alipay_verify_refuses_another_key);
+    tcase_add_test(tc, gateway_alipay_verify_refuses_an_altered_field);
+    tcase_add_test(tc, gateway_alipay_verify_refuses_an_added_field);
+    tcase_add_test(tc, gateway_alipay_verify_needs_sign_and_rsa2);
     suite_add_tcase(s, tc);
     tc = tcase_create("notice");
-    tcase_add_test(tc, gw_alipay_notice_reads_a_paying_trade);
-    tcase_add_test(tc, gw_alipay_notice_pays_for_trade_finished_only_among_the_rest);
-    tcase_add_test(tc, gw_alipay_notice_refuses_another_app);
-    tcase_add_test(tc, gw_alipay_notice_refuses_inexact_amounts);
-    tcase_add_test(tc, gw_alipay_notice_refuses_missing_ids);
+    tcase_add_test(tc, gateway_alipay_notice_reads_a_paying_trade);
+    tcase_add_test(tc, gateway_alipay_notice_pays_for_trade_finished_only_among_the_rest);
+    tcase_add_test(tc, gateway_alipay_notice_refuses_another_app);
+    tcase_add_test(tc, gateway_alipay_notice_refuses_inexact_amounts);
+    tcase_add_test(tc, gateway_alipay_notice_refuses_missing_ids);
     suite_add_tcase(s, tc);
     return s;
 }
@@ -279,4 +279,4 @@ static void keys_down(void)
     testkey_destroy(impostor);
 }
 
-CHECK_MAIN(gw_alipay_suite, keys_up, keys_down);
+CHECK_MAIN(gateway_alipay_suite, keys_up, keys_down);
