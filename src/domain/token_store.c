@@ -14,8 +14,8 @@
 #include "config.h"
 #include "db.h"
 #include "log.h"
-#include "redis.h"
 #include "metrics.h"
+#include "redis.h"
 #include "server.h"
 #include "shard.h"
 

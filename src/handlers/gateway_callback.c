@@ -9,16 +9,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "db.h"
 #include "gateway.h"
-#include "common.h"
+#include "gateway_callback.h"
 #include "handlers.h"
 #include "http.h"
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
 #include "pay.h"
-#include "gateway_callback.h"
 #include "server.h"
 
 static const struct gateway_callback_kind *kind_of(const struct gateway *gw)

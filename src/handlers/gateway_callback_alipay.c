@@ -7,8 +7,8 @@
 #include "form.h"
 #include "gateway.h"
 #include "gateway_alipay.h"
-#include "http.h"
 #include "gateway_callback.h"
+#include "http.h"
 
 #define ALIPAY_CTYPE "text/plain; charset=utf-8"
 

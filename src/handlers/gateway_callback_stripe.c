@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "gateway_callback.h"
 #include "gateway_stripe.h"
 #include "http.h"
-#include "gateway_callback.h"
 
 static enum gateway_status stripe_read(const struct gateway *gw, const struct http_req *req,
                                   int64_t now_s, struct gateway_notice *n)

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "gateway_callback.h"
 #include "gateway_wechat.h"
 #include "http.h"
-#include "gateway_callback.h"
 
 #define WECHAT_FAIL "FAIL"
 

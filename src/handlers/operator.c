@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "audit.h"
+#include "common.h"
 #include "config.h"
 #include "db.h"
-#include "common.h"
 #include "handlers.h"
 #include "jsonutil.h"
 #include "log.h"

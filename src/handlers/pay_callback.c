@@ -7,8 +7,8 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "config.h"
 #include "common.h"
+#include "config.h"
 #include "handlers.h"
 #include "jsonutil.h"
 #include "keyring.h"
