@@ -3,26 +3,28 @@
  * 409), store the answer with the effect through the orders hook, and give
  * the key back after a retryable failure. The records themselves are
  * idem.c's. */
+#include "idempotency.h"
+
 #include <stdio.h>
 
-#include "config.h"
 #include "common.h"
+#include "config.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
 #include "shard.h"
 
-int idem_key_or_reply(const struct http_req *req, struct idem_req *ir, struct http_resp *resp)
+int idempotency_key_or_reply(const struct http_req *req, struct idempotency *ir, struct http_resp *resp)
 {
-    const char *value = http_req_header(req, IDEM_HEADER);
+    const char *value = http_req_header(req, IDEMPOTENCY_HEADER);
 
     ir->on = false;
     if (value == NULL)
         return 0;
     if (idem_key_parse(value, ir->claim.key) != 0) {
         http_reply_error(resp, 400, "BAD_REQUEST",
-                         IDEM_HEADER " must be 1..255 visible ASCII characters");
+                         IDEMPOTENCY_HEADER " must be 1..255 visible ASCII characters");
         return -1;
     }
     ir->on = true;
@@ -38,7 +40,7 @@ static void settings_of(const struct server *srv, struct idem_settings *set)
 }
 
 /* Claims ir's key; on anything but IDEM_RUN replies and returns -1. */
-static int claim_or_reply(struct server *srv, const struct http_req *req, struct idem_req *ir,
+static int claim_or_reply(struct server *srv, const struct http_req *req, struct idempotency *ir,
                           struct http_resp *resp)
 {
     struct idem_settings set;
@@ -68,7 +70,7 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
     case IDEM_BUSY:
         http_reply_in_progress(resp, "IDEMPOTENCY_KEY_IN_USE",
                                "the first request with this Idempotency-Key is still running",
-                               IDEM_BUSY_RETRY_S);
+                               IDEMPOTENCY_BUSY_RETRY_S);
         break;
     case IDEM_UNAVAILABLE:
     case IDEM_ERROR:
@@ -86,8 +88,8 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
     return -1;
 }
 
-int idem_begin_or_reply(struct server *srv, const struct http_req *req, const char *scope,
-                        struct idem_req *ir, struct http_resp *resp)
+int idempotency_begin_or_reply(struct server *srv, const struct http_req *req, const char *scope,
+                        struct idempotency *ir, struct http_resp *resp)
 {
     snprintf(ir->claim.scope, sizeof(ir->claim.scope), "%s", scope);
     if (ir->shard == NULL)
@@ -105,7 +107,7 @@ static bool storable(const struct http_resp *resp)
 
 static enum db_status store_hook(struct db_conn *c, const void *data, void *arg)
 {
-    struct idem_req *ir = arg;
+    struct idempotency *ir = arg;
     enum db_status st;
 
     ir->stored = false;
@@ -118,8 +120,8 @@ static enum db_status store_hook(struct db_conn *c, const void *data, void *arg)
     return st;
 }
 
-const struct orders_hook *idem_hook(struct idem_req *ir, struct http_resp *resp,
-                                    idem_render_fn render)
+const struct orders_hook *idempotency_hook(struct idempotency *ir, struct http_resp *resp,
+                                    idempotency_render_fn render)
 {
     if (!ir->owned)
         return NULL;
@@ -131,7 +133,7 @@ const struct orders_hook *idem_hook(struct idem_req *ir, struct http_resp *resp,
 }
 
 /* The claim went to a repeat meanwhile: answer as a repeat would. */
-static void answer_as_repeat(struct server *srv, const struct http_req *req, struct idem_req *ir,
+static void answer_as_repeat(struct server *srv, const struct http_req *req, struct idempotency *ir,
                              struct http_resp *resp)
 {
     struct db_conn *c;
@@ -150,7 +152,7 @@ static void answer_as_repeat(struct server *srv, const struct http_req *req, str
     http_reply_unavailable(resp, "the request was interrupted, retry it");
 }
 
-void idem_end(struct server *srv, const struct http_req *req, struct idem_req *ir,
+void idempotency_end(struct server *srv, const struct http_req *req, struct idempotency *ir,
               struct db_conn *c, struct http_resp *resp)
 {
     struct db_conn *own = NULL;
@@ -172,7 +174,7 @@ void idem_end(struct server *srv, const struct http_req *req, struct idem_req *i
             st = DB_OK;
     }
     if (st != DB_OK)
-        log_db_failure(req, c, "idem_end", st == DB_UNAVAILABLE || st == DB_RETRY);
+        log_db_failure(req, c, "idempotency_end", st == DB_UNAVAILABLE || st == DB_RETRY);
     db_release(ir->shard->pool, own);
     if (lost)
         answer_as_repeat(srv, req, ir, resp);

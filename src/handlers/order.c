@@ -27,9 +27,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
 #include "common.h"
+#include "config.h"
 #include "handlers.h"
+#include "idempotency.h"
 #include "ids.h"
 #include "jsonutil.h"
 #include "log.h"
@@ -73,7 +74,7 @@ static int parse_or_reply(const struct http_req *req, bool keyed, struct order_r
     if (!keyed && (token == NULL || token[0] == '\0')) {
         http_reply_error(resp, 400, "BAD_REQUEST",
                          TOKEN_HEADER " header (apply for one at /token/apply) or "
-                         IDEM_HEADER " header is required");
+                         IDEMPOTENCY_HEADER " header is required");
         return -1;
     }
     if (!keyed && !validate_token(token)) {
@@ -231,7 +232,7 @@ static void render_create(struct server *srv, const struct http_req *req, const 
                          "quantity times the price exceeds the largest amount");
         break;
     case ORDERS_ABORTED:
-        break;                                /* idem_end answers as a repeat */
+        break;                                /* idempotency_end answers as a repeat */
     default:
         reply_shard_failure(srv, req, sh, resp, c, "orders_create", r);
         break;
@@ -240,7 +241,7 @@ static void render_create(struct server *srv, const struct http_req *req, const 
 
 /* One database: creates the order on the token's connection. */
 static void create_and_reply(struct server *srv, const struct http_req *req,
-                             struct token_ctx *ctx, struct order_req *rq, struct idem_req *ir,
+                             struct token_ctx *ctx, struct order_req *rq, struct idempotency *ir,
                              const struct token_receipt *rcpt, struct http_resp *resp)
 {
     struct db_conn *c = token_ctx_conn(ctx);
@@ -252,7 +253,7 @@ static void create_and_reply(struct server *srv, const struct http_req *req,
         http_reply_unavailable(resp, "database busy: no free connection");
         return;
     }
-    rq->order.hook = idem_hook(ir, resp, render_created);
+    rq->order.hook = idempotency_hook(ir, resp, render_created);
     r = orders_create(c, &rq->order, &o);
     render_create(srv, req, &srv->shards.s[0], c, r, &o, rcpt, resp);
 }
@@ -316,7 +317,7 @@ static int bind_or_reply(struct server *srv, const struct http_req *req,
  * 201 it never received), and that answer is what the key replays from
  * then on. */
 static void create_sharded_and_reply(struct server *srv, const struct http_req *req,
-                                     struct order_req *rq, struct idem_req *ir,
+                                     struct order_req *rq, struct idempotency *ir,
                                      const struct token_receipt *rcpt, struct http_resp *resp)
 {
     const struct shard *k = shard_place(&srv->shards, rq->order.sku), *s;
@@ -344,7 +345,7 @@ static void create_sharded_and_reply(struct server *srv, const struct http_req *
     snprintf(rq->order.sku, sizeof(rq->order.sku), "%s", ck.sku);
     rq->order.quantity = ck.quantity;
     rq->order.order_no = ck.order_no;
-    rq->order.hook = ir->shard == s ? idem_hook(ir, resp, render_created) : NULL;
+    rq->order.hook = ir->shard == s ? idempotency_hook(ir, resp, render_created) : NULL;
     if ((c = shard_acquire_or_reply(srv, s, resp)) == NULL)
         return;
     r = orders_create(c, &rq->order, &o);
@@ -357,12 +358,12 @@ static void create_sharded_and_reply(struct server *srv, const struct http_req *
  * sharded, the record lives on shard_place(scope), whatever the sku, so a
  * key reused for another sku is still seen. */
 static int claim_key_or_reply(struct server *srv, const struct http_req *req,
-                              struct order_req *rq, struct idem_req *ir, struct http_resp *resp)
+                              struct order_req *rq, struct idempotency *ir, struct http_resp *resp)
 {
     char scope[IDEM_SCOPE_MAX + 1];
 
     snprintf(scope, sizeof(scope), "user:%s", rq->order.user_id);
-    return idem_begin_or_reply(srv, req, scope, ir, resp);
+    return idempotency_begin_or_reply(srv, req, scope, ir, resp);
 }
 
 void handle_order_create(struct server *srv, const struct http_req *req, struct http_resp *resp)
@@ -370,10 +371,10 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
     struct token_ctx ctx = { .srv = srv };
     struct token_receipt rcpt = { 0 };
     struct stock_lock lk = { .held = false };
-    struct idem_req ir = { .on = false };
+    struct idempotency ir = { .on = false };
     struct order_req rq;
 
-    if (idem_key_or_reply(req, &ir, resp) != 0 || parse_or_reply(req, ir.on, &rq, resp) != 0)
+    if (idempotency_key_or_reply(req, &ir, resp) != 0 || parse_or_reply(req, ir.on, &rq, resp) != 0)
         goto out;
     if (ir.on ? claim_key_or_reply(srv, req, &rq, &ir, resp) != 0
               : consume_or_reply(srv, &ctx, &rq, &rcpt, req, resp) != 0)
@@ -393,7 +394,7 @@ out:
     if (http_resp_retryable(resp))
         token_store_restore(&ctx, &rcpt);
     if (srv->shards.sharded)
-        token_ctx_release(&ctx);              /* idem_end borrows on the key's shard */
-    idem_end(srv, req, &ir, ctx.conn, resp);
+        token_ctx_release(&ctx);              /* idempotency_end borrows on the key's shard */
+    idempotency_end(srv, req, &ir, ctx.conn, resp);
     token_ctx_release(&ctx);
 }

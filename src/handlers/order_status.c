@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "handlers.h"
+#include "idempotency.h"
 #include "log.h"
 #include "metrics.h"
 #include "money.h"
@@ -111,7 +112,7 @@ static void render_transition(struct server *srv, const struct http_req *req,
         http_reply_error(resp, 409, "ILLEGAL_TRANSITION", msg);
         break;
     case ORDERS_ABORTED:
-        break;                                /* idem_end answers as a repeat */
+        break;                                /* idempotency_end answers as a repeat */
     default:
         reply_shard_failure(srv, req, sh, resp, c, "orders_transition", r);
         break;
@@ -127,13 +128,13 @@ static void transition_and_reply(struct server *srv, const struct http_req *req,
                                  struct http_resp *resp, int to)
 {
     struct order_transition_req tr = { .order_no = req->param, .to = to };
-    struct idem_req ir = { .on = false };
+    struct idempotency ir = { .on = false };
     struct order_change ch;
     struct db_conn *conn = NULL;
     const struct shard *sh;
     enum orders_result r;
 
-    if (idem_key_or_reply(req, &ir, resp) != 0 || order_no_or_reply(req, resp) != 0 ||
+    if (idempotency_key_or_reply(req, &ir, resp) != 0 || order_no_or_reply(req, resp) != 0 ||
         (sh = order_shard_or_reply(srv, req->param, resp)) == NULL)
         return;
     if (ir.on) {
@@ -150,19 +151,19 @@ static void transition_and_reply(struct server *srv, const struct http_req *req,
          * ("duplicate":true), never a second change. */
         ir.shard = srv->shards.sharded ? NULL : sh;
         snprintf(scope, sizeof(scope), "key:%s", req->caller);
-        if (idem_begin_or_reply(srv, req, scope, &ir, resp) != 0)
+        if (idempotency_begin_or_reply(srv, req, scope, &ir, resp) != 0)
             return;
-        tr.hook = ir.shard == sh ? idem_hook(&ir, resp, render_changed) : NULL;
+        tr.hook = ir.shard == sh ? idempotency_hook(&ir, resp, render_changed) : NULL;
     }
     if ((conn = shard_acquire_or_reply(srv, sh, resp)) != NULL) {
         r = orders_transition(conn, &tr, &ch);
         render_transition(srv, req, sh, conn, &tr, r, &ch, resp);
     }
-    if (ir.shard != sh) {                     /* idem_end borrows on the key's shard: */
+    if (ir.shard != sh) {                     /* idempotency_end borrows on the key's shard: */
         db_release(sh->pool, conn);           /* never two pools at once */
         conn = NULL;
     }
-    idem_end(srv, req, &ir, conn, resp);
+    idempotency_end(srv, req, &ir, conn, resp);
     db_release(sh->pool, conn);
 }
 
