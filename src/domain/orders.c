@@ -46,7 +46,7 @@ static enum db_status order_from_row(struct db_conn *c, const struct db_row *r,
 
     memset(o, 0, sizeof(*o));
     if (row_id(r, OC_ORDER_NO, o->order_no) != 0 || row_id(r, OC_USER_ID, o->user_id) != 0 ||
-        row_id(r, OC_REQUEST_ID, o->request_id) != 0 || row_id(r, OC_SKU, o->sku) != 0 ||
+        row_id(r, OC_REQUEST_ID, o->checkout_id) != 0 || row_id(r, OC_SKU, o->sku) != 0 ||
         db_row_int(r, OC_QUANTITY, 0, INT64_MAX, &o->quantity) != 0 ||
         db_row_cents(r, OC_AMOUNT, &o->amount_cents) != 0 ||
         db_row_int(r, OC_STATUS, 0, 99, &status) != 0 || !order_state_valid((int)status) ||
@@ -103,7 +103,7 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
     const struct order_create_req *rq = j->req;
     struct order_view *o = j->order;
     char qty[DB_INT_BUF], amount[MONEY_STR_MAX], status[DB_INT_BUF];
-    const char *ins[] = { o->order_no, rq->user_id, rq->request_id, rq->sku, qty, amount,
+    const char *ins[] = { o->order_no, rq->user_id, rq->checkout_id, rq->sku, qty, amount,
                           db_param_int(status, ORDER_WAIT_PAY) };
     const char *take[] = { qty, rq->sku, qty };
     int64_t price = 0;
@@ -142,7 +142,7 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
         return DB_ROLLBACK;
     }
     snprintf(o->user_id, sizeof(o->user_id), "%s", rq->user_id);
-    snprintf(o->request_id, sizeof(o->request_id), "%s", rq->request_id);
+    snprintf(o->checkout_id, sizeof(o->checkout_id), "%s", rq->checkout_id);
     snprintf(o->sku, sizeof(o->sku), "%s", rq->sku);
     o->quantity = rq->quantity;
     o->status = ORDER_WAIT_PAY;
@@ -154,7 +154,7 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
 static enum db_status load_by_request(struct db_conn *c, const struct order_create_req *rq,
                                       struct order_view *o, bool *found)
 {
-    const char *p[] = { rq->user_id, rq->request_id };
+    const char *p[] = { rq->user_id, rq->checkout_id };
     struct db_row row;
     size_t n = 0;
     enum db_status st = db_query_retry(c, ST_ORDER_BY_REQUEST, p, 2, &row, 1, &n);
@@ -225,7 +225,7 @@ enum orders_result orders_check_sku(struct db_conn *c, const char *sku, int64_t 
 static enum orders_result checkout_read(struct db_conn *c, const struct order_create_req *rq,
                                         struct order_checkout *out)
 {
-    const char *p[] = { rq->user_id, rq->request_id };
+    const char *p[] = { rq->user_id, rq->checkout_id };
     struct db_row row;
     size_t n = 0;
     enum db_status st = db_query_retry(c, ST_CHECKOUT_GET, p, 2, &row, 1, &n);
@@ -247,7 +247,7 @@ enum orders_result orders_checkout_bind(struct db_conn *c, const struct order_cr
                                         const char *order_no, struct order_checkout *out)
 {
     char qty[DB_INT_BUF];
-    const char *p[] = { req->user_id, req->request_id, order_no, req->sku,
+    const char *p[] = { req->user_id, req->checkout_id, order_no, req->sku,
                         db_param_int(qty, req->quantity) };
     enum db_status st;
 

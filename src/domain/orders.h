@@ -58,7 +58,7 @@ struct orders_hook {
  * same pair again answers with the order it made. */
 struct order_create_req {
     char user_id[ID_BUF];
-    char request_id[ID_BUF];
+    char checkout_id[ID_BUF];     /* the client's "request_id" (JSON and SQL) */
     char sku[ID_BUF];
     int64_t quantity;
     const struct orders_hook *hook;   /* may be NULL */

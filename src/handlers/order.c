@@ -87,7 +87,7 @@ static int parse_or_reply(const struct http_req *req, bool keyed, struct order_r
     if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
         return -1;
     if (json_get_id_or_reply(body, "user_id", rq->order.user_id, resp) != 0 ||
-        json_get_id_or_reply(body, "request_id", rq->order.request_id, resp) != 0 ||
+        json_get_id_or_reply(body, "request_id", rq->order.checkout_id, resp) != 0 ||
         json_get_id_or_reply(body, "sku", rq->order.sku, resp) != 0 ||
         json_get_int_or_reply(body, "quantity", ORDERS_QTY_MIN, ORDERS_QTY_MAX,
                               &rq->order.quantity, resp) != 0)
@@ -108,7 +108,7 @@ static int consume_or_reply(struct server *srv, struct token_ctx *ctx, const str
     case TOKEN_USED:
         metrics_inc(srv->m, M_DUP_TOKEN);
         log_info("repeat submit refused", "user_id=%s checkout_id=%s request_id=%s",
-                 rq->order.user_id, rq->order.request_id, req->request_id);
+                 rq->order.user_id, rq->order.checkout_id, req->request_id);
         http_reply_error(resp, 409, "REPEAT_SUBMIT", REPEAT_SUBMIT_MSG);
         return -1;
     default:
@@ -188,7 +188,7 @@ static void log_created(const struct http_req *req, const struct order_view *o,
 
     log_info("order created",
              "order_no=%s user_id=%s checkout_id=%s sku=%s quantity=%lld amount=%s "
-             "token_store=%s request_id=%s", o->order_no, o->user_id, o->request_id,
+             "token_store=%s request_id=%s", o->order_no, o->user_id, o->checkout_id,
              o->sku, (long long)o->quantity, money_format(o->amount_cents, amount, sizeof(amount)),
              rcpt->store ? rcpt->store->name : "none", req->request_id);
 }
@@ -218,7 +218,7 @@ static void render_create(struct server *srv, const struct http_req *req, const 
         metrics_inc(srv->m, M_DUP_ORDER);
         log_info("duplicate order request answered with the existing order",
                  "order_no=%s user_id=%s checkout_id=%s request_id=%s", o->order_no,
-                 o->user_id, o->request_id, req->request_id);
+                 o->user_id, o->checkout_id, req->request_id);
         reply_order(resp, 200, o, true);
         break;
     case ORDERS_NO_SKU:
@@ -301,7 +301,7 @@ static int bind_or_reply(struct server *srv, const struct http_req *req,
     if (r == ORDERS_DUPLICATE)
         log_info("checkout already bound to an order number", "order_no=%s user_id=%s "
                  "checkout_id=%s sku=%s quantity=%lld request_id=%s", ck->order_no, oc->user_id,
-                 oc->request_id, ck->sku, (long long)ck->quantity, req->request_id);
+                 oc->checkout_id, ck->sku, (long long)ck->quantity, req->request_id);
     return r == ORDERS_OK || r == ORDERS_DUPLICATE ? 0 : -1;
 }
 

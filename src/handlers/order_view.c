@@ -19,7 +19,7 @@ struct cJSON *order_view_json(const struct order_view *o, bool with_times, int d
     money_format(o->amount_cents, amount, sizeof(amount));
     if (cJSON_AddStringToObject(j, "order_no", o->order_no) == NULL ||
         cJSON_AddStringToObject(j, "user_id", o->user_id) == NULL ||
-        cJSON_AddStringToObject(j, "request_id", o->request_id) == NULL ||
+        cJSON_AddStringToObject(j, "request_id", o->checkout_id) == NULL ||
         cJSON_AddStringToObject(j, "sku", o->sku) == NULL ||
         cJSON_AddNumberToObject(j, "quantity", (double)o->quantity) == NULL ||
         cJSON_AddStringToObject(j, "amount", amount) == NULL ||

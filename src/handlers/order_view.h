@@ -16,7 +16,7 @@ struct cJSON;
 struct order_view {
     char order_no[ID_BUF];
     char user_id[ID_BUF];
-    char request_id[ID_BUF];
+    char checkout_id[ID_BUF];     /* the client's "request_id" (JSON and SQL) */
     char sku[ID_BUF];
     int64_t quantity;
     int64_t amount_cents;
