@@ -13,6 +13,9 @@ RUN apt-get update \
 WORKDIR /src
 COPY Makefile ./
 COPY src/ src/
+# The migrations are built into the binary (paycallback migrate).
+COPY sql/ sql/
+COPY scripts/gen-migrations.sh scripts/
 RUN make -j"$(nproc)" all && strip build/paycallback
 
 FROM debian:12-slim

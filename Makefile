@@ -60,6 +60,13 @@ $(BUILD)/gen/build_info.h: FORCE
 	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
 $(BUILD)/src/app/main.o: $(BUILD)/gen/build_info.h
 
+# The numbered migrations of sql/migrations/, embedded in the binary.
+MIGRATIONS := sql/schema_migrations.sql $(sort $(wildcard sql/migrations/*.sql))
+$(BUILD)/gen/migrations.h: $(MIGRATIONS) scripts/gen-migrations.sh
+	@mkdir -p $(@D)
+	@scripts/gen-migrations.sh sql $@
+$(BUILD)/src/store/migrate.o: $(BUILD)/gen/migrations.h
+
 $(BIN): $(BUILD)/src/app/main.o $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -92,10 +99,13 @@ run: services
 unit: $(UNIT)
 	@scripts/run-tests.sh $(UNIT)
 
-# The server logs of this run (var/test-logs) are read back as logfmt last.
+# The suites run on databases migrated from the previous schema version
+# (tests/migrate); the server logs of this run (var/test-logs) are read back
+# as logfmt last.
 integration: $(BIN) $(INTEG)
 	@rm -rf var/test-logs
-	@PCB_BIN=$(BIN) scripts/run-tests.sh $(INTEG) scripts/check-logfmt.py
+	@PCB_BIN=$(BIN) scripts/run-tests.sh tests/migrate/check-migrate.sh $(INTEG) \
+		scripts/check-logfmt.py
 
 test: services
 	@$(MAKE) --no-print-directory unit integration
@@ -147,10 +157,11 @@ SYSCONFDIR ?= /etc
 man: $(BIN)
 	@scripts/gen-man.py $(BIN) $(BUILD)/man
 install: man
-	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(MANDIR)/man5 \
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/migrations $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/paycallback
 	install -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/paycallback
 	install -m 0644 sql/*.sql $(DESTDIR)$(DATADIR)/
+	install -m 0644 sql/migrations/*.sql $(DESTDIR)$(DATADIR)/migrations/
 	install -m 0644 $(BUILD)/man/paycallback.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 $(BUILD)/man/paycallback.json.5 $(DESTDIR)$(MANDIR)/man5/
 	sed -e 's|@sbindir@|$(SBINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' \

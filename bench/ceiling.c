@@ -3,7 +3,7 @@
  * MariaDB connection and runs callbacks back to back for d seconds, either
  * as a plain client (START TRANSACTION, INSERT payment_record, SELECT the
  * order FOR UPDATE, CAS UPDATE, INSERT outbox, COMMIT: six round trips) or
- * as one prepared CALL of pay_callback_v1 (sql/schema.sql). It verifies no
+ * as one prepared CALL of pay_callback_v1 (sql/migrations/0001_baseline.sql). It verifies no
  * signature and renders no JSON reply; it prints one RESULT line in the
  * format of bench/signed.lua so bench/run.sh reads both alike.
  *

@@ -89,14 +89,15 @@ server_cnf() {
 # newer than DIR/provisioned (or it never ran), then stamps DIR.
 provision() {
 	local stamp=$1/provisioned
-	if [[ ! -e $stamp || $ROOT/sql/schema.sql -nt $stamp || $ROOT/sql/seed.sql -nt $stamp ]]; then
+	if [[ ! -e $stamp || -n $(find "$ROOT/sql" -name '*.sql' -newer "$stamp" -print -quit) ]]; then
 		provision_sql | sql_root "$2" >/dev/null || die "cannot apply sql/ through $2"
 		touch "$stamp"
 	fi
 }
 
 # provision_sql: the statements that create the service's database, its
-# account and its tables (sql/schema.sql), for piping into a root session.
+# account and its tables (sql/migrations/, recorded in schema_migrations),
+# for piping into a root session.
 provision_sql() {
 	local host
 	echo "CREATE DATABASE IF NOT EXISTS \`$DB_NAME\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;"
@@ -105,8 +106,7 @@ provision_sql() {
 		echo "GRANT ALL PRIVILEGES ON \`$DB_NAME\`.* TO '$DB_USER'@'$host';"
 	done
 	echo "USE \`$DB_NAME\`;"
-	cat "$ROOT/sql/schema.sql"
-	echo
+	"$ROOT/scripts/schema-sql.sh"
 	cat "$ROOT/sql/seed.sql"
 }
 

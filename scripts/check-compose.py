@@ -2,8 +2,9 @@
 """Check docker-compose.yml and the Dockerfile without a Docker engine.
 
 Parses both and asserts their structure: the mariadb:10.11 / redis:7 / service
-trio, health checks, depends_on conditions, the schema mounted into
-MySQL's init directory, the published port, the stop grace period, and a
+trio, health checks, depends_on conditions, the one-shot migrate service
+the service waits for (and no schema in MySQL's init directory), the
+published port, the stop grace period, and a
 multi-stage Debian 12 image running as a non-root user. Then it computes
 the configuration the service gets in the container (config/paycallback.json
 as shipped, then the image's ENV, then the compose environment, with the
@@ -69,8 +70,13 @@ MUTATIONS = [
      "service points at the wrong MySQL port"),
     ("docker-compose.yml", "condition: service_healthy", "condition: service_started",
      "depends_on without health"),
-    ("docker-compose.yml", "./sql:/docker-entrypoint-initdb.d:ro", "./sql:/srv/sql:ro",
-     "schema not in the init directory"),
+    ("docker-compose.yml", "condition: service_completed_successfully",
+     "condition: service_started", "the service starts before the migrations ran"),
+    ("docker-compose.yml", 'command: ["migrate"]', 'command: ["--check-config"]',
+     "the migrate service does not migrate"),
+    ("docker-compose.yml", "      - mysql-data:/var/lib/mysql",
+     "      - ./sql:/docker-entrypoint-initdb.d:ro\n      - mysql-data:/var/lib/mysql",
+     "a schema applied behind the migrations' back"),
     ("docker-compose.yml", "image: mariadb:10.11", "image: mysql:8.0", "wrong database server"),
     ("docker-compose.yml", '"mysqladmin", "ping"', '"true", "true"', "MySQL healthcheck"),
     ("docker-compose.yml", "MYSQL_PASSWORD: paycallback", "MYSQL_PASSWORD: other",
@@ -274,17 +280,34 @@ def check_hardening(c, svc):
              "compose: paycallback must set security_opt no-new-privileges:true")
 
 
-def check_init_volume(c, mysql):
+def check_migrate(c, compose, mysql, svc):
+    """The schema is the migrations', applied by `paycallback migrate` in a
+    one-shot service of the same image that the service waits for; MySQL's
+    init directory holds none of it."""
     mounts = [str(v) for v in mysql.get("volumes") or []]
-    init = [m for m in mounts if m.split(":")[1:2] == [INIT_DIR]]
-    c.expect(init and init[0].split(":")[0].rstrip("/") in ("./sql", "sql"),
-             f"compose: mysql must mount ./sql on {INIT_DIR}")
-    sql_dir = os.path.join(ROOT, "sql")
-    files = sorted(f for f in os.listdir(sql_dir) if f.endswith((".sql", ".sh", ".sql.gz")))
-    c.expect("schema.sql" in files and "seed.sql" in files and
-             files.index("schema.sql") < files.index("seed.sql"),
-             f"sql/: the init directory runs files in name order; schema.sql must come "
-             f"before seed.sql, got {files}")
+    c.expect(not [m for m in mounts if m.split(":")[1:2] == [INIT_DIR]],
+             f"compose: mysql must not mount SQL on {INIT_DIR}: migrate applies the schema")
+    mig = (compose.get("services") or {}).get("migrate") or {}
+    c.expect(bool(mig), "compose: no one-shot service migrate")
+    c.expect(mig.get("image") == svc.get("image"),
+             "compose: migrate must run the service's image")
+    c.expect([str(x) for x in mig.get("command") or []] == ["migrate"],
+             "compose: the migrate service must run `paycallback migrate`")
+    c.expect(str(mig.get("restart", "no")) == "no",
+             "compose: migrate runs once per `up`: restart must be \"no\"")
+    deps = mig.get("depends_on") or {}
+    c.expect(isinstance(deps, dict) and
+             (deps.get("mysql") or {}).get("condition") == "service_healthy",
+             "compose: migrate must depend on mysql with condition service_healthy")
+    menv, senv = env_dict(mig.get("environment")), env_dict(svc.get("environment"))
+    for name in ("PAYCALLBACK_MYSQL_HOST", "PAYCALLBACK_MYSQL_PORT"):
+        c.expect(menv.get(name) == senv.get(name),
+                 f"compose: migrate's {name} must be the service's")
+    sdeps = svc.get("depends_on") or {}
+    c.expect(isinstance(sdeps, dict) and
+             (sdeps.get("migrate") or {}).get("condition") == "service_completed_successfully",
+             "compose: paycallback must depend on migrate with condition "
+             "service_completed_successfully")
 
 
 def check_secrets(c, image_env, svc_env):
@@ -337,7 +360,7 @@ def check(compose_path, dockerfile_path):
         return c.problems
     mysql, svc = check_services(c, compose)
     check_hardening(c, svc)
-    check_init_volume(c, mysql)
+    check_migrate(c, compose, mysql, svc)
     image_env, cfg_path, exposed = check_dockerfile(c, dockerfile_path)
 
     shipped = flatten(json.load(open(os.path.join(ROOT, "config", "paycallback.json"))))

@@ -27,7 +27,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$tmp/files"
 for f in /usr/sbin/paycallback /lib/systemd/system/paycallback.service \
-	/etc/paycallback/paycallback.json /usr/share/paycallback/schema.sql \
+	/etc/paycallback/paycallback.json /usr/share/paycallback/migrations/0001_baseline.sql \
 	/usr/share/man/man8/paycallback.8.gz /usr/share/man/man5/paycallback.json.5.gz \
 	/usr/share/doc/paycallback/copyright; do
 	check "$f is not in the package" grep -qx "$f" "$tmp/files"

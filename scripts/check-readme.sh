@@ -26,7 +26,8 @@ as_root() { mariadb --no-defaults --user=root --socket="$MYSQL_SOCK" --connect-t
 		echo "GRANT ALL PRIVILEGES ON \`$db\`.* TO '$DB_USER'@'$host';"
 	done
 	echo "USE \`$db\`;"
-	cat "$ROOT/sql/schema.sql" "$ROOT/sql/seed.sql"
+	"$ROOT/scripts/schema-sql.sh"
+	cat "$ROOT/sql/seed.sql"
 } | as_root --batch >/dev/null
 
 # A walkthrough: the sh blocks between the line matching $1 and the one

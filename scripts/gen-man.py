@@ -84,7 +84,8 @@ def page8(usage, options, keys, prose, ver):
             out += [".TP", ".B " + roff(env), roff(f"overrides {key} (default {default})")]
     out += [".SH FILES", ".TP", ".I /etc/paycallback/paycallback.json",
             "the configuration read by the systemd unit", ".TP", ".I /usr/share/paycallback/",
-            "schema.sql and the other SQL files to provision the database",
+            "the schema migrations (migrations/), also built into the binary:",
+            "paycallback migrate applies them",
             ".SH SEE ALSO", ".BR paycallback.json (5),", ".BR systemctl (1)"]
     return "\n".join(out) + "\n"
 

@@ -53,8 +53,9 @@ mysql_init() {
 }
 
 mysql_provision() {
-	local sql=$ROOT/sql db host
-	[[ -r $sql/schema.sql && -r $sql/seed.sql ]] || die "missing $sql/schema.sql or $sql/seed.sql"
+	local sql=$ROOT/sql db host schema
+	[[ -r $sql/seed.sql ]] || die "missing $sql/seed.sql"
+	schema=$("$ROOT/scripts/schema-sql.sh") || die "cannot read sql/migrations"
 	if ! {
 		for db in "$DB_NAME" "$DB_TEST_NAME" "${DB_TEST_NAME}_s2"; do
 			echo "CREATE DATABASE IF NOT EXISTS \`$db\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;"
@@ -68,8 +69,7 @@ mysql_provision() {
 		done
 		for db in "$DB_NAME" "$DB_TEST_NAME" "${DB_TEST_NAME}_s2"; do
 			echo "USE \`$db\`;"
-			cat "$sql/schema.sql"
-			echo
+			printf '%s\n' "$schema"
 			cat "$sql/seed.sql"
 			echo
 		done
@@ -80,8 +80,8 @@ mysql_provision() {
 }
 
 mysql_stale() {
-	[[ ! -e $STAMP || $ROOT/sql/schema.sql -nt $STAMP || $ROOT/sql/seed.sql -nt $STAMP ||
-		${BASH_SOURCE[0]} -nt $STAMP ]]
+	[[ ! -e $STAMP || ${BASH_SOURCE[0]} -nt $STAMP ||
+		-n $(find "$ROOT/sql" -name '*.sql' -newer "$STAMP" -print -quit) ]]
 }
 
 start_mysql() {

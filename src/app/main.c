@@ -25,6 +25,7 @@
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
+#include "migrate.h"
 #include "query.h"
 #include "reconcile.h"
 #include "redis.h"
@@ -42,6 +43,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: paycallback [-c PATH] [--port-file PATH] [--check-config] [--dev]\n"
             "       paycallback [-c PATH] --backfill-registries\n"
+            "       paycallback [-c PATH] migrate\n"
             "\n"
             "Idempotent payment callbacks, anti-resubmit tokens and order state changes\n"
             "over HTTP, on MySQL/MariaDB and Redis.\n"
@@ -54,6 +56,11 @@ static void usage(FILE *f)
             "                      already in the shards in pay_no_registry and\n"
             "                      checkout_registry, then exit (run once before a database\n"
             "                      made before sharding takes sharded traffic; re-runnable)\n"
+            "  migrate             bring the schema of every database of the configuration\n"
+            "                      to the version of this build (the migrations embedded\n"
+            "                      in it, sql/migrations/), then exit; re-runnable. Needs\n"
+            "                      only the mysql keys. The service never changes a schema\n"
+            "                      itself and refuses to start on another version\n"
             "      --dev           development switch (as PAYCALLBACK_DEV=1): accept the\n"
             "                      shipped development secret; never in production\n"
             "  -h, --help          this text\n"
@@ -70,9 +77,10 @@ static void usage(FILE *f)
             "changed key is logged and waits for a restart.\n"
             "\n"
             "Exit status: 0 clean stop or passed check; 1 runtime failure (MySQL not\n"
-            "reachable for --check-config, MySQL without the schema version this build\n"
-            "needs, cannot listen, requests cut by the grace period); 2 bad flags or\n"
-            "configuration.\n"
+            "reachable for --check-config or migrate, a migration that failed, cannot\n"
+            "listen, requests cut by the grace period); 2 bad flags or configuration, or\n"
+            "a database at another schema version than this build's (run migrate, or\n"
+            "upgrade the binary): a restart cannot fix these.\n"
             "\n"
             "Logs are logfmt lines on stderr (log_format json: one JSON object per line,\n"
             "the same keys). Every key can be overridden by an\n"
@@ -85,6 +93,7 @@ struct opts {
     const char *port_file;
     int check_only;
     int backfill;
+    int migrate;
     int dev;
 };
 
@@ -115,6 +124,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'V': printf("paycallback %s (%s)\n", PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT); return -1;
         default: usage(stderr); return 1;
         }
+    }
+    if (optind < argc && strcmp(argv[optind], "migrate") == 0) {
+        o->migrate = 1;
+        optind++;
     }
     if (optind != argc) {
         fprintf(stderr, "paycallback: unexpected argument '%s'\n", argv[optind]);
@@ -275,11 +288,13 @@ out:
     return rc;
 }
 
-/* At start: a MySQL that answers must hold the schema version this build
- * calls (tables and versioned procedures), or the service refuses to
- * start rather than fail every callback. A MySQL that does not answer yet
- * is only a warning: the pool connects lazily and /readyz reports it.
- * Returns 0 to go on, -1 to stop. */
+/* At start: a MySQL that answers must be at the schema version of this
+ * build (schema_migrations) and hold its tables and versioned procedures,
+ * or the service refuses to start rather than fail every callback. A MySQL
+ * that does not answer yet is only a warning: the pool connects lazily and
+ * /readyz reports it. Returns 0 to go on, else the exit status: 2 for
+ * another schema version (only migrate or another binary fixes it, so a
+ * restart would not), 1 otherwise. */
 static int check_schema_at_start(const struct config *cfg)
 {
     struct cfg_shard at[CFG_SHARDS_MAX];
@@ -287,8 +302,24 @@ static int check_schema_at_start(const struct config *cfg)
     size_t i, n = cfg_endpoints(cfg, at);
 
     for (i = 0; i < n; i++) {
-        enum db_status st = db_probe(cfg, &at[i], err, sizeof(err));
+        enum db_status st;
+        int version;
 
+        switch (migrate_check(cfg, &at[i], &version, err, sizeof(err))) {
+        case MIGRATE_CURRENT:
+        case MIGRATE_UNREACHABLE:             /* reported by db_probe below */
+            break;
+        case MIGRATE_BEHIND:
+        case MIGRATE_AHEAD:
+            fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", at[i].host, at[i].port,
+                    at[i].database, err);
+            return 2;
+        case MIGRATE_ERROR:
+            fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", at[i].host, at[i].port,
+                    at[i].database, err);
+            return 1;
+        }
+        st = db_probe(cfg, &at[i], err, sizeof(err));
         if (st == DB_UNAVAILABLE)
             log_warn("mysql unreachable at start, schema not checked",
                      "shard=%d host=%s port=%d error=\"%s\"", at[i].id, at[i].host, at[i].port,
@@ -296,15 +327,16 @@ static int check_schema_at_start(const struct config *cfg)
         else if (st != DB_OK) {
             fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", at[i].host, at[i].port,
                     at[i].database, err);
-            return -1;
+            return 1;
         }
     }
     return 0;
 }
 
 /* --check-config, once the configuration has loaded: MySQL must answer
- * and hold the schema; Redis down is a warning, since the service would
- * run degraded. Returns the exit status, 0 or 1. */
+ * and hold the schema at this build's version; Redis down is a warning,
+ * since the service would run degraded. Returns the exit status: 0, 1, or
+ * 2 for another schema version. */
 static int check_config(const struct config *cfg, const struct gateways *gws,
                         const struct query *q, const char *path)
 {
@@ -315,15 +347,24 @@ static int check_config(const struct config *cfg, const struct gateways *gws,
     for (i = 0; i < n; i++) {
         char shard[24] = "";
 
+        enum migrate_state ms;
+        int version;
+
         if (cfg->nshards > 0)
             snprintf(shard, sizeof(shard), "shard %d: ", at[i].id);
+        ms = migrate_check(cfg, &at[i], &version, err, sizeof(err));
+        if (ms == MIGRATE_BEHIND || ms == MIGRATE_AHEAD || ms == MIGRATE_ERROR) {
+            fprintf(stderr, "paycallback: %smysql %s:%d/%s: %s\n", shard, at[i].host, at[i].port,
+                    at[i].database, err);
+            return ms == MIGRATE_ERROR ? 1 : 2;
+        }
         if (db_probe(cfg, &at[i], err, sizeof(err)) != DB_OK) {
             fprintf(stderr, "paycallback: %smysql %s:%d/%s: %s\n", shard, at[i].host, at[i].port,
                     at[i].database, err);
             return 1;
         }
-        printf("%smysql %s:%d/%s: ok, schema present (procedures " DB_PROC_PAY_CALLBACK ")\n",
-               shard, at[i].host, at[i].port, at[i].database);
+        printf("%smysql %s:%d/%s: ok, schema present at version %d (procedures "
+               DB_PROC_PAY_CALLBACK ")\n", shard, at[i].host, at[i].port, at[i].database, version);
     }
     if (probe_redis(cfg, err, sizeof(err)) != 0)
         fprintf(stderr, "paycallback: warning: redis %s:%d: %s; the service would run degraded "
@@ -364,10 +405,21 @@ int main(int argc, char **argv)
     sigemptyset(&wait_set);
     sigaddset(&wait_set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &wait_set, NULL);
-    if (cfg_load(&cfg, o.config, (const char *const *)environ, o.dev ? CFG_LOAD_DEV : 0, err,
+    if (cfg_load(&cfg, o.config, (const char *const *)environ,
+                 (o.dev ? CFG_LOAD_DEV : 0) | (o.migrate ? CFG_LOAD_DB_ONLY : 0), err,
                  sizeof(err)) != 0) {
         fprintf(stderr, "paycallback: %s\n", err);
         return 2;
+    }
+    /* migrate reaches the databases only: no gateway key is needed. */
+    if (o.migrate) {
+        if (mysql_library_init(0, NULL, NULL) != 0) {
+            fprintf(stderr, "paycallback: cannot initialise the mysql client library\n");
+            return 1;
+        }
+        rc = migrate_run(&cfg, stdout, stderr);
+        mysql_library_end();
+        return rc;
     }
     /* Every gateway key and secret is loaded now, so a missing one stops
      * the start (and --check-config) instead of failing each callback. */
@@ -421,8 +473,9 @@ int main(int argc, char **argv)
         rc = check_config(&cfg, gws, srv.query, o.config);
         goto out;
     }
-    if (check_schema_at_start(&cfg) != 0)
+    if ((rc = check_schema_at_start(&cfg)) != 0)
         goto out;
+    rc = 1;
     const struct http_route_info *ri = http_routes(&nroutes);
     if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
         shard_set_open(&srv.shards, &cfg, srv.m) != 0 ||

@@ -45,6 +45,8 @@ struct cfg_shard {
 
 /* cfg_load flags. */
 #define CFG_LOAD_DEV (1u << 0)        /* development switch (--dev), as PAYCALLBACK_DEV=1 */
+#define CFG_LOAD_DB_ONLY (1u << 1)    /* for `paycallback migrate`: the callback secret and
+                                         auth.keys are not required */
 #define CFG_PAYMENT_DAYS_MIN 35     /* longer than any gateway retries a callback (Adyen: 30 d) */
 
 struct config {

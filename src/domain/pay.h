@@ -68,7 +68,7 @@ struct pay_outcome {
 };
 
 /* Applies req on c (a borrowed connection, not inside a transaction) in
- * one round trip: one prepared CALL of pay_callback_v1 (sql/schema.sql),
+ * one round trip: one prepared CALL of pay_callback_v1 (sql/migrations/0001_baseline.sql),
  * which runs the whole transaction inside MariaDB. It inserts the payment
  * record first (UNIQUE pay_no: a duplicate key, and only that, means "seen
  * before", answered from the record), locks the order, checks the amount,

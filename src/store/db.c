@@ -617,7 +617,7 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
     return 0;
 }
 
-/* The tables of sql/schema.sql the service reads and writes. */
+/* The tables of sql/migrations/ the service reads and writes. */
 static const char *const schema_tables[] = { "orders", "payment_record", "stock", "outbox",
                                              "idem_token", "audit_log", "idem_key",
                                              "pay_no_registry", "checkout_registry" };
@@ -646,7 +646,7 @@ static enum db_status probe_procedures(MYSQL *my, char *err, size_t errsz)
     for (size_t i = 0; i < DB_PROC_COUNT; i++) {
         if (!found[i]) {
             snprintf(err, errsz, "procedure %s is missing (schema too old for this build): "
-                     "apply sql/schema.sql", stmt_procedures[i]);
+                     "run paycallback migrate", stmt_procedures[i]);
             return DB_ERROR;
         }
     }
@@ -674,7 +674,8 @@ static enum db_status probe_schema(MYSQL *my, char *err, size_t errsz)
     mysql_free_result(res);
     for (size_t i = 0; i < NSCHEMA_TABLES; i++) {
         if (!found[i]) {
-            snprintf(err, errsz, "table %s is missing: apply sql/schema.sql", schema_tables[i]);
+            snprintf(err, errsz, "table %s is missing: run paycallback migrate",
+                     schema_tables[i]);
             return DB_ERROR;
         }
     }

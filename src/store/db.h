@@ -197,7 +197,7 @@ bool db_row_is_null(const struct db_row *r, unsigned int col);
 /* Connects once with cfg's settings to the server and database of at (one
  * of cfg_endpoints), outside any pool, and checks that the
  * tables and the stored procedures (of the version this build calls) of
- * sql/schema.sql exist; at start and for --check-config. Returns DB_OK,
+ * sql/migrations/ exist; at start and for --check-config. Returns DB_OK,
  * DB_UNAVAILABLE (MySQL cannot be reached) or DB_ERROR (refused: wrong
  * credentials, unknown database, missing tables), with a one-line reason
  * in err (errsz bytes) for the last two. Any thread; needs

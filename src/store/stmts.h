@@ -4,7 +4,7 @@
  * text lives in stmts.c; db.c prepares each one once per connection on
  * first use. Parameters are '?' placeholders bound as strings; statuses
  * are bound from the enums of order_state.h, never written into the SQL
- * (the stored procedure of sql/schema.sql excepted: pay.c asserts at
+ * (the stored procedure of sql/migrations/0001_baseline.sql excepted: pay.c asserts at
  * compile time that the codes it writes are still the enums' values). */
 #ifndef PAYCALLBACK_STMTS_H
 #define PAYCALLBACK_STMTS_H
@@ -92,7 +92,7 @@ enum pay_no_owner_col { PNC_ORDER_NO };
 /* ST_ORDER_CURRENCY: what a payment in a stated currency is checked against. */
 enum order_currency_col { OCC_CURRENCY, OCC_AMOUNT };
 
-/* ST_PAY_CALL: the one row CALL pay_callback_v1 answers (sql/schema.sql).
+/* ST_PAY_CALL: the one row CALL pay_callback_v1 answers (sql/migrations/0001_baseline.sql).
  * ORDER_STATUS is NULL when there is no order; ORDER_AMOUNT is set for
  * PAY_CALL_MISMATCH; the STORED_ columns describe the record for
  * PAY_CALL_SEEN (NULL if it vanished in between). */
@@ -134,7 +134,7 @@ enum order_page_col { OPC_ID, OPC_USER_ID, OPC_REQUEST_ID, OPC_ORDER_NO, OPC_SKU
 enum idem_col { IC_FINGERPRINT, IC_STATE, IC_OWNER, IC_STATUS, IC_LIVE, IC_EXPIRED, IC_BODY };
 
 /* The stored procedures this build calls. Their names carry the version of
- * sql/schema.sql they belong to; db_probe checks that each exists. */
+ * sql/migrations/0001_baseline.sql they belong to; db_probe checks that each exists. */
 #define DB_PROC_PAY_CALLBACK "pay_callback_v1"
 #define DB_PROC_COUNT        1
 extern const char *const stmt_procedures[DB_PROC_COUNT];
