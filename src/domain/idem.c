@@ -14,6 +14,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "order_state.h"
+#include "route.h"
 
 /* One claim attempt's state, re-runnable under db_retry. */
 struct claim_job {
@@ -262,34 +263,45 @@ static void pause_ms(long long ms)
         ;
 }
 
-/* One claim attempt on a borrowed connection. */
-static enum idem_result claim_once(struct db_pool *pool, struct claim_job *j)
+/* One claim attempt on a borrowed connection of the key's shard. */
+static enum idem_result claim_once(struct route_hop *h, const struct shard *sh,
+                                   struct claim_job *j)
 {
-    struct db_conn *c = db_acquire(pool, j->set->acquire_ms);
     enum db_status st;
 
-    if (c == NULL) {
+    if (route_hop_to(h, sh, "idem_begin") == NULL) {
         snprintf(j->cl->errstr, sizeof(j->cl->errstr), "no free mysql connection");
         return IDEM_UNAVAILABLE;
     }
-    st = db_retry(c, claim_body, j);
-    if (st != DB_OK)
-        snprintf(j->cl->errstr, sizeof(j->cl->errstr), "%s", db_errstr(c));
-    db_release(pool, c);
+    st = db_retry(h->c, claim_body, j);
+    if (st != DB_OK) {
+        snprintf(j->cl->errstr, sizeof(j->cl->errstr), "%s", db_errstr(h->c));
+        route_failed(h, route_retryable(st), "idem_begin");
+    }
+    route_hop_release(h);
     if (st == DB_OK)
         return j->result;
-    return st == DB_UNAVAILABLE || st == DB_RETRY ? IDEM_UNAVAILABLE : IDEM_ERROR;
+    return route_retryable(st) ? IDEM_UNAVAILABLE : IDEM_ERROR;
 }
 
-enum idem_result idem_begin(struct db_pool *pool, const struct idem_settings *set,
-                            struct metrics *m, struct idem_claim *cl, struct idem_answer *ans,
-                            long long *waited_us)
+const struct shard *idem_shard(const struct route *rt, const struct idem_claim *cl)
+{
+    return shard_place(rt->set, cl->scope);
+}
+
+enum idem_result idem_begin(const struct route *rt, const struct idem_settings *set,
+                            struct idem_claim *cl, struct idem_answer *ans, long long *waited_us)
 {
     struct claim_job j = { .set = set, .cl = cl, .ans = ans };
     long long start = now_us(), elapsed = 0, pause = IDEM_POLL_MIN_MS;
+    const struct shard *sh = idem_shard(rt, cl);
+    struct metrics *m = rt->m;
+    struct route_failure fail;
+    struct route_hop h;
     enum idem_result r;
     bool waited = false;
 
+    route_hop_init(&h, rt, &fail);
     memset(ans, 0, sizeof(*ans));
     cl->errstr[0] = '\0';
     *waited_us = 0;
@@ -302,7 +314,7 @@ enum idem_result idem_begin(struct db_pool *pool, const struct idem_settings *se
         return IDEM_ERROR;
     }
     for (;;) {
-        r = claim_once(pool, &j);
+        r = claim_once(&h, sh, &j);
         elapsed = now_us() - start;
         if (r != IDEM_BUSY || elapsed >= (long long)set->wait_ms * 1000)
             break;
@@ -384,6 +396,26 @@ enum db_status idem_release(struct db_conn *c, const struct idem_claim *cl)
     const char *p[] = { cl->scope, cl->key, cl->owner, db_param_int(running, IDEM_STATE_RUNNING) };
 
     return db_exec(c, ST_IDEM_RELEASE, p, 4, NULL);
+}
+
+enum db_status idem_settle(const struct route *rt, const struct idem_claim *cl, int status,
+                           const char *body, bool *lost, struct route_failure *fail)
+{
+    struct route_hop h;
+    enum db_status st;
+
+    *lost = false;
+    route_hop_init(&h, rt, fail);
+    h.uncounted = true;                   /* the answer is decided already */
+    if (route_hop_to(&h, idem_shard(rt, cl), "idem_end") == NULL)
+        return DB_UNAVAILABLE;
+    st = status == 0 ? idem_release(h.c, cl) : idem_finish(h.c, cl, status, body, lost);
+    if (st == DB_ROLLBACK)
+        st = DB_OK;                       /* *lost says it */
+    if (st != DB_OK)
+        route_failed(&h, route_retryable(st), "idem_end");
+    route_hop_release(&h);
+    return st;
 }
 
 enum db_status idem_purge(struct db_conn *c, uint64_t *purged)

@@ -13,12 +13,10 @@
  * over and runs the request again (the effect's own unique keys keep that
  * to one effect).
  *
- * Sharded, the caller picks the shard by the pool it passes: a key's
- * records live on shard_place(scope), for creates and status changes
- * alike, so a key reused with another request is refused whatever shard
- * its order is on. When that is not the order's shard, the answer is
- * stored by idem_finish after the order's commit; handlers/order.c and
- * handlers/order_status.c say what a crash between the two leaves. */
+ * Sharded, a key's records live on idem_shard (placed by its scope). When
+ * that is not the order's shard, the answer is stored by idem_finish after
+ * the order's commit; orders_route.h says what a crash between the two
+ * leaves. */
 #ifndef PAYCALLBACK_IDEM_H
 #define PAYCALLBACK_IDEM_H
 
@@ -29,6 +27,9 @@
 #include "ids.h"
 
 struct metrics;
+struct route;
+struct route_failure;
+struct shard;
 
 #define IDEM_KEY_MAX    255       /* characters of a key */
 #define IDEM_SCOPE_MAX  127       /* "key:<credential>" or "user:<user_id>" */
@@ -39,13 +40,11 @@ struct metrics;
 #define IDEM_PURGE_EVERY 32       /* about one claim in this many purges a batch */
 
 /* How long a repeat waits, how long a claim lasts, how long a record is
- * kept (idempotency.* in the configuration), and how long to wait for a
- * pooled connection. */
+ * kept (idempotency.* in the configuration). */
 struct idem_settings {
     int wait_ms;
     int lease_ms;
     int ttl_s;
-    int acquire_ms;
 };
 
 /* One request's key, and its claim once it holds one. */
@@ -86,19 +85,33 @@ int idem_key_parse(const char *value, char out[IDEM_KEY_MAX + 1]);
 void idem_fingerprint(const char *method, const char *path, const char *scope, const char *body,
                       size_t body_len, char out[IDEM_FP_HEX + 1]);
 
-/* Claims cl's key (scope, key and fingerprint set by the caller) with
- * connections borrowed from pool for each step. A new key, an expired one,
- * or a RUNNING one whose lease ran out becomes this request's (IDEM_RUN,
- * cl->owner set). A key whose record holds another fingerprint is
- * IDEM_MISMATCH; one with a stored answer is IDEM_REPLAY (*ans filled).
+/* Where cl's records live: placed by its scope (shard_place), for creates
+ * and status changes alike, so a key reused with another request is
+ * refused whatever shard its order is on. One database: its only one. */
+const struct shard *idem_shard(const struct route *rt, const struct idem_claim *cl);
+
+/* Claims cl's key (scope, key and fingerprint set by the caller) on
+ * idem_shard, with one connection borrowed for each step. A new key, an
+ * expired one, or a RUNNING one whose lease ran out becomes this request's
+ * (IDEM_RUN, cl->owner set). A key whose record holds another fingerprint
+ * is IDEM_MISMATCH; one with a stored answer is IDEM_REPLAY (*ans filled).
  * A key whose first attempt is running is polled, with growing pauses,
  * until its answer is stored (IDEM_REPLAY), its claim is given back or
  * lapses (then claimed here), or set->wait_ms is up (IDEM_BUSY). *waited_us
- * gets the time spent waiting (0 when it did not wait); m (may be NULL)
- * counts waits and their time. Blocks the calling thread while it waits. */
-enum idem_result idem_begin(struct db_pool *pool, const struct idem_settings *set,
-                            struct metrics *m, struct idem_claim *cl, struct idem_answer *ans,
-                            long long *waited_us);
+ * gets the time spent waiting (0 when it did not wait); rt->m (may be NULL)
+ * counts waits and their time, and IDEM_UNAVAILABLE for the shard. Blocks
+ * the calling thread while it waits. */
+enum idem_result idem_begin(const struct route *rt, const struct idem_settings *set,
+                            struct idem_claim *cl, struct idem_answer *ans, long long *waited_us);
+
+/* After the request, on idem_shard with a connection of its own (the
+ * caller holds none): status 0 gives the key back (idem_release, after a
+ * retryable answer); otherwise status and body are stored as its answer
+ * (idem_finish), unless the claim went to a repeat meanwhile (*lost set,
+ * DB_OK). A failure is described in *fail, not counted against the shard:
+ * the answer was decided already. */
+enum db_status idem_settle(const struct route *rt, const struct idem_claim *cl, int status,
+                           const char *body, bool *lost, struct route_failure *fail);
 
 /* Inside the caller's db_txn body: stores status and body as the answer of
  * cl's claim, in the transaction of the effect. DB_OK; DB_ROLLBACK with

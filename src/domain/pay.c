@@ -24,6 +24,7 @@
 #include "order_state.h"
 #include "outbox.h"
 #include "seen.h"
+#include "route.h"
 #include "shard.h"
 
 /* pay_callback_v1 (sql/migrations/0001_baseline.sql) writes these codes as literals. */
@@ -235,55 +236,13 @@ enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct p
 
 /* ---- routed by shard ----------------------------------------------------- */
 
-/* The one connection a routed payment holds, and its shard. */
-struct hop {
-    const struct pay_route *rt;
-    const struct shard *sh;
-    struct db_conn *c;
-};
-
-static void hop_release(struct hop *h)
+/* A failed step of a routed payment, recorded in the hop's failure (and
+ * counted for the shard when retryable). Other results pass through. */
+static enum pay_result failed(struct route_hop *h, enum pay_result r, const char *step)
 {
-    if (h->c != NULL)
-        db_release(h->sh->pool, h->c);
-    h->c = NULL;
-    h->sh = NULL;
-}
-
-/* A failed step: where and why, for the caller's log line; a shard that
- * could not serve it is counted. Other results pass through. */
-static enum pay_result failed(struct hop *h, const struct shard *sh, enum pay_result r,
-                              const char *step, struct pay_failure *fail)
-{
-    if (r != PAY_UNAVAILABLE && r != PAY_ERROR)
-        return r;
-    fail->shard = sh;
-    fail->step = step;
-    if (h->c != NULL && h->sh == sh) {
-        fail->err = db_errno(h->c);
-        snprintf(fail->msg, sizeof(fail->msg), "%s", db_errstr(h->c));
-    }
-    if (r == PAY_UNAVAILABLE)
-        metrics_shard_inc(h->rt->m, sh->index, MS_UNAVAILABLE);
+    if (r == PAY_UNAVAILABLE || r == PAY_ERROR)
+        route_failed(h, r == PAY_UNAVAILABLE, step);
     return r;
-}
-
-/* Holds a connection of sh, giving back the one of another shard first, so
- * that no request ever waits for one pool while holding another's. */
-static bool hop_to(struct hop *h, const struct shard *sh, const char *step,
-                   struct pay_failure *fail)
-{
-    if (h->c != NULL && h->sh == sh)
-        return true;
-    hop_release(h);
-    if ((h->c = db_acquire(sh->pool, h->rt->wait_ms)) == NULL) {
-        fail->no_conn = true;
-        snprintf(fail->msg, sizeof(fail->msg), "no free connection within %d ms", h->rt->wait_ms);
-        failed(h, sh, PAY_UNAVAILABLE, step, fail);
-        return false;
-    }
-    h->sh = sh;
-    return true;
 }
 
 /* Binds req->pay_no to req->order_no in pay_no_registry, or reads whom it
@@ -318,8 +277,7 @@ static enum pay_result register_pay_no(struct db_conn *c, const struct pay_reque
 /* Whether order_no is an order on its shard: PAY_PAID when it is,
  * PAY_NOT_FOUND when it is not (or names no shard of ours), else the
  * failure of the read. Leaves h on the order's shard. */
-static enum pay_result order_exists(struct hop *h, const char *order_no, const char *step,
-                                    struct pay_failure *fail)
+static enum pay_result order_exists(struct route_hop *h, const char *order_no, const char *step)
 {
     const struct shard *sh = shard_of_order(h->rt->set, order_no);
     const char *p[] = { order_no };
@@ -329,10 +287,10 @@ static enum pay_result order_exists(struct hop *h, const char *order_no, const c
 
     if (sh == NULL)
         return PAY_NOT_FOUND;
-    if (!hop_to(h, sh, step, fail))
+    if (route_hop_to(h, sh, step) == NULL)
         return PAY_UNAVAILABLE;
     if ((st = db_query_retry(h->c, ST_ORDER_EXISTS, p, 1, &row, 1, &n)) != DB_OK)
-        return failed(h, sh, from_db(st), step, fail);
+        return failed(h, from_db(st), step);
     return n > 0 ? PAY_PAID : PAY_NOT_FOUND;
 }
 
@@ -340,32 +298,32 @@ static enum pay_result order_exists(struct hop *h, const char *order_no, const c
  * written by a version that bound before it knew the order): moves the
  * binding to req->order_no, only if it still names prior. A binding that
  * changed meanwhile is read again. */
-static enum pay_result rebind(struct hop *h, const struct shard *reg, const struct pay_request *req,
-                              const char *prior, struct pay_outcome *out,
-                              struct pay_failure *fail)
+static enum pay_result rebind(struct route_hop *h, const struct shard *reg,
+                              const struct pay_request *req, const char *prior,
+                              struct pay_outcome *out)
 {
     const char *p[] = { req->order_no, req->pay_no, prior };
     uint64_t affected = 0;
     enum db_status st;
 
-    if (!hop_to(h, reg, "pay_no registry", fail))
+    if (route_hop_to(h, reg, "pay_no registry") == NULL)
         return PAY_UNAVAILABLE;
     if ((st = db_exec_retry(h->c, ST_PAY_NO_REBIND, p, 3, &affected)) != DB_OK)
-        return failed(h, reg, from_db(st), "pay_no registry", fail);
+        return failed(h, from_db(st), "pay_no registry");
     if (affected == 1) {
         log_alert("PAY_NO_REBOUND", "pay_no=%s order_no=%s prior_order_no=%s reason=%s",
                   req->pay_no, req->order_no, prior, "prior order does not exist");
         return PAY_PAID;
     }
-    return failed(h, reg, register_pay_no(h->c, req, out), "pay_no registry", fail);
+    return failed(h, register_pay_no(h->c, req, out), "pay_no registry");
 }
 
 /* The sharded path: the hint's one read on the order's shard, else the
  * order's existence there, the registry on the pay_no's placement, then
  * the call on the order's shard. */
-static enum pay_result route_sharded(struct hop *h, const struct shard *sh,
-                                     const struct pay_request *req, struct pay_outcome *out,
-                                     struct pay_failure *fail)
+static enum pay_result route_sharded(struct route_hop *h, struct seen *recent,
+                                     const struct shard *sh, const struct pay_request *req,
+                                     struct pay_outcome *out)
 {
     const struct shard *reg = shard_place(h->rt->set, req->pay_no);
     char prior[ID_BUF];
@@ -375,65 +333,59 @@ static enum pay_result route_sharded(struct hop *h, const struct shard *sh,
      * nothing, and its record on the order's shard was written after the
      * binding. A record of another order or amount goes the full way, so
      * the registry, not the hint, decides every conflict. */
-    if (seen_has(h->rt->recent, req->pay_no)) {
-        if (!hop_to(h, sh, "pay_apply", fail))
+    if (seen_has(recent, req->pay_no)) {
+        if (route_hop_to(h, sh, "pay_apply") == NULL)
             return PAY_UNAVAILABLE;
         if (hinted(h->c, req, out, &r) && r != PAY_CONFLICT)
-            return failed(h, sh, r, "pay_apply", fail);
+            return failed(h, r, "pay_apply");
         memset(out, 0, sizeof(*out));
     }
     /* An order that does not exist binds nothing: the bank's corrected
      * callback must find its pay_no free. Orders are never deleted, so
      * one seen here is still there at the call. */
-    if ((r = order_exists(h, req->order_no, "order lookup", fail)) != PAY_PAID)
+    if ((r = order_exists(h, req->order_no, "order lookup")) != PAY_PAID)
         return r;
-    if (!hop_to(h, reg, "pay_no registry", fail))
+    if (route_hop_to(h, reg, "pay_no registry") == NULL)
         return PAY_UNAVAILABLE;
     r = register_pay_no(h->c, req, out);
     if (r == PAY_CONFLICT) {
         /* Bound to another order: kept unless that order never existed. */
         snprintf(prior, sizeof(prior), "%s", out->stored_order_no);
-        r = order_exists(h, prior, "pay_no owner lookup", fail);
+        r = order_exists(h, prior, "pay_no owner lookup");
         if (r == PAY_PAID) {
             snprintf(out->stored_order_no, sizeof(out->stored_order_no), "%s", prior);
             return PAY_CONFLICT;
         }
-        if (r != PAY_NOT_FOUND || (r = rebind(h, reg, req, prior, out, fail)) != PAY_PAID)
+        if (r != PAY_NOT_FOUND || (r = rebind(h, reg, req, prior, out)) != PAY_PAID)
             return r;
     } else if (r != PAY_PAID)
-        return failed(h, reg, r, "pay_no registry", fail);
+        return failed(h, r, "pay_no registry");
     memset(out, 0, sizeof(*out));
-    if (!hop_to(h, sh, "pay_apply", fail))
+    if (route_hop_to(h, sh, "pay_apply") == NULL)
         return PAY_UNAVAILABLE;
-    return failed(h, sh, call(h->c, h->rt->recent, req, out), "pay_apply", fail);
+    return failed(h, call(h->c, recent, req, out), "pay_apply");
 }
 
-enum pay_result pay_route(const struct pay_route *rt, const struct pay_request *req,
-                          struct pay_outcome *out, struct pay_failure *fail)
+enum pay_result pay_route(const struct route *rt, struct seen *recent,
+                          const struct pay_request *req, struct pay_outcome *out,
+                          struct route_failure *fail)
 {
     const struct shard *sh = shard_of_order(rt->set, req->order_no);
-    struct hop h = { .rt = rt };
+    struct route_hop h;
     enum pay_result r;
 
     memset(out, 0, sizeof(*out));
-    memset(fail, 0, sizeof(*fail));
+    route_hop_init(&h, rt, fail);
     if (sh == NULL)
         return PAY_NOT_FOUND;                 /* names no shard of ours: nothing written anywhere */
     if (rt->set->sharded)
-        r = route_sharded(&h, sh, req, out, fail);
-    else if (!hop_to(&h, sh, "pay_apply", fail))
+        r = route_sharded(&h, recent, sh, req, out);
+    else if (route_hop_to(&h, sh, "pay_apply") == NULL)
         r = PAY_UNAVAILABLE;
     else
-        r = failed(&h, sh, pay_apply(h.c, rt->recent, req, out), "pay_apply", fail);
-    hop_release(&h);
+        r = failed(&h, pay_apply(h.c, recent, req, out), "pay_apply");
+    route_hop_release(&h);
     return r;
-}
-
-void pay_log_failure(const struct pay_failure *f, bool retryable, const char *request_id)
-{
-    log_write(retryable ? LOG_WARN : LOG_ERROR, "mysql failure",
-              "op=%s shard=%s errno=%u error=\"%s\" request_id=%s", f->step != NULL ? f->step : "-",
-              f->shard != NULL ? f->shard->label : "-", f->err, f->msg, request_id);
 }
 
 void pay_report(struct metrics *m, const struct pay_request *req, enum pay_result r,

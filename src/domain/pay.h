@@ -23,6 +23,8 @@ struct metrics;
 struct seen;
 struct shard;
 struct shard_set;
+struct route;
+struct route_failure;
 
 #define PAY_CURRENCY_BUF 4        /* ISO 4217 alpha code and the NUL */
 
@@ -83,24 +85,6 @@ struct pay_outcome {
 enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
                           struct pay_outcome *out);
 
-/* How pay_route reaches the databases. */
-struct pay_route {
-    const struct shard_set *set;
-    int wait_ms;                  /* longest wait for each connection borrowed */
-    struct seen *recent;          /* pay_apply's hint; may be NULL */
-    struct metrics *m;            /* a shard that fails a payment is counted; may be NULL */
-};
-
-/* Where a routed payment failed: set on PAY_UNAVAILABLE and PAY_ERROR, for
- * the caller's one log line. */
-struct pay_failure {
-    const struct shard *shard;    /* whose database failed */
-    const char *step;             /* "pay_no registry" or "pay_apply" */
-    bool no_conn;                 /* no connection of its pool freed up in time */
-    unsigned int err;             /* db_errno, 0 when there was none */
-    char msg[DB_ERRSTR_MAX];      /* db_errstr, or why there was no connection */
-};
-
 /* Applies req on the shard its order_no names, borrowing and releasing
  * connections itself (one at a time: never two shards' at once). A number
  * that names no shard of the set is PAY_NOT_FOUND with nothing written
@@ -115,15 +99,13 @@ struct pay_failure {
  * the order's shard. A pay_no of the recent hint whose record
  * on the order's shard is this very payment is answered PAY_REPLAY from
  * that one read, without the registry. A shard that cannot be reached is
- * PAY_UNAVAILABLE, counted in its paycallback_shard_unavailable_total and
- * named in fail. Any thread. */
-enum pay_result pay_route(const struct pay_route *rt, const struct pay_request *req,
-                          struct pay_outcome *out, struct pay_failure *fail);
-
-/* Logs a routed payment's failure as one "mysql failure" line: the step,
- * the shard, the MySQL error and request_id; a warning when retryable,
- * else an error. */
-void pay_log_failure(const struct pay_failure *f, bool retryable, const char *request_id);
+ * PAY_UNAVAILABLE, counted in its paycallback_shard_unavailable_total
+ * (route.h) and named in fail (route_log_failure logs it). Connections are
+ * borrowed within rt->wait_ms; recent is pay_apply's hint (may be NULL).
+ * Any thread. */
+enum pay_result pay_route(const struct route *rt, struct seen *recent,
+                          const struct pay_request *req, struct pay_outcome *out,
+                          struct route_failure *fail);
 
 /* Logs and counts what operators must see of a result, each line with
  * request_id: PAID (info), REFUND_REQUIRED, CONFLICT, NOT_FOUND and

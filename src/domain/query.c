@@ -23,6 +23,7 @@
 #include "metrics.h"
 #include "money.h"
 #include "order_state.h"
+#include "route.h"
 #include "server.h"
 #include "shard.h"
 
@@ -381,14 +382,18 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
     const struct query_cursor *from = run->rotate ? cur : &start;
     const char *p[] = { db_param_int(status, ORDER_WAIT_PAY), db_param_int(age, run->age_s),
                         from->time, from->time, from->id, db_param_int(lim, (int64_t)max) };
+    const struct route rt = { .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS, .m = srv->m,
+                              .request_id = run->request_id };
     enum query_round_result res = QUERY_ROUND_OK;
+    struct route_failure fail;
+    struct route_hop h;
     struct db_conn *c;
     enum db_status st;
     size_t got = 0, i;
 
     *n = 0;
-    if ((c = db_acquire(sh->pool, QUERY_DB_WAIT_MS)) == NULL) {
-        metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
+    route_hop_init(&h, &rt, &fail);
+    if ((c = route_hop_to(&h, sh, "order query")) == NULL) {
         log_warn("order query: no database connection", "shard=%s request_id=%s", sh->label,
                  run->request_id);
         return QUERY_ROUND_UNAVAILABLE;
@@ -403,7 +408,7 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
                  "request_id=%s", sh->label, db_status_str(st), db_errstr(c), run->request_id);
         res = st == DB_ERROR ? QUERY_ROUND_ERROR : QUERY_ROUND_UNAVAILABLE;
         if (res == QUERY_ROUND_UNAVAILABLE)
-            metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
+            route_failed(&h, true, "order query");
     } else if (run->rotate && got == max &&
                db_row_str(&rows[got - 1], QOC_CURSOR_TIME, cur->time, sizeof(cur->time)) == 0 &&
                db_row_str(&rows[got - 1], QOC_ID, cur->id, sizeof(cur->id)) == 0) {
@@ -413,7 +418,7 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
             cursor_reset(cur);
         *n = got;
     }
-    db_release(sh->pool, c);
+    route_hop_release(&h);
     return res;
 }
 
@@ -463,17 +468,17 @@ static enum query_round_result apply(struct server *srv, const struct query_targ
                                      const char *order_no, const struct query_answer *ans,
                                      const char *request_id, enum pay_result *result)
 {
-    const struct pay_route rt = { .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS,
-                                  .recent = srv->paid, .m = srv->m };
+    const struct route rt = { .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS, .m = srv->m,
+                              .request_id = request_id };
     struct pay_request req = { .amount_cents = ans->amount_cents, .gateway = t->gateway };
     struct pay_outcome out;
-    struct pay_failure fail;
+    struct route_failure fail;
     enum pay_result r;
 
     memcpy(req.pay_no, ans->pay_no, sizeof(req.pay_no));
     memcpy(req.order_no, order_no, sizeof(req.order_no));
     memcpy(req.currency, ans->currency, sizeof(req.currency));
-    r = pay_route(&rt, &req, &out, &fail);
+    r = pay_route(&rt, srv->paid, &req, &out, &fail);
     *result = r;
     pay_report(srv->m, &req, r, &out, request_id);
     if (r == PAY_UNAVAILABLE || r == PAY_ERROR)

@@ -5,6 +5,7 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "route.h"
 #include "shard.h"
 #include "server.h"
 
@@ -46,4 +47,16 @@ void reply_db_failure(const struct http_req *req, struct http_resp *resp, const 
         http_reply_unavailable(resp, "database unavailable, retry later");
     else
         http_reply_error(resp, 500, "INTERNAL", "database error");
+}
+
+void reply_route_failure(const struct http_req *req, struct http_resp *resp,
+                         const struct route_failure *f)
+{
+    route_log_failure(f, req->request_id);
+    if (f->no_conn)                           /* the pool's own wait: not a MySQL failure */
+        http_reply_unavailable(resp, "database busy: no free connection");
+    else if (f->unavailable)
+        http_reply_unavailable(resp, "database unavailable, retry later");
+    else
+        http_reply_error(resp, 500, "INTERNAL", f->shard != NULL ? "database error" : f->msg);
 }

@@ -23,6 +23,13 @@ const struct shard *order_shard_or_reply(struct server *srv, const char *order_n
 struct db_conn *shard_acquire_or_reply(struct server *srv, const struct shard *sh,
                                        struct http_resp *resp);
 
+/* Logs a routed call's failure (route_log_failure) and replies: a pool's
+ * own wait is 503 "database busy", another retryable failure 503
+ * UNAVAILABLE, anything else 500 INTERNAL. All with Retry-After on 503. */
+struct route_failure;
+void reply_route_failure(const struct http_req *req, struct http_resp *resp,
+                         const struct route_failure *f);
+
 /* Logs the failure a domain call left on c (db_errno, db_errstr) as one
  * line with what failed and the request id: a warning when retryable (MySQL
  * unreachable or busy), an error otherwise. */

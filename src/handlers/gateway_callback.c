@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pay.h"
+#include "route.h"
 #include "server.h"
 
 static const struct gateway_callback_kind *kind_of(const struct gateway *gw)
@@ -78,7 +79,7 @@ static void refuse(struct server *srv, const struct gateway *gw, const struct ga
  * an unmatched payment is refused so the gateway keeps it visible; a
  * database that is away is the gateway's "try again". */
 static void render(const struct gateway_callback_kind *k, const struct http_req *req,
-                   struct http_resp *resp, const struct pay_failure *f, enum pay_result r)
+                   struct http_resp *resp, const struct route_failure *f, enum pay_result r)
 {
     switch (r) {
     case PAY_PAID:
@@ -100,11 +101,11 @@ static void render(const struct gateway_callback_kind *k, const struct http_req 
             k->fail(resp, 503, "UNAVAILABLE", "database busy, retry later");
             break;
         }
-        pay_log_failure(f, true, req->request_id);
+        route_log_failure(f, req->request_id);
         k->fail(resp, 503, "UNAVAILABLE", "database unavailable, retry later");
         break;
     case PAY_ERROR:
-        pay_log_failure(f, false, req->request_id);
+        route_log_failure(f, req->request_id);
         k->fail(resp, 500, "INTERNAL", "internal error");
         break;
     }
@@ -114,17 +115,16 @@ static void render(const struct gateway_callback_kind *k, const struct http_req 
 static void apply(struct server *srv, const struct gateway *gw, const struct gateway_callback_kind *k,
                   const struct http_req *req, struct http_resp *resp, const struct gateway_notice *n)
 {
-    const struct pay_route rt = { .set = &srv->shards, .wait_ms = srv->cfg->mysql_wait_ms,
-                                  .recent = srv->paid, .m = srv->m };
+    const struct route rt = route_of(srv, req->request_id);
     struct pay_request pr = { .amount_cents = n->amount_cents, .gateway = gw->cfg->name };
     struct pay_outcome out;
-    struct pay_failure fail;
+    struct route_failure fail;
     enum pay_result r;
 
     memcpy(pr.pay_no, n->pay_no, sizeof(pr.pay_no));
     memcpy(pr.order_no, n->order_no, sizeof(pr.order_no));
     memcpy(pr.currency, n->currency, sizeof(pr.currency));
-    r = pay_route(&rt, &pr, &out, &fail);
+    r = pay_route(&rt, srv->paid, &pr, &out, &fail);
     pay_report(srv->m, &pr, r, &out, req->request_id);
     metrics_gateway_result(srv->m, gw->index, r);
     if (!fail.no_conn)

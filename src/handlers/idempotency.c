@@ -11,9 +11,8 @@
 #include "config.h"
 #include "http.h"
 #include "log.h"
-#include "metrics.h"
+#include "route.h"
 #include "server.h"
-#include "shard.h"
 
 int idempotency_key_or_reply(const struct http_req *req, struct idempotency *ir, struct http_resp *resp)
 {
@@ -36,20 +35,20 @@ static void settings_of(const struct server *srv, struct idem_settings *set)
     set->wait_ms = srv->cfg->idem_wait_ms;
     set->lease_ms = srv->cfg->idem_lease_ms;
     set->ttl_s = srv->cfg->idem_ttl_s;
-    set->acquire_ms = srv->cfg->mysql_wait_ms;
 }
 
 /* Claims ir's key; on anything but IDEM_RUN replies and returns -1. */
 static int claim_or_reply(struct server *srv, const struct http_req *req, struct idempotency *ir,
                           struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     struct idem_settings set;
     struct idem_answer ans;
     long long waited_us = 0;
     enum idem_result r;
 
     settings_of(srv, &set);
-    r = idem_begin(ir->shard->pool, &set, srv->m, &ir->claim, &ans, &waited_us);
+    r = idem_begin(&rt, &set, &ir->claim, &ans, &waited_us);
     if (waited_us > 0)
         log_info("idempotency key waited for its first attempt",
                  "scope=%s waited_ms=%lld result=%d request_id=%s", ir->claim.scope,
@@ -76,10 +75,8 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
     case IDEM_ERROR:
         log_write(r == IDEM_UNAVAILABLE ? LOG_WARN : LOG_ERROR, "mysql failure",
                   "op=idem_begin error=\"%s\" request_id=%s", ir->claim.errstr, req->request_id);
-        if (r == IDEM_UNAVAILABLE) {
-            metrics_shard_inc(srv->m, ir->shard->index, MS_UNAVAILABLE);
+        if (r == IDEM_UNAVAILABLE)          /* counted for its shard by idem_begin */
             http_reply_unavailable(resp, "database unavailable, retry later");
-        }
         else
             http_reply_error(resp, 500, "INTERNAL", "database error");
         break;
@@ -91,9 +88,10 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
 int idempotency_begin_or_reply(struct server *srv, const struct http_req *req, const char *scope,
                         struct idempotency *ir, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
+
     snprintf(ir->claim.scope, sizeof(ir->claim.scope), "%s", scope);
-    if (ir->shard == NULL)
-        ir->shard = shard_place(&srv->shards, ir->claim.scope);
+    ir->shard = idem_shard(&rt, &ir->claim);
     idem_fingerprint(req->method, req->path, ir->claim.scope, req->body, req->body_len,
                      ir->claim.fingerprint);
     return claim_or_reply(srv, req, ir, resp);
@@ -136,7 +134,9 @@ const struct orders_hook *idempotency_hook(struct idempotency *ir, struct http_r
 static void answer_as_repeat(struct server *srv, const struct http_req *req, struct idempotency *ir,
                              struct http_resp *resp)
 {
-    struct db_conn *c;
+    const struct route rt = route_of(srv, req->request_id);
+    struct route_failure fail;
+    bool lost = false;
 
     ir->owned = false;
     if (claim_or_reply(srv, req, ir, resp) != 0)
@@ -144,38 +144,33 @@ static void answer_as_repeat(struct server *srv, const struct http_req *req, str
     /* The repeat gave the key back, and this attempt's effect was rolled
      * back (or, sharded, kept on another shard, where the checkout's unique
      * keys hand it to the retry): give the key back too, and say so. */
-    if ((c = db_acquire(ir->shard->pool, srv->cfg->mysql_wait_ms)) != NULL &&
-        idem_release(c, &ir->claim) != DB_OK)
-        log_db_failure(req, c, "idem_release", true);
-    db_release(ir->shard->pool, c);
+    if (idem_settle(&rt, &ir->claim, 0, NULL, &lost, &fail) != DB_OK)
+        route_log_failure(&fail, req->request_id);
     ir->owned = false;
     http_reply_unavailable(resp, "the request was interrupted, retry it");
 }
 
 void idempotency_end(struct server *srv, const struct http_req *req, struct idempotency *ir,
-              struct db_conn *c, struct http_resp *resp)
+                     struct http_resp *resp)
 {
-    struct db_conn *own = NULL;
+    const struct route rt = route_of(srv, req->request_id);
+    struct route_failure fail = { .shard = NULL };
     enum db_status st = DB_OK;
     bool lost = ir->lost;
 
     if (!ir->owned)
         return;
-    if (c == NULL && (c = own = db_acquire(ir->shard->pool, srv->cfg->mysql_wait_ms)) == NULL) {
+    if (!lost && !storable(resp))
+        st = idem_settle(&rt, &ir->claim, 0, NULL, &lost, &fail);
+    else if (!lost && !ir->stored)
+        st = idem_settle(&rt, &ir->claim, resp->status, resp->body, &lost, &fail);
+    if (st != DB_OK && fail.no_conn) {
         log_warn("no mysql connection to settle an idempotency key; its lease will lapse",
                  "scope=%s request_id=%s", ir->claim.scope, req->request_id);
         return;
     }
-    if (!lost && !storable(resp)) {
-        st = idem_release(c, &ir->claim);
-    } else if (!lost && !ir->stored) {
-        st = idem_finish(c, &ir->claim, resp->status, resp->body, &lost);
-        if (st == DB_ROLLBACK)
-            st = DB_OK;
-    }
     if (st != DB_OK)
-        log_db_failure(req, c, "idempotency_end", st == DB_UNAVAILABLE || st == DB_RETRY);
-    db_release(ir->shard->pool, own);
+        route_log_failure(&fail, req->request_id);
     if (lost)
         answer_as_repeat(srv, req, ir, resp);
 }

@@ -10,7 +10,6 @@
 #include "idem.h"
 #include "orders.h"
 
-struct db_conn;
 struct server;
 struct shard;
 struct http_req;
@@ -26,9 +25,9 @@ typedef void (*idempotency_render_fn)(struct http_resp *resp, const void *data);
 /* One request's Idempotency-Key handling. Zero it, then idempotency_key_or_reply. */
 struct idempotency {
     bool on;                      /* the request carries Idempotency-Key */
-    const struct shard *shard;    /* where its record lives: set before idempotency_begin_or_reply
-                                     (a transition: the order's shard), or NULL for
-                                     shard_place(scope) */
+    const struct shard *shard;    /* where its record lives (idem_shard), set by
+                                     idempotency_begin_or_reply: the hook_shard of the
+                                     domain call */
     bool owned;                   /* this attempt holds the key's claim */
     bool stored;                  /* its answer committed with the effect */
     bool lost;                    /* a repeat took the claim over */
@@ -43,9 +42,9 @@ struct idempotency {
 int idempotency_key_or_reply(const struct http_req *req, struct idempotency *ir, struct http_resp *resp);
 
 /* Claims the key in scope (the caller: "key:<credential>" or
- * "user:<user_id>") for this request's fingerprint, on ir->shard (or
- * shard_place(scope) when that is NULL; one database: its only one; a 503
- * from that shard counts as its own). 0: run the request
+ * "user:<user_id>") for this request's fingerprint, on the shard its scope
+ * is placed on (idem_shard; a 503 from that shard counts as its own). 0:
+ * run the request
  * (then idempotency_end). -1 after replying: the stored answer again (replay), 422
  * IDEMPOTENCY_KEY_MISMATCH, 409 IDEMPOTENCY_KEY_IN_USE with Retry-After
  * past idempotency.wait_ms, or 503/500 when MySQL fails. */
@@ -60,10 +59,9 @@ const struct orders_hook *idempotency_hook(struct idempotency *ir, struct http_r
 /* After the request, when it held a claim: a definite answer below 500 not
  * yet stored is stored now; a retryable or 5xx answer gives the key back;
  * when a repeat took the claim over, resp is replaced by that repeat's
- * answer (waiting for it as a repeat would). c is a connection of
- * ir->shard's pool, or NULL (one is borrowed: the caller then holds no
- * other, so that no thread waits for one pool while holding another). */
+ * answer (waiting for it as a repeat would). The caller holds no
+ * connection: one is borrowed on the key's shard. */
 void idempotency_end(struct server *srv, const struct http_req *req, struct idempotency *ir,
-              struct db_conn *c, struct http_resp *resp);
+                     struct http_resp *resp);
 
 #endif

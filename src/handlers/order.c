@@ -14,14 +14,8 @@
  * consumed. A consumed token is put back when the answer is retryable (a
  * 503), so the client's retry with the same token is served, not refused.
  *
- * Sharded (mysql.shards), the order is placed by its sku: K =
- * shard_place(sku) holds the sku's stock row and the new order, so taking
- * the stock and inserting the order stay one transaction on K. Across
- * shards, (user_id, request_id) is kept unique by the checkout registry on
- * shard_place(user_id), written first (autocommit) with the order number
- * already chosen: a checkout seen before is sent on to the order number,
- * sku and quantity it was first bound to, and that order is created or
- * returned on its shard. One shard connection is held at a time. */
+ * The order itself is made by orders_route_create, on the shard its sku
+ * places it on (orders_route.h), holding one connection at a time. */
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -36,10 +30,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "money.h"
-#include "orders.h"
+#include "orders_route.h"
 #include "redis.h"
 #include "server.h"
-#include "shard.h"
 #include "token_store.h"
 #include "validate.h"
 
@@ -193,21 +186,10 @@ static void log_created(const struct http_req *req, const struct order_view *o,
              rcpt->store ? rcpt->store->name : "none", req->request_id);
 }
 
-/* A 503 caused by a shard's database counts as that shard's. */
-static void reply_shard_failure(struct server *srv, const struct http_req *req,
-                                const struct shard *sh, struct http_resp *resp,
-                                const struct db_conn *c, const char *what, enum orders_result r)
-{
-    if (r == ORDERS_UNAVAILABLE)
-        metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
-    reply_db_failure(req, resp, c, what, r == ORDERS_UNAVAILABLE);
-}
-
-/* Renders what orders_create returned on shard sh. */
-static void render_create(struct server *srv, const struct http_req *req, const struct shard *sh,
-                          const struct db_conn *c, enum orders_result r,
+/* Renders what orders_route_create returned. */
+static void render_create(struct server *srv, const struct http_req *req, enum orders_result r,
                           const struct order_view *o, const struct token_receipt *rcpt,
-                          struct http_resp *resp)
+                          const struct route_failure *fail, struct http_resp *resp)
 {
     switch (r) {
     case ORDERS_OK:
@@ -234,123 +216,9 @@ static void render_create(struct server *srv, const struct http_req *req, const 
     case ORDERS_ABORTED:
         break;                                /* idempotency_end answers as a repeat */
     default:
-        reply_shard_failure(srv, req, sh, resp, c, "orders_create", r);
+        reply_route_failure(req, resp, fail);
         break;
     }
-}
-
-/* One database: creates the order on the token's connection. */
-static void create_and_reply(struct server *srv, const struct http_req *req,
-                             struct token_ctx *ctx, struct order_req *rq, struct idempotency *ir,
-                             const struct token_receipt *rcpt, struct http_resp *resp)
-{
-    struct db_conn *c = token_ctx_conn(ctx);
-    struct order_view o;
-    enum orders_result r;
-
-    if (c == NULL) {
-        metrics_shard_inc(srv->m, srv->shards.s[0].index, MS_UNAVAILABLE);
-        http_reply_unavailable(resp, "database busy: no free connection");
-        return;
-    }
-    rq->order.hook = idempotency_hook(ir, resp, render_created);
-    r = orders_create(c, &rq->order, &o);
-    render_create(srv, req, &srv->shards.s[0], c, r, &o, rcpt, resp);
-}
-
-/* Sharded, step 1 on K = shard_place(sku): an unknown sku (or an amount
- * past the largest) is refused before the registry binds the checkout, so
- * a typo does not tie up a request_id. */
-static int check_sku_or_reply(struct server *srv, const struct http_req *req,
-                              const struct shard *k, const struct order_create_req *oc,
-                              struct http_resp *resp)
-{
-    struct db_conn *c = shard_acquire_or_reply(srv, k, resp);
-    enum orders_result r;
-
-    if (c == NULL)
-        return -1;
-    r = orders_check_sku(c, oc->sku, oc->quantity);
-    if (r == ORDERS_OK) {
-        db_release(k->pool, c);
-        return 0;
-    }
-    render_create(srv, req, k, c, r, NULL, NULL, resp);
-    db_release(k->pool, c);
-    return -1;
-}
-
-/* Sharded, step 2 on shard_place(user_id): binds the checkout to
- * order_no, or learns the order number, sku and quantity it was bound to
- * before (a retry, a concurrent twin, a retry after a crash before the
- * order existed): *ck says what to create or return. */
-static int bind_or_reply(struct server *srv, const struct http_req *req,
-                         const struct order_create_req *oc, const char *order_no,
-                         struct order_checkout *ck, struct http_resp *resp)
-{
-    const struct shard *u = shard_place(&srv->shards, oc->user_id);
-    struct db_conn *c = shard_acquire_or_reply(srv, u, resp);
-    enum orders_result r;
-
-    if (c == NULL)
-        return -1;
-    r = orders_checkout_bind(c, oc, order_no, ck);
-    if (r != ORDERS_OK && r != ORDERS_DUPLICATE)
-        reply_shard_failure(srv, req, u, resp, c, "orders_checkout_bind", r);
-    db_release(u->pool, c);
-    if (r == ORDERS_DUPLICATE)
-        log_info("checkout already bound to an order number", "order_no=%s user_id=%s "
-                 "checkout_id=%s sku=%s quantity=%lld request_id=%s", ck->order_no, oc->user_id,
-                 oc->checkout_id, ck->sku, (long long)ck->quantity, req->request_id);
-    return r == ORDERS_OK || r == ORDERS_DUPLICATE ? 0 : -1;
-}
-
-/* Sharded: check on K, bind on the user's shard, then create (or return)
- * the bound order in one transaction on its shard, the stock taken there.
- *
- * With an Idempotency-Key whose record is on another shard than the order,
- * the answer is stored after the order's commit, not in its transaction. A
- * crash between the two leaves the order made and its key RUNNING: once
- * the key's lease has run out, a repeat takes the key over, finds the
- * checkout bound, and the order's unique keys return the same order. The
- * client then sees 200 with "duplicate":true and the same order (not the
- * 201 it never received), and that answer is what the key replays from
- * then on. */
-static void create_sharded_and_reply(struct server *srv, const struct http_req *req,
-                                     struct order_req *rq, struct idempotency *ir,
-                                     const struct token_receipt *rcpt, struct http_resp *resp)
-{
-    const struct shard *k = shard_place(&srv->shards, rq->order.sku), *s;
-    char tail[IDS_ORDER_NO_BUF], order_no[ID_BUF];
-    struct order_checkout ck;
-    struct order_view o;
-    struct db_conn *c;
-    enum orders_result r;
-
-    if (check_sku_or_reply(srv, req, k, &rq->order, resp) != 0)
-        return;
-    if (ids_order_no(tail) != 0 ||
-        shard_order_no(&srv->shards, k, tail, order_no, sizeof(order_no)) != 0) {
-        http_reply_error(resp, 500, "INTERNAL", "cannot draw an order_no");
-        return;
-    }
-    if (bind_or_reply(srv, req, &rq->order, order_no, &ck, resp) != 0)
-        return;
-    if ((s = shard_of_order(&srv->shards, ck.order_no)) == NULL) {
-        log_error("checkout bound to an order_no of no configured shard",
-                  "order_no=%s request_id=%s", ck.order_no, req->request_id);
-        http_reply_error(resp, 500, "INTERNAL", "the checkout's order is on an unknown shard");
-        return;
-    }
-    snprintf(rq->order.sku, sizeof(rq->order.sku), "%s", ck.sku);
-    rq->order.quantity = ck.quantity;
-    rq->order.order_no = ck.order_no;
-    rq->order.hook = ir->shard == s ? idempotency_hook(ir, resp, render_created) : NULL;
-    if ((c = shard_acquire_or_reply(srv, s, resp)) == NULL)
-        return;
-    r = orders_create(c, &rq->order, &o);
-    render_create(srv, req, s, c, r, &o, rcpt, resp);
-    db_release(s->pool, c);
 }
 
 /* With an Idempotency-Key: the caller is the shopper (user_id), so two
@@ -368,33 +236,34 @@ static int claim_key_or_reply(struct server *srv, const struct http_req *req,
 
 void handle_order_create(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     struct token_ctx ctx = { .srv = srv };
     struct token_receipt rcpt = { 0 };
     struct stock_lock lk = { .held = false };
     struct idempotency ir = { .on = false };
+    struct route_failure fail;
     struct order_req rq;
+    struct order_view o;
+    enum orders_result r;
 
-    if (idempotency_key_or_reply(req, &ir, resp) != 0 || parse_or_reply(req, ir.on, &rq, resp) != 0)
+    if (idempotency_key_or_reply(req, &ir, resp) != 0 ||
+        parse_or_reply(req, ir.on, &rq, resp) != 0)
         goto out;
     if (ir.on ? claim_key_or_reply(srv, req, &rq, &ir, resp) != 0
               : consume_or_reply(srv, &ctx, &rq, &rcpt, req, resp) != 0)
         goto out;
     if (lock_or_reply(srv, &lk, rq.order.sku, resp) != 0)
         goto out;
-    if (srv->shards.sharded) {
-        token_ctx_release(&ctx);              /* the token's shard: hold one at a time */
-        create_sharded_and_reply(srv, req, &rq, &ir, &rcpt, resp);
-    } else {
-        create_and_reply(srv, req, &ctx, &rq, &ir, &rcpt, resp);
-    }
+    token_ctx_release(&ctx);                  /* the create borrows its own, one at a time */
+    rq.order.hook = idempotency_hook(&ir, resp, render_created);
+    r = orders_route_create(&rt, &rq.order, ir.shard, &o, &fail);
+    render_create(srv, req, r, &o, &rcpt, &fail, resp);
     unlock(srv, &lk);
 out:
     /* A retryable answer was not the client's doing: its retry may use the
      * token again. */
     if (http_resp_retryable(resp))
         token_store_restore(&ctx, &rcpt);
-    if (srv->shards.sharded)
-        token_ctx_release(&ctx);              /* idempotency_end borrows on the key's shard */
-    idempotency_end(srv, req, &ir, ctx.conn, resp);
-    token_ctx_release(&ctx);
+    token_ctx_release(&ctx);                  /* idempotency_end borrows on the key's shard */
+    idempotency_end(srv, req, &ir, resp);
 }

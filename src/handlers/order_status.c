@@ -8,9 +8,9 @@
  * (200, nothing written); anything the table forbids is 409
  * ILLEGAL_TRANSITION and an alert.
  *
- * Each call runs on the order's shard, named by its order_no (one
- * database: the only one); a number that names no shard of this service is
- * 404 with nothing read or written. A cancel's stock goes back on that
+ * Each call runs on the order's shard, named by its order_no
+ * (orders_route.h; one database: the only one); a number that names no
+ * shard of this service is 404 with nothing read or written. A cancel's stock goes back on that
  * shard in the same transaction: an order lives where its sku's stock
  * does. */
 #include <cjson/cJSON.h>
@@ -25,9 +25,8 @@
 #include "metrics.h"
 #include "money.h"
 #include "order_state.h"
-#include "orders.h"
+#include "orders_route.h"
 #include "server.h"
-#include "shard.h"
 #include "validate.h"
 
 static int order_no_or_reply(const struct http_req *req, struct http_resp *resp)
@@ -73,20 +72,9 @@ static void log_change(const struct http_req *req, const struct order_transition
                   req->request_id);
 }
 
-/* A database failure on shard sh: a 503 counts as that shard's. */
-static void reply_shard_failure(struct server *srv, const struct http_req *req,
-                                const struct shard *sh, struct http_resp *resp,
-                                const struct db_conn *c, const char *what, enum orders_result r)
-{
-    if (r == ORDERS_UNAVAILABLE)
-        metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
-    reply_db_failure(req, resp, c, what, r == ORDERS_UNAVAILABLE);
-}
-
 static void render_transition(struct server *srv, const struct http_req *req,
-                              const struct shard *sh, const struct db_conn *c,
-                              const struct order_transition_req *tr,
-                              enum orders_result r, const struct order_change *ch,
+                              const struct order_transition_req *tr, enum orders_result r,
+                              const struct order_change *ch, const struct route_failure *fail,
                               struct http_resp *resp)
 {
     char msg[128];
@@ -114,7 +102,7 @@ static void render_transition(struct server *srv, const struct http_req *req,
     case ORDERS_ABORTED:
         break;                                /* idempotency_end answers as a repeat */
     default:
-        reply_shard_failure(srv, req, sh, resp, c, "orders_transition", r);
+        reply_route_failure(req, resp, fail);
         break;
     }
 }
@@ -123,48 +111,33 @@ static void render_transition(struct server *srv, const struct http_req *req,
  * cancel alike. An Idempotency-Key is optional here (a repeated change is
  * answered as a duplicate anyway); with one, the caller gets the first
  * answer again byte for byte. Keys are scoped by the operator key's name,
- * so two callers using the same key never see each other's answers. */
+ * so two callers using the same key never see each other's answers, and
+ * their records are placed by that scope (orders_route.h says what a
+ * crash between the change and the stored answer leaves). */
 static void transition_and_reply(struct server *srv, const struct http_req *req,
                                  struct http_resp *resp, int to)
 {
+    const struct route rt = route_of(srv, req->request_id);
     struct order_transition_req tr = { .order_no = req->param, .to = to };
     struct idempotency ir = { .on = false };
+    struct route_failure fail;
     struct order_change ch;
-    struct db_conn *conn = NULL;
-    const struct shard *sh;
     enum orders_result r;
 
     if (idempotency_key_or_reply(req, &ir, resp) != 0 || order_no_or_reply(req, resp) != 0 ||
-        (sh = order_shard_or_reply(srv, req->param, resp)) == NULL)
+        order_shard_or_reply(srv, req->param, resp) == NULL)
         return;
     if (ir.on) {
         char scope[IDEM_SCOPE_MAX + 1];
 
-        /* One database: the key's record sits beside the order and the
-         * hook stores the answer in the change's transaction. Sharded, the
-         * record is placed by its scope (NULL: shard_place), as a create's
-         * is, so a key reused for an order on another shard still meets
-         * its first use and is refused (422); the answer is then stored
-         * after the change commits unless the two shards coincide. A crash
-         * between the commit and the store leaves the claim to lapse: the
-         * retry runs the change again and gets it as a repeat
-         * ("duplicate":true), never a second change. */
-        ir.shard = srv->shards.sharded ? NULL : sh;
         snprintf(scope, sizeof(scope), "key:%s", req->caller);
         if (idempotency_begin_or_reply(srv, req, scope, &ir, resp) != 0)
             return;
-        tr.hook = ir.shard == sh ? idempotency_hook(&ir, resp, render_changed) : NULL;
+        tr.hook = idempotency_hook(&ir, resp, render_changed);
     }
-    if ((conn = shard_acquire_or_reply(srv, sh, resp)) != NULL) {
-        r = orders_transition(conn, &tr, &ch);
-        render_transition(srv, req, sh, conn, &tr, r, &ch, resp);
-    }
-    if (ir.shard != sh) {                     /* idempotency_end borrows on the key's shard: */
-        db_release(sh->pool, conn);           /* never two pools at once */
-        conn = NULL;
-    }
-    idempotency_end(srv, req, &ir, conn, resp);
-    db_release(sh->pool, conn);
+    r = orders_route_transition(&rt, &tr, ir.shard, &ch, &fail);
+    render_transition(srv, req, &tr, r, &ch, &fail, resp);
+    idempotency_end(srv, req, &ir, resp);
 }
 
 void handle_order_ship(struct server *srv, const struct http_req *req, struct http_resp *resp)
@@ -227,28 +200,24 @@ static void reply_detail(const struct order_detail *d, struct http_resp *resp)
 
 void handle_order_get(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     struct order_detail *d = NULL;
-    struct db_conn *conn = NULL;
-    const struct shard *sh;
+    struct route_failure fail;
     enum orders_result r;
 
     if (order_no_or_reply(req, resp) != 0 ||
-        (sh = order_shard_or_reply(srv, req->param, resp)) == NULL)
+        order_shard_or_reply(srv, req->param, resp) == NULL)
         return;
     if ((d = malloc(sizeof(*d))) == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
         return;
     }
-    if ((conn = shard_acquire_or_reply(srv, sh, resp)) == NULL)
-        goto out;
-    r = orders_view(conn, req->param, d);
+    r = orders_route_view(&rt, req->param, d, &fail);
     if (r == ORDERS_OK)
         reply_detail(d, resp);
     else if (r == ORDERS_NOT_FOUND)
         http_reply_error(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
     else
-        reply_shard_failure(srv, req, sh, resp, conn, "orders_view", r);
-out:
-    db_release(sh->pool, conn);
+        reply_route_failure(req, resp, &fail);
     free(d);
 }

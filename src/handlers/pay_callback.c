@@ -16,6 +16,7 @@
 #include "money.h"
 #include "order_state.h"
 #include "pay.h"
+#include "route.h"
 #include "server.h"
 #include "signature.h"
 
@@ -73,7 +74,7 @@ static void reply_success(struct http_resp *resp, const struct pay_request *pr,
     cJSON_Delete(o);
 }
 
-static void render(const struct http_req *req, struct http_resp *resp, const struct pay_failure *f,
+static void render(const struct http_req *req, struct http_resp *resp, const struct route_failure *f,
                    const struct pay_request *pr, enum pay_result r, const struct pay_outcome *out)
 {
     switch (r) {
@@ -93,16 +94,8 @@ static void render(const struct http_req *req, struct http_resp *resp, const str
         http_reply_error(resp, 422, "AMOUNT_MISMATCH", "amount differs from the order's amount");
         break;
     case PAY_UNAVAILABLE:
-        if (f->no_conn) {                     /* the pool's own wait: not a MySQL failure */
-            http_reply_unavailable(resp, "database busy: no free connection");
-            break;
-        }
-        pay_log_failure(f, true, req->request_id);
-        http_reply_unavailable(resp, "database unavailable, retry later");
-        break;
     case PAY_ERROR:
-        pay_log_failure(f, false, req->request_id);
-        http_reply_error(resp, 500, "INTERNAL", "database error");
+        reply_route_failure(req, resp, f);
         break;
     }
 }
@@ -110,16 +103,15 @@ static void render(const struct http_req *req, struct http_resp *resp, const str
 /* Signature first, then the body; pay_route does the rest, shard by shard. */
 void handle_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    const struct pay_route rt = { .set = &srv->shards, .wait_ms = srv->cfg->mysql_wait_ms,
-                                  .recent = srv->paid, .m = srv->m };
+    const struct route rt = route_of(srv, req->request_id);
     struct pay_request pr;
     struct pay_outcome out;
-    struct pay_failure fail;
+    struct route_failure fail;
     enum pay_result r;
 
     if (verify_or_reply(srv, req, resp) != 0 || parse_or_reply(req, &pr, resp) != 0)
         return;
-    r = pay_route(&rt, &pr, &out, &fail);
+    r = pay_route(&rt, srv->paid, &pr, &out, &fail);
     pay_report(srv->m, &pr, r, &out, req->request_id);
     render(req, resp, &fail, &pr, r, &out);
 }

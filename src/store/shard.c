@@ -62,6 +62,16 @@ void shard_set_close(struct shard_set *set)
     set->n = 0;
 }
 
+struct db_conn *shard_acquire(const struct shard *sh, int wait_ms)
+{
+    return db_acquire(sh->pool, wait_ms);
+}
+
+void shard_release(const struct shard *sh, struct db_conn *c)
+{
+    db_release(sh->pool, c);
+}
+
 const struct shard *shard_by_id(const struct shard_set *set, int id)
 {
     size_t i;

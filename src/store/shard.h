@@ -52,6 +52,13 @@ int shard_set_open(struct shard_set *set, const struct config *cfg, struct metri
 /* Closes every pool. Safe on a zeroed or failed set. */
 void shard_set_close(struct shard_set *set);
 
+/* Borrows a connection of sh's pool, waiting at most wait_ms; NULL when
+ * none frees up. Every request path borrows here, so what guards a shard
+ * guards it everywhere. Give it back with shard_release (NULL-safe). */
+struct db_conn;
+struct db_conn *shard_acquire(const struct shard *sh, int wait_ms);
+void shard_release(const struct shard *sh, struct db_conn *c);
+
 /* The shard with this id, or NULL. */
 const struct shard *shard_by_id(const struct shard_set *set, int id);
 
