@@ -202,7 +202,7 @@ static void record(struct relay *r, const struct outbox_event *ev, enum attempt_
 {
     struct server *srv = r->d->srv;
     const struct config *cfg = srv->cfg;
-    struct db_conn *c = db_acquire(r->sh->pool, DELIVERY_DB_WAIT_MS);
+    struct db_conn *c = shard_acquire(r->sh, DELIVERY_DB_WAIT_MS);
     enum db_status st;
     bool dead = false;
 
@@ -237,7 +237,7 @@ static void record(struct relay *r, const struct outbox_event *ev, enum attempt_
     if (st != DB_OK)
         log_warn("outbox: cannot record an attempt", "event_id=%s:%s status=%s error=\"%s\"",
                  ev->order_no, ev->event_type, db_status_str(st), db_errstr(c));
-    db_release(r->sh->pool, c);
+    shard_release(r->sh, c);
 }
 
 static bool stopping(struct delivery *d)
@@ -293,7 +293,7 @@ static long claim(struct relay *r, struct outbox_event *evs, size_t max)
      * back this long after it died. */
     int lease_s = (int)(((int64_t)max * cfg->webhook_timeout_ms + 999) / 1000) +
                   DELIVERY_LEASE_PAD_S;
-    struct db_conn *c = db_acquire(r->sh->pool, DELIVERY_DB_WAIT_MS);
+    struct db_conn *c = shard_acquire(r->sh, DELIVERY_DB_WAIT_MS);
     enum db_status st;
     size_t n = 0;
 
@@ -304,10 +304,10 @@ static long claim(struct relay *r, struct outbox_event *evs, size_t max)
     st = outbox_claim(c, r->owner, lease_s, evs, max, &n);
     if (st != DB_OK) {
         claim_failed(r, st, db_errstr(c));
-        db_release(r->sh->pool, c);
+        shard_release(r->sh, c);
         return -1;
     }
-    db_release(r->sh->pool, c);
+    shard_release(r->sh, c);
     if (r->failures > 0)
         log_info("outbox: claims work again", "shard=%s failed_claims=%d", r->sh->label,
                  r->failures);
@@ -318,14 +318,14 @@ static long claim(struct relay *r, struct outbox_event *evs, size_t max)
 /* Hands back the claims of events not attempted (graceful stop). */
 static void hand_back(struct relay *r)
 {
-    struct db_conn *c = db_acquire(r->sh->pool, DELIVERY_DB_WAIT_MS);
+    struct db_conn *c = shard_acquire(r->sh, DELIVERY_DB_WAIT_MS);
 
     if (c == NULL)
         return;                                /* the leases run out by themselves */
     if (outbox_release(c, r->owner) != DB_OK)
         log_warn("outbox: cannot hand back claims", "shard=%s error=\"%s\"", r->sh->label,
                  db_errstr(c));
-    db_release(r->sh->pool, c);
+    shard_release(r->sh, c);
 }
 
 /* The wait after the failures-th failed claim in a row: the poll

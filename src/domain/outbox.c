@@ -9,6 +9,7 @@
 
 #include "audit.h"
 #include "order_state.h"
+#include "route.h"
 
 enum db_status outbox_append(struct db_conn *c, const char *event_type, const char *order_no,
                              const char *payload)
@@ -301,4 +302,91 @@ int outbox_state_from_name(const char *name)
         if (strcmp(name, state_names[i]) == 0)
             return i;
     return -1;
+}
+
+/* ---- routed ---------------------------------------------------------------- */
+
+/* One listing over the shards: where it starts, and what it gathered. */
+struct list_job {
+    int state;
+    size_t first;
+    uint64_t after;
+    struct outbox_entry *items;
+    size_t limit, n;
+};
+
+static enum route_step list_shard(struct db_conn *c, const struct shard *sh, void *arg)
+{
+    struct list_job *j = arg;
+    size_t got = 0, i;
+    enum db_status st = outbox_list(c, j->state, sh->index == j->first ? j->after : 0,
+                                    j->items + j->n, j->limit - j->n, &got);
+
+    if (st != DB_OK)
+        return route_retryable(st) ? ROUTE_MISSED : ROUTE_ERROR;
+    for (i = 0; i < got; i++)
+        j->items[j->n + i].shard = sh->index;
+    j->n += got;
+    return j->n == j->limit ? ROUTE_STOP : ROUTE_NEXT;
+}
+
+enum route_result outbox_route_list(const struct route *rt, int state, size_t first,
+                                    uint64_t after, struct outbox_entry *items, size_t limit,
+                                    size_t *n, struct route_scan *sc)
+{
+    struct list_job j = { state, first, after, items, limit, 0 };
+    enum route_result r = route_scan(rt, first, "outbox_list", list_shard, &j, sc);
+
+    *n = j.n;
+    return r;
+}
+
+enum route_result outbox_route_get(const struct route *rt, const struct shard *sh, uint64_t id,
+                                   struct outbox_entry *e, bool *found,
+                                   struct route_failure *fail)
+{
+    enum route_result r = ROUTE_OK;
+    struct route_hop h;
+    enum db_status st;
+
+    *found = false;
+    route_hop_init(&h, rt, fail);
+    if (route_hop_to(&h, sh, "outbox_get") == NULL)
+        return ROUTE_UNAVAILABLE;
+    if ((st = outbox_get(h.c, id, e, found)) != DB_OK) {
+        route_failed(&h, route_retryable(st), "outbox_get");
+        r = route_retryable(st) ? ROUTE_UNAVAILABLE : ROUTE_FAILED;
+    } else if (*found) {
+        e->shard = sh->index;
+    }
+    route_hop_release(&h);
+    return r;
+}
+
+enum route_result outbox_route_retry(const struct route *rt, const struct shard *sh,
+                                     uint64_t id, const char *actor, bool *changed,
+                                     struct outbox_entry *e, bool *found,
+                                     struct route_failure *fail)
+{
+    const char *step = "outbox_retry";
+    enum route_result r = ROUTE_OK;
+    struct route_hop h;
+    enum db_status st;
+
+    *changed = false;
+    *found = false;
+    route_hop_init(&h, rt, fail);
+    if (route_hop_to(&h, sh, step) == NULL)
+        return ROUTE_UNAVAILABLE;
+    st = outbox_retry(h.c, id, actor, rt->request_id, changed);
+    if (st == DB_OK && (st = outbox_get(h.c, id, e, found)) != DB_OK)
+        step = "outbox_get";
+    if (st != DB_OK) {
+        route_failed(&h, route_retryable(st), step);
+        r = route_retryable(st) ? ROUTE_UNAVAILABLE : ROUTE_FAILED;
+    } else if (*found) {
+        e->shard = sh->index;
+    }
+    route_hop_release(&h);
+    return r;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "route.h"
 
 #define OUTBOX_TYPE_MAX    32     /* event_type VARCHAR(32) */
 #define OUTBOX_PAYLOAD_MAX 512    /* payloads we write; the column is TEXT */
@@ -128,5 +129,29 @@ enum db_status outbox_purge(struct db_conn *c, int days, int batch, uint64_t *de
 /* "PENDING", "DELIVERED", "DEAD" or "UNKNOWN"; and back (-1 unknown). */
 const char *outbox_state_name(int state);
 int outbox_state_from_name(const char *name);
+
+/* ---- routed (route.h): the operator API's reads and changes ---------------- */
+
+/* Lists up to limit events in state across the shards, by shard (in
+ * configured order) then id: from shard index first, after row id after
+ * there, then the next shards from their start, until limit are found.
+ * Each item's shard is set. *n gets the count. ROUTE_OK (sc->missed names
+ * the shards that did not answer), ROUTE_UNAVAILABLE or ROUTE_FAILED. */
+enum route_result outbox_route_list(const struct route *rt, int state, size_t first,
+                                    uint64_t after, struct outbox_entry *items, size_t limit,
+                                    size_t *n, struct route_scan *sc);
+
+/* outbox_get of row id on shard sh (*e's shard set when found). ROUTE_OK,
+ * ROUTE_UNAVAILABLE or ROUTE_FAILED with *fail set. */
+enum route_result outbox_route_get(const struct route *rt, const struct shard *sh, uint64_t id,
+                                   struct outbox_entry *e, bool *found,
+                                   struct route_failure *fail);
+
+/* outbox_retry of row id on shard sh by actor, then the event as it is
+ * afterwards in *e (*found false when there is none). */
+enum route_result outbox_route_retry(const struct route *rt, const struct shard *sh,
+                                     uint64_t id, const char *actor, bool *changed,
+                                     struct outbox_entry *e, bool *found,
+                                     struct route_failure *fail);
 
 #endif

@@ -13,6 +13,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "order_state.h"
+#include "audit.h"
+#include "orders.h"
+#include "route.h"
 #include "query.h"
 #include "server.h"
 
@@ -254,7 +257,7 @@ static int pass_shard(struct server *srv, const struct shard *sh, struct shard_c
     const char *pw[] = { db_param_int(wait_pay, ORDER_WAIT_PAY),
                          db_param_int(age, cfg->reconcile_wait_pay_age_s) };
     const char *pr[] = { db_param_int(required, PAYMENT_REFUND_REQUIRED) };
-    struct db_conn *c = db_acquire(sh->pool, RECONCILE_DB_WAIT_MS);
+    struct db_conn *c = shard_acquire(sh, RECONCILE_DB_WAIT_MS);
     enum db_status st = DB_UNAVAILABLE;
 
     memset(out, 0, sizeof(*out));
@@ -270,10 +273,10 @@ static int pass_shard(struct server *srv, const struct shard *sh, struct shard_c
             log_warn("reconciliation pass failed", "status=%s error=\"%s\"", db_status_str(st),
                      c != NULL ? db_errstr(c) : "no free connection");
         metrics_shard_inc(srv->m, sh->index, MS_RECONCILE_FAILURES);
-        db_release(sh->pool, c);
+        shard_release(sh, c);
         return -1;
     }
-    db_release(sh->pool, c);
+    shard_release(sh, c);
     metrics_shard_set_gauge(srv->m, sh->index, MSG_OUTBOX_PENDING, out->ob.pending);
     metrics_shard_set_gauge(srv->m, sh->index, MSG_OUTBOX_DEAD, out->ob.dead);
     metrics_shard_set_gauge(srv->m, sh->index, MSG_OUTBOX_LAGGING, out->ob.lagging);
@@ -381,4 +384,183 @@ void reconcile_stop(struct reconcile *r)
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     free(r);
+}
+
+/* ---- routed: the operator API's report and cancel ----------------------- */
+
+/* A report over the shards: each shard's part added to the total. */
+struct report_job {
+    const struct config *cfg;
+    struct reconcile_report *total, *part;
+};
+
+static enum route_step report_shard(struct db_conn *c, const struct shard *sh, void *arg)
+{
+    struct report_job *j = arg;
+    enum db_status st = reconcile_report(c, j->cfg, j->part);
+
+    if (st != DB_OK)
+        return route_retryable(st) ? ROUTE_MISSED : ROUTE_ERROR;
+    reconcile_report_add(j->total, j->part, sh->index);
+    return ROUTE_NEXT;
+}
+
+enum route_result reconcile_route_report(const struct route *rt, const struct config *cfg,
+                                         struct reconcile_report *rep, struct route_scan *sc)
+{
+    struct report_job j = { cfg, rep, calloc(1, sizeof(*j.part)) };
+    enum route_result r;
+    size_t i;
+
+    memset(sc, 0, sizeof(*sc));
+    if (j.part == NULL) {
+        route_fail_msg(&sc->fail, "reconcile_report", "out of memory");
+        return ROUTE_FAILED;
+    }
+    r = route_scan(rt, 0, "reconcile_report", report_shard, &j, sc);
+    for (i = 0; i < rt->set->n; i++)
+        if (sc->missed[i])
+            reconcile_report_add(rep, NULL, i);
+    free(j.part);
+    return r;
+}
+
+/* The stale orders of every shard, the limit oldest across them kept. */
+struct stale_job {
+    int age_s;
+    struct stale_order *stale, *part, *merged;
+    size_t limit, n;
+};
+
+static enum route_step stale_shard(struct db_conn *c, const struct shard *sh, void *arg)
+{
+    struct stale_job *j = arg;
+    size_t got = 0, i;
+    enum db_status st = reconcile_stale_orders(c, j->age_s, j->part, j->limit, &got);
+
+    if (st != DB_OK)
+        return route_retryable(st) ? ROUTE_MISSED : ROUTE_ERROR;
+    for (i = 0; i < got; i++)
+        j->part[i].shard = sh->index;
+    reconcile_merge_stale(j->stale, j->n, j->part, got, j->merged, j->limit, &j->n);
+    memcpy(j->stale, j->merged, j->n * sizeof(*j->stale));
+    return ROUTE_NEXT;
+}
+
+/* The audit row of a stale-order cancel, in the cancel's transaction. */
+static enum db_status audit_cancel(struct db_conn *c, const void *data, void *arg)
+{
+    const struct order_change *ch = data;
+    const struct reconcile_cancel *rc = arg;
+
+    return audit_append(c, rc->actor, "order.cancel_stale", ch->order.order_no,
+                        "WAIT_PAY -> CANCELED", rc->rt->request_id);
+}
+
+/* Cancels the listed orders of shard sh over one connection, filling
+ * their results. Sharded, a shard that fails midway is noted as missed in
+ * rc->sc, its remaining orders ORDERS_UNAVAILABLE, and the others go on;
+ * unsharded that is the whole answer's failure (ROUTE_UNAVAILABLE). A
+ * database error is always ROUTE_FAILED. *fail says why. */
+static enum route_result cancel_on_shard(struct reconcile_cancel *rc, const struct shard *sh,
+                                         struct order_change *ch, struct route_failure *fail)
+{
+    const struct route *rt = rc->rt;
+    const struct orders_hook audit = { audit_cancel, rc };
+    const bool sharded = rt->set->sharded;
+    enum route_result res = ROUTE_OK;
+    struct route_hop h;
+    bool down = false;
+
+    route_hop_init(&h, rt, fail);
+    h.uncounted = sharded;                    /* sharded, the other shards still answer */
+    for (size_t i = 0; i < rc->n && res == ROUTE_OK; i++) {
+        struct reconcile_canceled *it = &rc->items[i];
+        struct order_transition_req tr = { .order_no = it->order.order_no, .to = ORDER_CANCELED,
+                                           .only_from = ORDER_WAIT_PAY, .hook = &audit };
+
+        if (it->order.shard != sh->index)
+            continue;
+        it->result = ORDERS_UNAVAILABLE;
+        if (down)
+            continue;
+        if (route_hop_to(&h, sh, "orders_transition") == NULL) {
+            down = true;
+            if (!sharded)
+                res = ROUTE_UNAVAILABLE;
+            else
+                route_scan_miss(rt, &rc->sc, sh, fail);
+            continue;
+        }
+        it->result = orders_transition(h.c, &tr, ch);
+        if (it->result == ORDERS_UNAVAILABLE || it->result == ORDERS_ERROR) {
+            route_failed(&h, it->result == ORDERS_UNAVAILABLE, "orders_transition");
+            if (it->result == ORDERS_ERROR)
+                res = ROUTE_FAILED;
+            else if (!sharded)
+                res = ROUTE_UNAVAILABLE;
+            else
+                route_scan_miss(rt, &rc->sc, sh, fail);
+            down = true;
+            continue;
+        }
+        it->from = ch->from;
+        if (it->result == ORDERS_OK) {
+            rc->canceled++;
+            log_info("stale order canceled", "order_no=%s actor=%s request_id=%s",
+                     it->order.order_no, rc->actor, rt->request_id);
+        }
+    }
+    route_hop_release(&h);
+    return res;
+}
+
+/* Lists the stale orders of every shard into rc->items, the limit oldest
+ * across them. */
+static enum route_result list_stale(struct reconcile_cancel *rc, struct route_failure *fail)
+{
+    struct stale_job j = { .age_s = rc->age_s, .limit = rc->limit };
+    enum route_result r = ROUTE_FAILED;
+
+    if ((j.stale = calloc(rc->limit, sizeof(*j.stale))) == NULL ||
+        (j.part = calloc(rc->limit, sizeof(*j.part))) == NULL ||
+        (j.merged = calloc(rc->limit, sizeof(*j.merged))) == NULL) {
+        route_fail_msg(fail, "reconcile_stale_orders", "out of memory");
+        goto out;
+    }
+    r = route_scan(rc->rt, 0, "reconcile_stale_orders", stale_shard, &j, &rc->sc);
+    if (r != ROUTE_OK) {
+        *fail = rc->sc.fail;
+        goto out;
+    }
+    for (size_t i = 0; i < j.n; i++)
+        rc->items[i].order = j.stale[i];
+    rc->n = j.n;
+out:
+    free(j.stale);
+    free(j.part);
+    free(j.merged);
+    return r;
+}
+
+enum route_result reconcile_route_cancel_stale(const struct route *rt, struct reconcile_cancel *rc,
+                                               struct route_failure *fail)
+{
+    struct order_change *ch = NULL;
+    enum route_result r;
+
+    rc->rt = rt;
+    rc->n = 0;
+    rc->canceled = 0;
+    memset(fail, 0, sizeof(*fail));
+    if ((r = list_stale(rc, fail)) != ROUTE_OK)
+        return r;
+    if ((ch = calloc(1, sizeof(*ch))) == NULL) {
+        route_fail_msg(fail, "orders_transition", "out of memory");
+        return ROUTE_FAILED;
+    }
+    for (size_t s = 0; s < rt->set->n && r == ROUTE_OK; s++)
+        r = cancel_on_shard(rc, &rt->set->s[s], ch, fail);
+    free(ch);
+    return r;
 }

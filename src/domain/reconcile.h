@@ -19,6 +19,7 @@
 #include "db.h"
 #include "outbox.h"
 #include "refunds.h"
+#include "route.h"
 #include "validate.h"
 
 struct server;
@@ -108,5 +109,46 @@ struct reconcile *reconcile_start(struct server *srv);
  * statement; a query in flight is cancelled with query_cancel) and frees
  * it. NULL-safe. */
 void reconcile_stop(struct reconcile *r);
+
+/* ---- routed (route.h): the operator API's report and cancel ---------------- */
+
+/* Builds the report of every shard into rep (zeroed by the caller):
+ * reconcile_report on each, added with reconcile_report_add, a shard that
+ * did not answer added as NULL. ROUTE_OK (sc->missed names those),
+ * ROUTE_UNAVAILABLE or ROUTE_FAILED (sc->fail). */
+enum route_result reconcile_route_report(const struct route *rt, const struct config *cfg,
+                                         struct reconcile_report *rep, struct route_scan *sc);
+
+/* One stale order of a cancel, and what its cancel did. */
+struct reconcile_canceled {
+    struct stale_order order;     /* as listed, with its shard */
+    int result;                   /* enum orders_result; ORDERS_UNAVAILABLE: its shard failed */
+    int from;                     /* the status it had, unless ORDERS_UNAVAILABLE */
+};
+
+/* A cancel of stale orders: what to cancel (set by the caller), what was
+ * done (set by reconcile_route_cancel_stale). */
+struct reconcile_cancel {
+    const char *actor;            /* the operator credential's name, for the audit */
+    int age_s;                    /* WAIT_PAY for longer than this */
+    size_t limit;                 /* at most this many: the oldest across the shards */
+    struct reconcile_canceled *items; /* limit of them, the caller's */
+    size_t n;                     /* listed */
+    size_t canceled;              /* of which this call canceled */
+    struct route_scan sc;         /* the shards that did not answer (listing or cancel) */
+    const struct route *rt;
+};
+
+/* Lists, on every shard, the WAIT_PAY orders older than rc->age_s, keeps
+ * the rc->limit oldest across shards, and cancels each through the state
+ * machine like POST /order/{no}/cancel (stock returned, an order.canceled
+ * event, and an audit row "order.cancel_stale" by rc->actor, in the
+ * cancel's transaction), only from WAIT_PAY: an order paid between the
+ * listing and its cancel is left alone (ORDERS_ILLEGAL). A shard that fails
+ * midway is noted in rc->sc and its orders are ORDERS_UNAVAILABLE
+ * (sharded); unsharded, or when no shard answers the listing, that is
+ * ROUTE_UNAVAILABLE. A database error is ROUTE_FAILED. *fail says why. */
+enum route_result reconcile_route_cancel_stale(const struct route *rt, struct reconcile_cancel *rc,
+                                               struct route_failure *fail);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "audit.h"
 #include "order_state.h"
+#include "route.h"
 
 static enum refunds_result from_db(enum db_status st)
 {
@@ -180,4 +181,122 @@ const char *refunds_result_str(enum refunds_result r)
                                          "CONFLICT", "UNAVAILABLE", "ERROR" };
 
     return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "UNKNOWN";
+}
+
+/* ---- routed ---------------------------------------------------------------- */
+
+/* A listing over the shards: each shard's oldest, merged into the oldest
+ * across them. */
+struct list_job {
+    int status;
+    struct refund_entry *items, *part, *merged;
+    size_t limit, n;
+};
+
+static enum route_step list_shard(struct db_conn *c, const struct shard *sh, void *arg)
+{
+    struct list_job *j = arg;
+    size_t got = 0, i;
+    enum refunds_result r = refunds_list(c, j->status, j->part, j->limit, &got);
+
+    if (r != REFUNDS_OK)
+        return r == REFUNDS_UNAVAILABLE ? ROUTE_MISSED : ROUTE_ERROR;
+    for (i = 0; i < got; i++)
+        j->part[i].shard = sh->index;
+    refunds_merge(j->items, j->n, j->part, got, j->merged, j->limit, &j->n);
+    memcpy(j->items, j->merged, j->n * sizeof(*j->items));
+    return ROUTE_NEXT;
+}
+
+enum route_result refunds_route_list(const struct route *rt, int status,
+                                     struct refund_entry *items, size_t limit, size_t *n,
+                                     struct route_scan *sc)
+{
+    struct list_job j = { .status = status, .items = items, .limit = limit };
+    enum route_result r;
+
+    *n = 0;
+    memset(sc, 0, sizeof(*sc));
+    if ((j.part = calloc(limit, sizeof(*j.part))) == NULL ||
+        (j.merged = calloc(limit, sizeof(*j.merged))) == NULL) {
+        route_fail_msg(&sc->fail, "refunds_list", "out of memory");
+        r = ROUTE_FAILED;
+        goto out;
+    }
+    r = route_scan(rt, 0, "refunds_list", list_shard, &j, sc);
+    *n = j.n;
+out:
+    free(j.part);
+    free(j.merged);
+    return r;
+}
+
+/* refunds_settle on sh. REFUNDS_NOT_FOUND when the payment is not there. */
+static enum refunds_result settle_on(struct route_hop *h, const struct shard *sh,
+                                     const struct refunds_settle_req *sr,
+                                     struct refund_entry *e)
+{
+    enum refunds_result r;
+
+    if (route_hop_to(h, sh, "refunds_settle") == NULL)
+        return REFUNDS_UNAVAILABLE;
+    r = refunds_settle(h->c, sr->pay_no, sr->reference, sr->actor, h->rt->request_id, e);
+    e->shard = sh->index;
+    if (r == REFUNDS_UNAVAILABLE || r == REFUNDS_ERROR)
+        route_failed(h, r == REFUNDS_UNAVAILABLE, "refunds_settle");
+    route_hop_release(h);
+    return r;
+}
+
+/* Sharded: the shard pay_no's payment lives on, by its pay_no_registry
+ * row (on shard_place(pay_no)), or NULL when the registry cannot say (no
+ * row: a payment made before sharding; or the registry's shard is down,
+ * which is logged and not counted: every shard is asked then). */
+static const struct shard *registry_shard(const struct route *rt, const char *pay_no)
+{
+    const struct shard *reg = shard_place(rt->set, pay_no);
+    char order_no[ID_BUF];
+    struct route_failure f;
+    struct route_hop h;
+    bool found = false;
+
+    route_hop_init(&h, rt, &f);
+    h.uncounted = true;
+    if (route_hop_to(&h, reg, "refunds_registry_order") == NULL)
+        return NULL;
+    if (refunds_registry_order(h.c, pay_no, order_no, &found) != REFUNDS_OK) {
+        route_failed(&h, true, "refunds_registry_order");
+        route_log_failure(&f, rt->request_id);
+    }
+    route_hop_release(&h);
+    return found ? shard_of_order(rt->set, order_no) : NULL;
+}
+
+enum refunds_result refunds_route_settle(const struct route *rt,
+                                         const struct refunds_settle_req *sr,
+                                         struct refund_entry *e, struct route_failure *fail)
+{
+    const struct shard *sh = rt->set->sharded ? registry_shard(rt, sr->pay_no) : &rt->set->s[0];
+    enum refunds_result r = REFUNDS_NOT_FOUND;
+    struct route_hop h;
+    bool missed = false;
+    size_t i;
+
+    route_hop_init(&h, rt, fail);
+    if (sh != NULL)
+        return settle_on(&h, sh, sr, e);
+    /* Asked in turn: a shard that could not answer makes a payment found
+     * nowhere a 503, not a 404. */
+    for (i = 0; i < rt->set->n; i++) {
+        r = settle_on(&h, &rt->set->s[i], sr, e);
+        if (r == REFUNDS_UNAVAILABLE) {
+            route_log_failure(fail, rt->request_id);
+            fail->logged = true;
+            missed = true;
+            continue;
+        }
+        if (r != REFUNDS_NOT_FOUND)
+            return r;
+    }
+    return missed ? REFUNDS_UNAVAILABLE : REFUNDS_NOT_FOUND;
 }

@@ -13,6 +13,7 @@
 
 #include "db.h"
 #include "outbox.h"
+#include "route.h"
 #include "validate.h"
 
 #define REFUNDS_LIST_MAX 100      /* rows one list call returns at most */
@@ -66,5 +67,32 @@ void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_
                    size_t nb, struct refund_entry *out, size_t max, size_t *n);
 
 const char *refunds_result_str(enum refunds_result r);
+
+/* ---- routed (route.h): the operator API's refund queue --------------------- */
+
+/* Lists up to limit (<= REFUNDS_LIST_MAX) payments in status across the
+ * shards: each shard's oldest, merged into the oldest across them, each
+ * item's shard set. ROUTE_OK (sc->missed names the shards that did not
+ * answer), ROUTE_UNAVAILABLE or ROUTE_FAILED (sc->fail). */
+enum route_result refunds_route_list(const struct route *rt, int status,
+                                     struct refund_entry *items, size_t limit, size_t *n,
+                                     struct route_scan *sc);
+
+/* A settle: the payment, the refund's reference at the gateway, and who. */
+struct refunds_settle_req {
+    const char *pay_no;
+    const char *reference;
+    const char *actor;
+};
+
+/* Settles sr->pay_no wherever it lives: unsharded on the one database;
+ * sharded on the shard its pay_no_registry row names, or else (a payment
+ * made before sharding, or the registry's shard down) on the shard that
+ * has it, each asked in turn, where a shard that could not answer makes a
+ * payment found nowhere REFUNDS_UNAVAILABLE, not REFUNDS_NOT_FOUND. Results
+ * as refunds_settle's; REFUNDS_UNAVAILABLE and REFUNDS_ERROR with *fail. */
+enum refunds_result refunds_route_settle(const struct route *rt,
+                                         const struct refunds_settle_req *sr,
+                                         struct refund_entry *e, struct route_failure *fail);
 
 #endif

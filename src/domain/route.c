@@ -28,6 +28,11 @@ static void count_unavailable(const struct route *rt, const struct shard *sh)
     metrics_shard_inc(rt->m, sh->index, MS_UNAVAILABLE);
 }
 
+void route_count_unavailable(const struct route *rt, const struct shard *sh)
+{
+    count_unavailable(rt, sh);
+}
+
 static void no_conn(struct route_failure *f, const struct route *rt, const struct shard *sh,
                     const char *step)
 {

@@ -77,6 +77,11 @@ void route_fail_msg(struct route_failure *f, const char *step, const char *msg);
  * failure already logged or one that is a pool's own wait. */
 void route_log_failure(const struct route_failure *f, const char *request_id);
 
+/* Counts a request that sh could not serve (its
+ * paycallback_shard_unavailable_total), for a path that borrows outside a
+ * hop (the token store's fallback). Every count of it is made here. */
+void route_count_unavailable(const struct route *rt, const struct shard *sh);
+
 /* ---- every shard ------------------------------------------------------- */
 
 /* What one shard's part of a scan did. */

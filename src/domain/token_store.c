@@ -14,8 +14,8 @@
 #include "config.h"
 #include "db.h"
 #include "log.h"
-#include "metrics.h"
 #include "redis.h"
+#include "route.h"
 #include "server.h"
 #include "shard.h"
 
@@ -25,28 +25,33 @@
 
 void token_ctx_release(struct token_ctx *ctx)
 {
-    db_release(ctx->pool, ctx->conn);
+    if (ctx->conn != NULL)
+        shard_release(ctx->shard, ctx->conn);
     ctx->conn = NULL;
-    ctx->pool = NULL;
+    ctx->shard = NULL;
 }
 
-/* A connection of pool for ctx. One connection at a time: a thread that
+/* A connection of sh for ctx. One connection at a time: a thread that
  * waited for one pool while holding another could deadlock with one doing
  * the reverse. */
-static struct db_conn *conn_of(struct token_ctx *ctx, struct db_pool *pool)
+static struct db_conn *conn_of(struct token_ctx *ctx, const struct shard *sh)
 {
-    if (ctx->conn != NULL && ctx->pool != pool)
+    if (ctx->conn != NULL && ctx->shard != sh)
         token_ctx_release(ctx);
     if (ctx->conn == NULL) {
-        ctx->conn = db_acquire(pool, ctx->srv->cfg->mysql_wait_ms);
-        ctx->pool = ctx->conn != NULL ? pool : NULL;
+        ctx->conn = shard_acquire(sh, ctx->srv->cfg->mysql_wait_ms);
+        ctx->shard = ctx->conn != NULL ? sh : NULL;
     }
     return ctx->conn;
 }
 
-struct db_conn *token_ctx_conn(struct token_ctx *ctx)
+/* A request the token's shard could not serve: counted where every such
+ * count is (route.c). */
+static void count_unavailable(const struct token_ctx *ctx, const struct shard *sh)
 {
-    return conn_of(ctx, ctx->srv->shards.s[0].pool);
+    const struct route rt = route_of(ctx->srv, NULL);
+
+    route_count_unavailable(&rt, sh);
 }
 
 /* Where a token's MySQL row lives: placed by the token itself, so issue,
@@ -129,7 +134,7 @@ static enum db_status token_txn(struct db_conn *c, void *arg)
  * TOKEN_USED for a duplicate key, or TOKEN_ERROR. */
 static enum token_status mysql_run(struct token_ctx *ctx, struct token_job *j, uint64_t *rows)
 {
-    struct db_conn *c = conn_of(ctx, token_shard(ctx, j->token)->pool);
+    struct db_conn *c = conn_of(ctx, token_shard(ctx, j->token));
     enum db_status st;
 
     *rows = 0;
@@ -242,7 +247,7 @@ enum token_status token_store_issue(struct token_ctx *ctx, char token[IDS_TOKEN_
         st = store->issue(ctx, token, ttl_ms);
     }
     if (st != TOKEN_OK) {
-        metrics_shard_inc(ctx->srv->m, token_shard(ctx, token)->index, MS_UNAVAILABLE);
+        count_unavailable(ctx, token_shard(ctx, token));
         token[0] = '\0';
         return TOKEN_ERROR;
     }
@@ -266,7 +271,7 @@ enum token_status token_store_consume(struct token_ctx *ctx, const char *token,
     }
     if (st == TOKEN_DOWN || st == TOKEN_ERROR) {
         if (store == &token_store_mysql)
-            metrics_shard_inc(ctx->srv->m, token_shard(ctx, token)->index, MS_UNAVAILABLE);
+            count_unavailable(ctx, token_shard(ctx, token));
         return TOKEN_ERROR;
     }
     if (st != TOKEN_OK)

@@ -12,6 +12,7 @@
 
 struct server;
 struct db_conn;
+struct shard;
 
 enum token_status {
     TOKEN_OK,
@@ -27,7 +28,7 @@ enum token_status {
 struct token_ctx {
     struct server *srv;
     struct db_conn *conn;         /* NULL until a MySQL call needs one */
-    struct db_pool *pool;         /* the pool conn came from */
+    const struct shard *shard;    /* the shard conn came from */
 };
 
 /* One token store. self is a struct token_ctx *. */
@@ -51,12 +52,6 @@ struct token_receipt {
     char token[IDS_TOKEN_BUF];
     int64_t remaining_ms;
 };
-
-/* The MySQL connection of ctx on the first shard (the one database when
- * unsharded), borrowed on first use within mysql.wait_ms; a connection of
- * another shard that ctx held is given back first. NULL when none frees
- * up. */
-struct db_conn *token_ctx_conn(struct token_ctx *ctx);
 
 /* Gives ctx's connection back to its pool. NULL-safe in ctx->conn. */
 void token_ctx_release(struct token_ctx *ctx);

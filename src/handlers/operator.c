@@ -17,10 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit.h"
 #include "common.h"
 #include "config.h"
-#include "db.h"
 #include "handlers.h"
 #include "jsonutil.h"
 #include "log.h"
@@ -32,6 +30,7 @@
 #include "query.h"
 #include "reconcile.h"
 #include "refunds.h"
+#include "route.h"
 #include "server.h"
 #include "shard.h"
 #include "validate.h"
@@ -42,11 +41,6 @@
 #define OPS_QUERY_DEFAULT 20      /* stale orders one query call asks about by default */
 #define OPS_QUERY_MAX    100
 #define OPS_QUERY_BUSY_RETRY_S 5
-
-static bool retryable(enum db_status st)
-{
-    return st == DB_UNAVAILABLE || st == DB_RETRY;
-}
 
 /* Who is acting: the name of the operator credential that authenticated
  * the request (never the key itself). */
@@ -136,63 +130,8 @@ static void add_event_id(cJSON *o, const struct server *srv, const struct outbox
     cJSON_AddStringToObject(o, "id", id);
 }
 
-/* ---- reads across shards ---- */
-
-/* One read over several shards: which could not answer, and the message
- * of the 503 when none could. */
-struct scan {
-    bool missed[CFG_SHARDS_MAX];
-    size_t asked, nmissed;
-    const char *why;
-};
-
-/* Borrows a connection of sh for a scan; NULL (sh noted as missed) when
- * none frees up within mysql.wait_ms. */
-static struct db_conn *scan_acquire(struct server *srv, struct scan *sc, const struct shard *sh)
-{
-    struct db_conn *c = db_acquire(sh->pool, srv->cfg->mysql_wait_ms);
-
-    sc->asked++;
-    if (c == NULL) {
-        sc->missed[sh->index] = true;
-        sc->nmissed++;
-        sc->why = "database busy: no free connection";
-    }
-    return c;
-}
-
-/* A failed read of sh in a scan. Retryable: logged, sh noted as missed,
- * 0 (the scan goes on). Otherwise -1 after a 500. */
-static int scan_failed(struct scan *sc, const struct http_req *req, struct http_resp *resp,
-                       const struct db_conn *c, const struct shard *sh, const char *what,
-                       bool retry)
-{
-    if (!retry) {
-        reply_db_failure(req, resp, c, what, false);
-        return -1;
-    }
-    log_db_failure(req, c, what, true);
-    sc->missed[sh->index] = true;
-    sc->nmissed++;
-    sc->why = "database unavailable, retry later";
-    return 0;
-}
-
-/* After a scan: 0 when some shard answered; else -1 after a 503 counted
- * for each shard. */
-static int scan_done_or_reply(struct server *srv, const struct scan *sc, struct http_resp *resp)
-{
-    if (sc->asked == 0 || sc->nmissed < sc->asked)
-        return 0;
-    for (size_t i = 0; i < srv->shards.n; i++)
-        if (sc->missed[i])
-            metrics_shard_inc(srv->m, i, MS_UNAVAILABLE);
-    http_reply_unavailable(resp, sc->why);
-    return -1;
-}
-
 /* Sharded answers name the shards that did not answer (maybe none). */
-static void add_unavailable(cJSON *o, const struct server *srv, const struct scan *sc)
+static void add_unavailable(cJSON *o, const struct server *srv, const struct route_scan *sc)
 {
     cJSON *arr;
 
@@ -202,6 +141,14 @@ static void add_unavailable(cJSON *o, const struct server *srv, const struct sca
     for (size_t i = 0; i < srv->shards.n; i++)
         if (sc->missed[i])
             cJSON_AddItemToArray(arr, cJSON_CreateNumber(srv->shards.s[i].id));
+}
+
+/* What a scan that did not succeed answers: 503 when no shard answered,
+ * 500 when one answered an error. */
+static void reply_scan_failure(const struct http_req *req, struct http_resp *resp,
+                               const struct route_scan *sc)
+{
+    reply_route_failure(req, resp, &sc->fail);
 }
 
 static cJSON *entry_json(const struct server *srv, const struct outbox_entry *e,
@@ -263,10 +210,11 @@ static int after_or_reply(struct server *srv, const struct http_req *req, size_t
 
 void handle_ops_outbox_list(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     const char *sv = http_req_query(req, "state");
     int state = sv == NULL ? OUTBOX_DEAD : outbox_state_from_name(sv);
     struct outbox_entry *items = NULL;
-    struct scan sc = { .asked = 0 };
+    struct route_scan sc;
     uint64_t after = 0;
     int64_t limit = 0;
     size_t n = 0, first = 0;
@@ -283,26 +231,10 @@ void handle_ops_outbox_list(struct server *srv, const struct http_req *req, stru
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
         return;
     }
-    for (size_t s = first; s < srv->shards.n && n < (size_t)limit; s++) {
-        const struct shard *sh = &srv->shards.s[s];
-        struct db_conn *c = scan_acquire(srv, &sc, sh);
-        size_t got = 0;
-        enum db_status st;
-
-        if (c == NULL)
-            continue;
-        st = outbox_list(c, state, s == first ? after : 0, items + n, (size_t)limit - n, &got);
-        if (st != DB_OK && scan_failed(&sc, req, resp, c, sh, "outbox_list", retryable(st)) != 0) {
-            db_release(sh->pool, c);
-            goto out;
-        }
-        db_release(sh->pool, c);
-        for (size_t i = 0; st == DB_OK && i < got; i++)
-            items[n + i].shard = s;
-        n += st == DB_OK ? got : 0;
-    }
-    if (scan_done_or_reply(srv, &sc, resp) != 0)
+    if (outbox_route_list(&rt, state, first, after, items, (size_t)limit, &n, &sc) != ROUTE_OK) {
+        reply_scan_failure(req, resp, &sc);
         goto out;
+    }
     o = cJSON_CreateObject();
     arr = cJSON_AddArrayToObject(o, "events");
     for (size_t i = 0; i < n; i++)
@@ -325,70 +257,55 @@ out:
 
 void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     struct outbox_entry e;
     const struct shard *sh = NULL;
-    struct db_conn *c = NULL;
+    struct route_failure fail;
     uint64_t id = 0;
     bool found = false;
-    enum db_status st;
     cJSON *o;
 
-    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0 ||
-        (c = shard_acquire_or_reply(srv, sh, resp)) == NULL)
+    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0)
         return;
-    st = outbox_get(c, id, &e, &found);
-    if (st != DB_OK) {
-        if (retryable(st))
-            metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
-        reply_db_failure(req, resp, c, "outbox_get", retryable(st));
+    if (outbox_route_get(&rt, sh, id, &e, &found, &fail) != ROUTE_OK) {
+        reply_route_failure(req, resp, &fail);
     } else if (!found) {
         http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
     } else {
-        e.shard = sh->index;
         o = entry_json(srv, &e, true);
         http_reply_json(resp, 200, o);
         cJSON_Delete(o);
     }
-    db_release(sh->pool, c);
 }
 
 /* Sends a dead event again: PENDING, attempts reset, due now. Retrying an
  * event that is not dead changes nothing and says where it is. */
 void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     struct outbox_entry e;
     const struct shard *sh = NULL;
-    const char *what = "outbox_retry";
+    struct route_failure fail;
     uint64_t id = 0;
-    bool changed = false;
-    struct db_conn *c = NULL;
-    bool found = false;
-    enum db_status st;
+    bool changed = false, found = false;
     cJSON *o;
 
-    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0 ||
-        (c = shard_acquire_or_reply(srv, sh, resp)) == NULL)
+    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0)
         return;
-    st = outbox_retry(c, id, actor(req), req->request_id, &changed);
-    if (st == DB_OK && (st = outbox_get(c, id, &e, &found)) != DB_OK)
-        what = "outbox_get";
-    if (st != DB_OK) {
-        if (retryable(st))
-            metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
-        reply_db_failure(req, resp, c, what, retryable(st));
-        goto out;
+    if (outbox_route_retry(&rt, sh, id, actor(req), &changed, &e, &found, &fail) != ROUTE_OK) {
+        reply_route_failure(req, resp, &fail);
+        return;
     }
     if (!found) {
         http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
-        goto out;
+        return;
     }
     if (!changed && e.state != OUTBOX_PENDING) {
         http_reply_error(resp, 409, "EVENT_NOT_DEAD",
                          e.state == OUTBOX_DELIVERED ? "the event was delivered already"
                                                      : "the event is not dead");
-        goto out;
+        return;
     }
-    e.shard = sh->index;
     if (changed)
         log_info("outbox event sent again", "event_id=%s:%s actor=%s request_id=%s", e.order_no,
                  e.event_type, actor(req), req->request_id);
@@ -396,8 +313,6 @@ void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, str
     cJSON_AddBoolToObject(o, "duplicate", !changed);
     http_reply_json(resp, 200, o);
     cJSON_Delete(o);
-out:
-    db_release(sh->pool, c);
 }
 
 static cJSON *refund_json(const struct server *srv, const struct refund_entry *r)
@@ -421,11 +336,11 @@ static cJSON *refund_json(const struct server *srv, const struct refund_entry *r
 
 void handle_ops_refunds_list(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     const char *sv = http_req_query(req, "status");
     int status = PAYMENT_REFUND_REQUIRED;
-    struct refund_entry *items = NULL, *part = NULL, *merged = NULL;
-    struct scan sc = { .asked = 0 };
-    enum refunds_result r;
+    struct refund_entry *items = NULL;
+    struct route_scan sc;
     int64_t limit = 0;
     size_t n = 0;
     cJSON *o, *arr;
@@ -438,36 +353,14 @@ void handle_ops_refunds_list(struct server *srv, const struct http_req *req, str
     }
     if (query_int_or_reply(req, "limit", 1, REFUNDS_LIST_MAX, OPS_LIST_DEFAULT, &limit, resp) != 0)
         return;
-    if ((items = calloc((size_t)limit, sizeof(*items))) == NULL ||
-        (part = calloc((size_t)limit, sizeof(*part))) == NULL ||
-        (merged = calloc((size_t)limit, sizeof(*merged))) == NULL) {
+    if ((items = calloc((size_t)limit, sizeof(*items))) == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        return;
+    }
+    if (refunds_route_list(&rt, status, items, (size_t)limit, &n, &sc) != ROUTE_OK) {
+        reply_scan_failure(req, resp, &sc);
         goto out;
     }
-    /* Each shard's oldest, merged: the oldest across shards. */
-    for (size_t s = 0; s < srv->shards.n; s++) {
-        const struct shard *sh = &srv->shards.s[s];
-        struct db_conn *c = scan_acquire(srv, &sc, sh);
-        size_t got = 0;
-
-        if (c == NULL)
-            continue;
-        r = refunds_list(c, status, part, (size_t)limit, &got);
-        if (r != REFUNDS_OK &&
-            scan_failed(&sc, req, resp, c, sh, "refunds_list", r == REFUNDS_UNAVAILABLE) != 0) {
-            db_release(sh->pool, c);
-            goto out;
-        }
-        db_release(sh->pool, c);
-        if (r != REFUNDS_OK)
-            continue;
-        for (size_t i = 0; i < got; i++)
-            part[i].shard = s;
-        refunds_merge(items, n, part, got, merged, (size_t)limit, &n);
-        memcpy(items, merged, n * sizeof(*items));
-    }
-    if (scan_done_or_reply(srv, &sc, resp) != 0)
-        goto out;
     o = cJSON_CreateObject();
     arr = cJSON_AddArrayToObject(o, "payments");
     for (size_t i = 0; i < n; i++)
@@ -477,86 +370,6 @@ void handle_ops_refunds_list(struct server *srv, const struct http_req *req, str
     cJSON_Delete(o);
 out:
     free(items);
-    free(part);
-    free(merged);
-}
-
-/* Settles on shard sh. REFUNDS_NOT_FOUND when the payment is not there;
- * on a database failure, *c_out keeps the connection for the reply (the
- * caller releases it); no free connection is REFUNDS_UNAVAILABLE with
- * *c_out NULL, counted for the shard. */
-static enum refunds_result settle_on(struct server *srv, const struct shard *sh,
-                                     const struct http_req *req, const char *reference,
-                                     struct refund_entry *e, struct db_conn **c_out)
-{
-    struct db_conn *c = db_acquire(sh->pool, srv->cfg->mysql_wait_ms);
-    enum refunds_result r;
-
-    *c_out = NULL;
-    if (c == NULL) {
-        metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
-        return REFUNDS_UNAVAILABLE;
-    }
-    r = refunds_settle(c, req->param, reference, actor(req), req->request_id, e);
-    e->shard = sh->index;
-    if (r == REFUNDS_UNAVAILABLE || r == REFUNDS_ERROR) {
-        *c_out = c;
-        return r;
-    }
-    db_release(sh->pool, c);
-    return r;
-}
-
-/* Sharded: the shard pay_no's payment lives on, by its pay_no_registry
- * row (on placement(pay_no)), or NULL when the registry cannot say (no
- * row: a payment made before sharding; or the registry's shard is down). */
-static const struct shard *registry_shard(struct server *srv, const struct http_req *req)
-{
-    const struct shard *r = shard_place(&srv->shards, req->param);
-    struct db_conn *c = db_acquire(r->pool, srv->cfg->mysql_wait_ms);
-    char order_no[ID_BUF];
-    bool found = false;
-
-    if (c == NULL)
-        return NULL;
-    if (refunds_registry_order(c, req->param, order_no, &found) != REFUNDS_OK)
-        log_db_failure(req, c, "refunds_registry_order", true);
-    db_release(r->pool, c);
-    return found ? shard_of_order(&srv->shards, order_no) : NULL;
-}
-
-/* Settles pay_no wherever it lives: on the shard the registry names, or
- * else on the shard that has it (each asked in turn). A shard that could
- * not answer makes a payment found nowhere a 503, not a 404. */
-static enum refunds_result settle_anywhere(struct server *srv, const struct http_req *req,
-                                           const char *reference, struct refund_entry *e,
-                                           struct db_conn **c, const struct shard **at)
-{
-    const struct shard *sh = srv->shards.sharded ? registry_shard(srv, req) : &srv->shards.s[0];
-    enum refunds_result r = REFUNDS_NOT_FOUND;
-    bool missed = false;
-
-    if (sh != NULL) {
-        *at = sh;
-        return settle_on(srv, sh, req, reference, e, c);
-    }
-    for (size_t i = 0; i < srv->shards.n; i++) {
-        *at = &srv->shards.s[i];
-        r = settle_on(srv, *at, req, reference, e, c);
-        if (r == REFUNDS_UNAVAILABLE) {
-            if (*c != NULL) {
-                metrics_shard_inc(srv->m, i, MS_UNAVAILABLE);
-                log_db_failure(req, *c, "refunds_settle", true);
-                db_release((*at)->pool, *c);
-                *c = NULL;
-            }
-            missed = true;
-            continue;
-        }
-        if (r != REFUNDS_NOT_FOUND)
-            return r;
-    }
-    return missed ? REFUNDS_UNAVAILABLE : REFUNDS_NOT_FOUND;
 }
 
 /* Records that the double charge pay_no was refunded at the gateway, with
@@ -564,10 +377,12 @@ static enum refunds_result settle_anywhere(struct server *srv, const struct http
  * payment with "duplicate":true; another reference is a conflict. */
 void handle_ops_refund_settle(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     char reference[REFUNDS_REF_MAX];
+    const struct refunds_settle_req sr = { .pay_no = req->param, .reference = reference,
+                                           .actor = actor(req) };
+    struct route_failure fail;
     struct refund_entry e;
-    const struct shard *sh = NULL;
-    struct db_conn *c = NULL;
     enum refunds_result r;
     cJSON *body = NULL, *o;
 
@@ -579,7 +394,7 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
         return;
     if (json_get_id_or_reply(body, "reference", reference, resp) != 0)
         goto out;
-    r = settle_anywhere(srv, req, reference, &e, &c, &sh);
+    r = refunds_route_settle(&rt, &sr, &e, &fail);
     switch (r) {
     case REFUNDS_OK:
     case REFUNDS_DUPLICATE:
@@ -604,18 +419,10 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
         break;
     case REFUNDS_UNAVAILABLE:
     case REFUNDS_ERROR:
-        if (c == NULL) {                       /* counted where it was met */
-            http_reply_unavailable(resp, "database unavailable, retry later");
-            break;
-        }
-        if (r == REFUNDS_UNAVAILABLE)
-            metrics_shard_inc(srv->m, sh->index, MS_UNAVAILABLE);
-        reply_db_failure(req, resp, c, "refunds_settle", r == REFUNDS_UNAVAILABLE);
+        reply_route_failure(req, resp, &fail);
         break;
     }
 out:
-    if (c != NULL)
-        db_release(sh->pool, c);
     cJSON_Delete(body);
 }
 
@@ -649,7 +456,7 @@ static void report_shards_json(cJSON *o, const struct server *srv,
 }
 
 static cJSON *report_json(const struct server *srv, const struct reconcile_report *rep,
-                          const struct scan *sc)
+                          const struct route_scan *sc)
 {
     const struct config *cfg = srv->cfg;
     cJSON *o = cJSON_CreateObject(), *sec, *arr;
@@ -690,150 +497,24 @@ static cJSON *report_json(const struct server *srv, const struct reconcile_repor
 
 void handle_ops_reconcile(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
+    const struct route rt = route_of(srv, req->request_id);
     struct reconcile_report *rep = calloc(1, sizeof(*rep));
-    struct reconcile_report *part = calloc(1, sizeof(*part));
-    struct scan sc = { .asked = 0 };
-    enum db_status st;
+    struct route_scan sc;
     cJSON *o;
 
-    if (rep == NULL || part == NULL) {
+    if (rep == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        return;
+    }
+    if (reconcile_route_report(&rt, srv->cfg, rep, &sc) != ROUTE_OK) {
+        reply_scan_failure(req, resp, &sc);
         goto out;
     }
-    for (size_t s = 0; s < srv->shards.n; s++) {
-        const struct shard *sh = &srv->shards.s[s];
-        struct db_conn *c = scan_acquire(srv, &sc, sh);
-
-        if (c == NULL) {
-            reconcile_report_add(rep, NULL, s);
-            continue;
-        }
-        st = reconcile_report(c, srv->cfg, part);
-        if (st != DB_OK &&
-            scan_failed(&sc, req, resp, c, sh, "reconcile_report", retryable(st)) != 0) {
-            db_release(sh->pool, c);
-            goto out;
-        }
-        db_release(sh->pool, c);
-        reconcile_report_add(rep, st == DB_OK ? part : NULL, s);
-    }
-    if (scan_done_or_reply(srv, &sc, resp) != 0)
-        goto out;
     o = report_json(srv, rep, &sc);
     http_reply_json(resp, 200, o);
     cJSON_Delete(o);
 out:
     free(rep);
-    free(part);
-}
-
-/* The audit row of a stale-order cancel, in the cancel's transaction. */
-static enum db_status audit_cancel(struct db_conn *c, const void *data, void *arg)
-{
-    const struct order_change *ch = data;
-    const struct http_req *req = arg;
-
-    return audit_append(c, actor(req), "order.cancel_stale", ch->order.order_no,
-                        "WAIT_PAY -> CANCELED", req->request_id);
-}
-
-/* Lists, on every shard, the WAIT_PAY orders older than age and keeps the
- * limit oldest across shards in stale (*n of them, each with its shard).
- * 0, or -1 after a 500. */
-static int stale_across_shards(struct server *srv, const struct http_req *req, int age,
-                               size_t limit, struct stale_order *stale, size_t *n,
-                               struct scan *sc, struct http_resp *resp)
-{
-    struct stale_order *part = calloc(limit, sizeof(*part)), *merged = calloc(limit, sizeof(*merged));
-    int rc = -1;
-
-    *n = 0;
-    if (part == NULL || merged == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
-        goto out;
-    }
-    for (size_t s = 0; s < srv->shards.n; s++) {
-        const struct shard *sh = &srv->shards.s[s];
-        struct db_conn *c = scan_acquire(srv, sc, sh);
-        size_t got = 0;
-        enum db_status st;
-
-        if (c == NULL)
-            continue;
-        st = reconcile_stale_orders(c, age, part, limit, &got);
-        if (st != DB_OK &&
-            scan_failed(sc, req, resp, c, sh, "reconcile_stale_orders", retryable(st)) != 0) {
-            db_release(sh->pool, c);
-            goto out;
-        }
-        db_release(sh->pool, c);
-        if (st != DB_OK)
-            continue;
-        for (size_t i = 0; i < got; i++)
-            part[i].shard = s;
-        reconcile_merge_stale(stale, *n, part, got, merged, limit, n);
-        memcpy(stale, merged, *n * sizeof(*stale));
-    }
-    rc = 0;
-out:
-    free(part);
-    free(merged);
-    return rc;
-}
-
-/* Cancels the listed orders of shard s over one connection, filling
- * their entries of arr (made in list order). A shard that fails midway
- * is noted as missed, its remaining orders "UNAVAILABLE"; unsharded that
- * is the whole answer's 503, as it always was. 0, or -1 after replying. */
-static int cancel_on_shard(struct server *srv, const struct http_req *req, size_t s,
-                           const struct stale_order *stale, size_t n, cJSON *arr,
-                           struct order_change *ch, size_t *canceled, struct scan *sc,
-                           struct http_resp *resp)
-{
-    const struct shard *sh = &srv->shards.s[s];
-    const struct orders_hook audit = { audit_cancel, (void *)req };
-    struct db_conn *c = NULL;
-    bool down = false;
-
-    for (size_t i = 0; i < n; i++) {
-        struct order_transition_req tr = { .order_no = stale[i].order_no, .to = ORDER_CANCELED,
-                                           .only_from = ORDER_WAIT_PAY, .hook = &audit };
-        cJSON *x = cJSON_GetArrayItem(arr, (int)i);
-        enum orders_result r = ORDERS_UNAVAILABLE;
-
-        if (stale[i].shard != s)
-            continue;
-        if (!down && c == NULL && (c = scan_acquire(srv, sc, sh)) == NULL)
-            down = true;
-        if (!down)
-            r = orders_transition(c, &tr, ch);
-        if (r == ORDERS_ERROR || (r == ORDERS_UNAVAILABLE && !srv->shards.sharded)) {
-            if (r == ORDERS_UNAVAILABLE)
-                metrics_shard_inc(srv->m, s, MS_UNAVAILABLE);
-            if (c != NULL)
-                reply_db_failure(req, resp, c, "orders_transition", r == ORDERS_UNAVAILABLE);
-            else
-                http_reply_unavailable(resp, "database busy: no free connection");
-            db_release(sh->pool, c);
-            return -1;
-        }
-        if (r == ORDERS_UNAVAILABLE && !down) {
-            scan_failed(sc, req, resp, c, sh, "orders_transition", true);
-            down = true;
-        }
-        cJSON_AddStringToObject(x, "result", orders_result_str(r));
-        if (r == ORDERS_UNAVAILABLE)
-            continue;
-        cJSON_AddStringToObject(x, "status", order_state_name(r == ORDERS_OK ? ORDER_CANCELED
-                                                                             : ch->from));
-        if (r == ORDERS_OK) {
-            (*canceled)++;
-            log_info("stale order canceled", "order_no=%s actor=%s request_id=%s",
-                     stale[i].order_no, actor(req), req->request_id);
-        }
-    }
-    db_release(sh->pool, c);
-    return 0;
 }
 
 /* Cancels, through the state machine like POST /order/{no}/cancel (stock
@@ -844,11 +525,10 @@ static int cancel_on_shard(struct server *srv, const struct http_req *req, size_
  * WAIT_PAY. */
 void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    struct stale_order *stale = NULL;
-    struct order_change *ch = NULL;
-    struct scan sc = { .asked = 0 };
+    const struct route rt = route_of(srv, req->request_id);
+    struct reconcile_cancel rc = { .actor = actor(req) };
+    struct route_failure fail;
     int64_t age = 0, limit = 0;
-    size_t n = 0, canceled = 0;
     cJSON *body = NULL, *o = NULL, *arr;
 
     if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
@@ -857,33 +537,38 @@ void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, str
                               31536000, &age, resp) != 0 ||
         json_get_int_or_reply(body, "limit", 1, OPS_CANCEL_MAX, &limit, resp) != 0)
         goto out;
-    if ((stale = calloc((size_t)limit, sizeof(*stale))) == NULL ||
-        (ch = calloc(1, sizeof(*ch))) == NULL) {
+    rc.age_s = (int)age;
+    rc.limit = (size_t)limit;
+    if ((rc.items = calloc(rc.limit, sizeof(*rc.items))) == NULL) {
         http_reply_error(resp, 500, "INTERNAL", "out of memory");
         goto out;
     }
-    if (stale_across_shards(srv, req, (int)age, (size_t)limit, stale, &n, &sc, resp) != 0 ||
-        scan_done_or_reply(srv, &sc, resp) != 0)
+    if (reconcile_route_cancel_stale(&rt, &rc, &fail) != ROUTE_OK) {
+        reply_route_failure(req, resp, &fail);
         goto out;
+    }
     o = cJSON_CreateObject();
     arr = cJSON_AddArrayToObject(o, "orders");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < rc.n; i++) {
+        const struct reconcile_canceled *it = &rc.items[i];
         cJSON *x = cJSON_CreateObject();
-        add_shard(x, srv, stale[i].shard);
-        cJSON_AddStringToObject(x, "order_no", stale[i].order_no);
+
+        add_shard(x, srv, it->order.shard);
+        cJSON_AddStringToObject(x, "order_no", it->order.order_no);
+        cJSON_AddStringToObject(x, "result", orders_result_str(it->result));
+        if (it->result != ORDERS_UNAVAILABLE)
+            cJSON_AddStringToObject(x, "status",
+                                    order_state_name(it->result == ORDERS_OK ? ORDER_CANCELED
+                                                                             : it->from));
         cJSON_AddItemToArray(arr, x);
     }
-    for (size_t s = 0; s < srv->shards.n; s++)
-        if (cancel_on_shard(srv, req, s, stale, n, arr, ch, &canceled, &sc, resp) != 0)
-            goto out;
-    cJSON_AddNumberToObject(o, "canceled", (double)canceled);
-    add_unavailable(o, srv, &sc);
+    cJSON_AddNumberToObject(o, "canceled", (double)rc.canceled);
+    add_unavailable(o, srv, &rc.sc);
     http_reply_json(resp, 200, o);
 out:
     cJSON_Delete(o);
     cJSON_Delete(body);
-    free(stale);
-    free(ch);
+    free(rc.items);
 }
 
 static cJSON *query_item_json(const struct query *q, const struct query_item *it)

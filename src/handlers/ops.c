@@ -37,12 +37,8 @@ static const char *mysql_state(enum db_status st, const struct db_node *node)
 static enum db_status probe_shard(struct server *srv, const struct shard *sh,
                                   struct db_node *node)
 {
-    struct db_conn *conn = NULL;
-    enum db_status st = DB_UNAVAILABLE;
+    enum db_status st = shard_ping(sh, srv->cfg->mysql_wait_ms, node);
 
-    if ((conn = db_acquire(sh->pool, srv->cfg->mysql_wait_ms)) != NULL)
-        st = db_ping(conn, node);
-    db_release(sh->pool, conn);
     metrics_shard_ready(srv->m, sh->index, st == DB_OK);
     return st;
 }

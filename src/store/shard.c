@@ -72,6 +72,15 @@ void shard_release(const struct shard *sh, struct db_conn *c)
     db_release(sh->pool, c);
 }
 
+enum db_status shard_ping(const struct shard *sh, int wait_ms, struct db_node *node)
+{
+    struct db_conn *c = shard_acquire(sh, wait_ms);
+    enum db_status st = c != NULL ? db_ping(c, node) : DB_UNAVAILABLE;
+
+    shard_release(sh, c);
+    return st;
+}
+
 const struct shard *shard_by_id(const struct shard_set *set, int id)
 {
     size_t i;

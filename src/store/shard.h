@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "db.h"
 
 struct db_pool;
 struct metrics;
@@ -55,9 +56,13 @@ void shard_set_close(struct shard_set *set);
 /* Borrows a connection of sh's pool, waiting at most wait_ms; NULL when
  * none frees up. Every request path borrows here, so what guards a shard
  * guards it everywhere. Give it back with shard_release (NULL-safe). */
-struct db_conn;
 struct db_conn *shard_acquire(const struct shard *sh, int wait_ms);
 void shard_release(const struct shard *sh, struct db_conn *c);
+
+/* Pings sh's database over a connection borrowed within wait_ms (node gets
+ * its Galera state): DB_OK when it takes writes; DB_UNAVAILABLE when no
+ * connection frees up. */
+enum db_status shard_ping(const struct shard *sh, int wait_ms, struct db_node *node);
 
 /* The shard with this id, or NULL. */
 const struct shard *shard_by_id(const struct shard_set *set, int id);
