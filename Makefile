@@ -76,6 +76,10 @@ $(BUILD)/tests/check_%: $(BUILD)/tests/unit/check_%.o $(TESTMAIN) $(TESTKEYS) $(
 $(BUILD)/tests/check_%: $(BUILD)/tests/integration/check_%.o $(TESTMAIN) $(HARNESS) $(TESTKEYS) $(LIB_OBJS)
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LDLIBS) $(LDLIBS)
 
+# The gateway suites run one table of scenarios, each through its own driver.
+$(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/check_gateway_*.c)): \
+	$(BUILD)/tests/integration/gateway_scenarios.o
+
 $(CEILING): $(BUILD)/bench/ceiling.o
 	$(QUIET_LD)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
