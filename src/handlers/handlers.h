@@ -20,7 +20,7 @@ void handle_order_ship(struct server *srv, const struct http_req *req, struct ht
 void handle_order_finish(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_order_cancel(struct server *srv, const struct http_req *req, struct http_resp *resp);
 
-/* The operator API (operator.c). */
+/* The operator API (operator_outbox.c, operator_refunds.c, operator_reconcile.c). */
 void handle_ops_reconcile(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_outbox_list(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struct http_resp *resp);

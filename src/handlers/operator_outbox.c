@@ -1,0 +1,193 @@
+/* operator_outbox.c - the operator API's outbox: list events by state,
+ * inspect one, send a dead one again (audited with the operator
+ * credential's name). Sharded, events are named across shards by
+ * "Sdd-<row id>"; the list reads every shard (outbox_route_list) and names
+ * the shards that did not answer, while an event's own routes answer 503
+ * while its shard is down. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "handlers.h"
+#include "log.h"
+#include "operator.h"
+#include "outbox.h"
+#include "route.h"
+#include "server.h"
+#include "shard.h"
+
+#define OPS_LIST_MAX     100
+
+/* An event's name across shards: its shard and its row id there. Text
+ * is a row id ("17") unsharded; sharded, "S02-17" names row 17 of shard 2
+ * and a bare row id names shard 1 (events written before sharding, as an
+ * order_no without a prefix). 0, or -1 when text names no event of ours. */
+static int event_ref(const struct server *srv, const char *text, const struct shard **sh,
+                     uint64_t *id)
+{
+    const char *num = text;
+    char *end = NULL;
+    unsigned long long v;
+    int sid = 0;
+
+    if ((*sh = shard_of_order(&srv->shards, text)) == NULL)
+        return -1;
+    if (srv->shards.sharded && shard_parse_order_no(text, &sid) == SHARD_PREFIXED)
+        num = text + SHARD_PREFIX_LEN;
+    errno = 0;
+    v = strtoull(num, &end, 10);
+    if (num[0] < '1' || num[0] > '9' || errno != 0 || *end != '\0' || v > INT64_MAX)
+        return -1;
+    *id = v;
+    return 0;
+}
+
+/* The {id} of an outbox route. 0, or -1 with a 404 in resp. */
+static int event_id_or_reply(const struct server *srv, const struct http_req *req,
+                             const struct shard **sh, uint64_t *id, struct http_resp *resp)
+{
+    if (event_ref(srv, req->param, sh, id) != 0) {
+        http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
+        return -1;
+    }
+    return 0;
+}
+
+/* The position a listing starts after: unsharded the row id; sharded an
+ * event id, events being listed by shard (in configured order), then id.
+ * 0, or -1 after a 400. */
+static int after_or_reply(struct server *srv, const struct http_req *req, size_t *shard,
+                          uint64_t *after, struct http_resp *resp)
+{
+    const char *v = http_req_query(req, "after");
+    const struct shard *sh = NULL;
+    int64_t n = 0;
+
+    *shard = 0;
+    *after = 0;
+    if (!srv->shards.sharded || v == NULL || strcmp(v, "0") == 0) {
+        if (operator_query_int_or_reply(req, "after", 0, INT64_MAX, 0, &n, resp) != 0)
+            return -1;
+        *after = (uint64_t)n;
+        return 0;
+    }
+    if (event_ref(srv, v, &sh, after) != 0) {
+        http_reply_error(resp, 400, "BAD_REQUEST", "after must be an event id (S01-17)");
+        return -1;
+    }
+    *shard = sh->index;
+    return 0;
+}
+
+void handle_ops_outbox_list(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    const struct route rt = route_of(srv, req->request_id);
+    const char *sv = http_req_query(req, "state");
+    int state = sv == NULL ? OUTBOX_DEAD : outbox_state_from_name(sv);
+    struct outbox_entry *items = NULL;
+    struct route_scan sc;
+    uint64_t after = 0;
+    int64_t limit = 0;
+    size_t n = 0, first = 0;
+    cJSON *o, *arr;
+
+    if (state < 0) {
+        http_reply_error(resp, 400, "BAD_REQUEST", "state must be PENDING, DELIVERED or DEAD");
+        return;
+    }
+    if (after_or_reply(srv, req, &first, &after, resp) != 0 ||
+        operator_query_int_or_reply(req, "limit", 1, OPS_LIST_MAX, OPS_LIST_DEFAULT, &limit,
+                                    resp) != 0)
+        return;
+    if ((items = calloc((size_t)limit, sizeof(*items))) == NULL) {
+        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        return;
+    }
+    if (outbox_route_list(&rt, state, first, after, items, (size_t)limit, &n, &sc) != ROUTE_OK) {
+        reply_route_failure(req, resp, &sc.fail);
+        goto out;
+    }
+    o = cJSON_CreateObject();
+    arr = cJSON_AddArrayToObject(o, "events");
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, operator_event_json(srv, &items[i], false));
+    if (n == (size_t)limit) {
+        if (srv->shards.sharded) {
+            cJSON *last = cJSON_GetArrayItem(arr, (int)n - 1);
+            cJSON_AddStringToObject(o, "next_after",
+                                    cJSON_GetObjectItemCaseSensitive(last, "id")->valuestring);
+        } else {
+            cJSON_AddNumberToObject(o, "next_after", (double)items[n - 1].id);
+        }
+    }
+    operator_add_unavailable(o, srv, &sc);
+    http_reply_json(resp, 200, o);
+    cJSON_Delete(o);
+out:
+    free(items);
+}
+
+void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    const struct route rt = route_of(srv, req->request_id);
+    struct outbox_entry e;
+    const struct shard *sh = NULL;
+    struct route_failure fail;
+    uint64_t id = 0;
+    bool found = false;
+    cJSON *o;
+
+    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0)
+        return;
+    if (outbox_route_get(&rt, sh, id, &e, &found, &fail) != ROUTE_OK) {
+        reply_route_failure(req, resp, &fail);
+    } else if (!found) {
+        http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
+    } else {
+        o = operator_event_json(srv, &e, true);
+        http_reply_json(resp, 200, o);
+        cJSON_Delete(o);
+    }
+}
+
+/* Sends a dead event again: PENDING, attempts reset, due now. Retrying an
+ * event that is not dead changes nothing and says where it is. */
+void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    const struct route rt = route_of(srv, req->request_id);
+    struct outbox_entry e;
+    const struct shard *sh = NULL;
+    struct route_failure fail;
+    uint64_t id = 0;
+    bool changed = false, found = false;
+    cJSON *o;
+
+    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0)
+        return;
+    if (outbox_route_retry(&rt, sh, id, operator_actor(req), &changed, &e, &found, &fail) !=
+        ROUTE_OK) {
+        reply_route_failure(req, resp, &fail);
+        return;
+    }
+    if (!found) {
+        http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
+        return;
+    }
+    if (!changed && e.state != OUTBOX_PENDING) {
+        http_reply_error(resp, 409, "EVENT_NOT_DEAD",
+                         e.state == OUTBOX_DELIVERED ? "the event was delivered already"
+                                                     : "the event is not dead");
+        return;
+    }
+    if (changed)
+        log_info("outbox event sent again", "event_id=%s:%s actor=%s request_id=%s", e.order_no,
+                 e.event_type, operator_actor(req), req->request_id);
+    o = operator_event_json(srv, &e, false);
+    cJSON_AddBoolToObject(o, "duplicate", !changed);
+    http_reply_json(resp, 200, o);
+    cJSON_Delete(o);
+}
