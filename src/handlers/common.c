@@ -1,6 +1,7 @@
 /* common.c - helpers every handler shares. */
 #include "common.h"
 
+#include "api_error.h"
 #include "http.h"
 #include "log.h"
 #include "route.h"
@@ -13,7 +14,7 @@ const struct shard *order_shard_or_reply(struct server *srv, const char *order_n
     const struct shard *sh = shard_of_order(&srv->shards, order_no);
 
     if (sh == NULL)
-        http_reply_error(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
+        api_reply(resp, API_ORDER_NOT_FOUND, "no order with this order_no");
     return sh;
 }
 
@@ -26,5 +27,5 @@ void reply_route_failure(const struct http_req *req, struct http_resp *resp,
     else if (f->unavailable)
         http_reply_unavailable(resp, "database unavailable, retry later");
     else
-        http_reply_error(resp, 500, "INTERNAL", f->shard != NULL ? "database error" : f->msg);
+        api_reply(resp, API_INTERNAL, f->shard != NULL ? "database error" : f->msg);
 }

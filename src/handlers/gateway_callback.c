@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api_error.h"
 #include "common.h"
 #include "db.h"
 #include "gateway.h"
@@ -35,9 +36,9 @@ static const struct gateway_callback_kind *kind_of(const struct gateway *gw)
     return NULL;
 }
 
-/* HTTP status and code of a refusal. Verification failures are 401, a
- * notification for another app 403, anything unreadable 400. */
-static int refusal_status(enum gateway_status st, const char **code)
+/* The error of a refusal. Verification failures are 401, a notification
+ * for another app 403, anything unreadable 400. */
+static enum api_error refusal(enum gateway_status st)
 {
     switch (st) {
     case GATEWAY_SIG_MISSING:
@@ -45,34 +46,34 @@ static int refusal_status(enum gateway_status st, const char **code)
     case GATEWAY_SIG_UNKNOWN_KEY:
     case GATEWAY_SIG_MISMATCH:
     case GATEWAY_DECRYPT_FAILED:
-        *code = "BAD_SIGNATURE";
-        return 401;
+        return API_BAD_SIGNATURE;
     case GATEWAY_WRONG_APP:
-        *code = "WRONG_APP";
-        return 403;
+        return API_WRONG_APP;
     case GATEWAY_ERROR:
-        *code = "INTERNAL";
-        return 500;
+        return API_INTERNAL;
     case GATEWAY_OK:
     case GATEWAY_MALFORMED:
     case GATEWAY_BAD_AMOUNT:
     case GATEWAY_BAD_CURRENCY:
         break;
     }
-    *code = "BAD_REQUEST";
-    return 400;
+    return API_BAD_REQUEST;
+}
+
+/* k's failure answer for the API error e (its status and code). */
+static void fail(const struct gateway_callback_kind *k, struct http_resp *resp, enum api_error e,
+                 const char *message)
+{
+    k->fail(resp, api_error_status(e), api_error_code(e), message);
 }
 
 static void refuse(struct server *srv, const struct gateway *gw, const struct gateway_callback_kind *k,
                    const struct http_req *req, struct http_resp *resp, enum gateway_status st)
 {
-    const char *code = "BAD_REQUEST";
-    int status = refusal_status(st, &code);
-
     metrics_gateway_reject(srv->m, gw->index, (size_t)st - 1);
     log_warn("gateway notification refused", "gateway=%s reason=%s request_id=%s",
              gw->cfg->name, gateway_status_reason(st), req->request_id);
-    k->fail(resp, status, code, gateway_status_str(st));
+    fail(k, resp, refusal(st), gateway_status_str(st));
 }
 
 /* The answer to what pay_route did: recorded (now or before) is the ack;
@@ -88,25 +89,25 @@ static void render(const struct gateway_callback_kind *k, const struct http_req 
         k->ack(resp);
         break;
     case PAY_CONFLICT:
-        k->fail(resp, 409, "PAY_NO_CONFLICT", "pay_no already recorded with another order or amount");
+        fail(k, resp, API_PAY_NO_CONFLICT, "pay_no already recorded with another order or amount");
         break;
     case PAY_NOT_FOUND:
-        k->fail(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
+        fail(k, resp, API_ORDER_NOT_FOUND, "no order with this order_no");
         break;
     case PAY_MISMATCH:
-        k->fail(resp, 422, "AMOUNT_MISMATCH", "amount or currency differs from the order's");
+        fail(k, resp, API_AMOUNT_MISMATCH, "amount or currency differs from the order's");
         break;
     case PAY_UNAVAILABLE:
         if (f->no_conn) {                     /* the pool's own wait: not a MySQL failure */
-            k->fail(resp, 503, "UNAVAILABLE", "database busy, retry later");
+            fail(k, resp, API_UNAVAILABLE, "database busy, retry later");
             break;
         }
         route_log_failure(f, req->request_id);
-        k->fail(resp, 503, "UNAVAILABLE", "database unavailable, retry later");
+        fail(k, resp, API_UNAVAILABLE, "database unavailable, retry later");
         break;
     case PAY_ERROR:
         route_log_failure(f, req->request_id);
-        k->fail(resp, 500, "INTERNAL", "internal error");
+        fail(k, resp, API_INTERNAL, "internal error");
         break;
     }
 }
@@ -142,7 +143,7 @@ void handle_gateway_callback(struct server *srv, const struct http_req *req, str
     enum gateway_status st;
 
     if (gw == NULL || (k = kind_of(gw)) == NULL) {
-        http_reply_error(resp, 404, "NOT_FOUND", "no gateway with this name is configured");
+        api_reply(resp, API_NOT_FOUND, "no gateway with this name is configured");
         return;
     }
     if ((st = k->read(gw, req, (int64_t)time(NULL), &n)) != GATEWAY_OK) {

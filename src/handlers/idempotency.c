@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "api_error.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -22,8 +23,8 @@ int idempotency_key_or_reply(const struct http_req *req, struct idempotency *ir,
     if (value == NULL)
         return 0;
     if (idem_key_parse(value, ir->claim.key) != 0) {
-        http_reply_error(resp, 400, "BAD_REQUEST",
-                         IDEMPOTENCY_HEADER " must be 1..255 visible ASCII characters");
+        api_reply(resp, API_BAD_REQUEST,
+                  IDEMPOTENCY_HEADER " must be 1..255 visible ASCII characters");
         return -1;
     }
     ir->on = true;
@@ -63,11 +64,11 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
     case IDEM_MISMATCH:
         log_warn("idempotency key reused for another request", "scope=%s request_id=%s",
                  ir->claim.scope, req->request_id);
-        http_reply_error(resp, 422, "IDEMPOTENCY_KEY_MISMATCH",
-                         "this Idempotency-Key was used for a different request");
+        api_reply(resp, API_IDEMPOTENCY_KEY_MISMATCH,
+                  "this Idempotency-Key was used for a different request");
         break;
     case IDEM_BUSY:
-        http_reply_in_progress(resp, "IDEMPOTENCY_KEY_IN_USE",
+        http_reply_in_progress(resp, api_error_code(API_IDEMPOTENCY_KEY_IN_USE),
                                "the first request with this Idempotency-Key is still running",
                                IDEMPOTENCY_BUSY_RETRY_S);
         break;
@@ -78,7 +79,7 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
         if (r == IDEM_UNAVAILABLE)          /* counted for its shard by idem_begin */
             http_reply_unavailable(resp, "database unavailable, retry later");
         else
-            http_reply_error(resp, 500, "INTERNAL", "database error");
+            api_reply(resp, API_INTERNAL, "database error");
         break;
     }
     idem_answer_free(&ans);

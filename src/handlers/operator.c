@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "api_error.h"
 #include "http.h"
 #include "money.h"
 #include "order_state.h"
@@ -40,7 +41,7 @@ int operator_query_int_or_reply(const struct http_req *req, const char *name, in
     if (v[0] < '0' || v[0] > '9' || errno != 0 || *end != '\0' || x < min || x > max) {
         snprintf(msg, sizeof(msg), "%s must be an integer in %lld..%lld", name, (long long)min,
                  (long long)max);
-        http_reply_error(resp, 400, "BAD_REQUEST", msg);
+        api_reply(resp, API_BAD_REQUEST, msg);
         return -1;
     }
     *out = x;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_error.h"
 #include "common.h"
 #include "handlers.h"
 #include "log.h"
@@ -51,7 +52,7 @@ static int event_id_or_reply(const struct server *srv, const struct http_req *re
                              const struct shard **sh, uint64_t *id, struct http_resp *resp)
 {
     if (event_ref(srv, req->param, sh, id) != 0) {
-        http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
+        api_reply(resp, API_EVENT_NOT_FOUND, "no outbox event with this id");
         return -1;
     }
     return 0;
@@ -76,7 +77,7 @@ static int after_or_reply(struct server *srv, const struct http_req *req, size_t
         return 0;
     }
     if (event_ref(srv, v, &sh, after) != 0) {
-        http_reply_error(resp, 400, "BAD_REQUEST", "after must be an event id (S01-17)");
+        api_reply(resp, API_BAD_REQUEST, "after must be an event id (S01-17)");
         return -1;
     }
     *shard = sh->index;
@@ -96,7 +97,7 @@ void handle_ops_outbox_list(struct server *srv, const struct http_req *req, stru
     cJSON *o, *arr;
 
     if (state < 0) {
-        http_reply_error(resp, 400, "BAD_REQUEST", "state must be PENDING, DELIVERED or DEAD");
+        api_reply(resp, API_BAD_REQUEST, "state must be PENDING, DELIVERED or DEAD");
         return;
     }
     if (after_or_reply(srv, req, &first, &after, resp) != 0 ||
@@ -104,7 +105,7 @@ void handle_ops_outbox_list(struct server *srv, const struct http_req *req, stru
                                     resp) != 0)
         return;
     if ((items = calloc((size_t)limit, sizeof(*items))) == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         return;
     }
     if (outbox_route_list(&rt, state, first, after, items, (size_t)limit, &n, &sc) != ROUTE_OK) {
@@ -146,7 +147,7 @@ void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struc
     if (outbox_route_get(&rt, sh, id, &e, &found, &fail) != ROUTE_OK) {
         reply_route_failure(req, resp, &fail);
     } else if (!found) {
-        http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
+        api_reply(resp, API_EVENT_NOT_FOUND, "no outbox event with this id");
     } else {
         o = operator_event_json(srv, &e, true);
         http_reply_json(resp, 200, o);
@@ -174,13 +175,13 @@ void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, str
         return;
     }
     if (!found) {
-        http_reply_error(resp, 404, "EVENT_NOT_FOUND", "no outbox event with this id");
+        api_reply(resp, API_EVENT_NOT_FOUND, "no outbox event with this id");
         return;
     }
     if (!changed && e.state != OUTBOX_PENDING) {
-        http_reply_error(resp, 409, "EVENT_NOT_DEAD",
-                         e.state == OUTBOX_DELIVERED ? "the event was delivered already"
-                                                     : "the event is not dead");
+        api_reply(resp, API_EVENT_NOT_DEAD,
+                  e.state == OUTBOX_DELIVERED ? "the event was delivered already"
+                                              : "the event is not dead");
         return;
     }
     if (changed)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "api_error.h"
 #include "common.h"
 #include "config.h"
 #include "handlers.h"
@@ -105,7 +106,7 @@ void handle_ops_reconcile(struct server *srv, const struct http_req *req, struct
     cJSON *o;
 
     if (rep == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         return;
     }
     if (reconcile_route_report(&rt, srv->cfg, rep, &sc) != ROUTE_OK) {
@@ -142,7 +143,7 @@ void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, str
     rc.age_s = (int)age;
     rc.limit = (size_t)limit;
     if ((rc.items = calloc(rc.limit, sizeof(*rc.items))) == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         goto out;
     }
     if (reconcile_route_cancel_stale(&rt, &rc, &fail) != ROUTE_OK) {
@@ -234,12 +235,12 @@ void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
             goto out;
     }
     if (query_count(srv->query) == 0) {
-        http_reply_error(resp, 409, "QUERY_NOT_CONFIGURED", "no query_url is configured: "
-                         "GET /ops/reconcile reports the stale orders");
+        api_reply(resp, API_QUERY_NOT_CONFIGURED, "no query_url is configured: "
+                  "GET /ops/reconcile reports the stale orders");
         goto out;
     }
     if ((items = calloc((size_t)limit, sizeof(*items))) == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         goto out;
     }
     run.age_s = (int)age;
@@ -253,14 +254,14 @@ void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
         render_query(resp, srv->query, items, n, &sum);
         break;
     case QUERY_ROUND_BUSY:
-        http_reply_in_progress(resp, "QUERY_IN_PROGRESS", "a query round is running already",
-                               OPS_QUERY_BUSY_RETRY_S);
+        http_reply_in_progress(resp, api_error_code(API_QUERY_IN_PROGRESS),
+                               "a query round is running already", OPS_QUERY_BUSY_RETRY_S);
         break;
     case QUERY_ROUND_UNAVAILABLE:
         http_reply_unavailable(resp, "database unavailable");
         break;
     case QUERY_ROUND_ERROR:
-        http_reply_error(resp, 500, "INTERNAL", "the query round failed; see the log");
+        api_reply(resp, API_INTERNAL, "the query round failed; see the log");
         break;
     }
 out:

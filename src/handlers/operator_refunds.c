@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_error.h"
 #include "common.h"
 #include "handlers.h"
 #include "jsonutil.h"
@@ -33,14 +34,14 @@ void handle_ops_refunds_list(struct server *srv, const struct http_req *req, str
     if (sv != NULL && strcmp(sv, "REFUND_SETTLED") == 0)
         status = PAYMENT_REFUND_SETTLED;
     else if (sv != NULL && strcmp(sv, "REFUND_REQUIRED") != 0) {
-        http_reply_error(resp, 400, "BAD_REQUEST", "status must be REFUND_REQUIRED or REFUND_SETTLED");
+        api_reply(resp, API_BAD_REQUEST, "status must be REFUND_REQUIRED or REFUND_SETTLED");
         return;
     }
     if (operator_query_int_or_reply(req, "limit", 1, REFUNDS_LIST_MAX, OPS_LIST_DEFAULT, &limit,
                                     resp) != 0)
         return;
     if ((items = calloc((size_t)limit, sizeof(*items))) == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         return;
     }
     if (refunds_route_list(&rt, status, items, (size_t)limit, &n, &sc) != ROUTE_OK) {
@@ -73,7 +74,7 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
     cJSON *body = NULL, *o;
 
     if (!validate_id(req->param)) {
-        http_reply_error(resp, 404, "PAYMENT_NOT_FOUND", "no payment with this pay_no");
+        api_reply(resp, API_PAYMENT_NOT_FOUND, "no payment with this pay_no");
         return;
     }
     if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
@@ -93,15 +94,15 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
         cJSON_Delete(o);
         break;
     case REFUNDS_NOT_FOUND:
-        http_reply_error(resp, 404, "PAYMENT_NOT_FOUND", "no payment with this pay_no");
+        api_reply(resp, API_PAYMENT_NOT_FOUND, "no payment with this pay_no");
         break;
     case REFUNDS_NOT_REQUIRED:
-        http_reply_error(resp, 409, "REFUND_NOT_REQUIRED",
-                         "the payment is PAID: it did not charge the customer twice");
+        api_reply(resp, API_REFUND_NOT_REQUIRED,
+                  "the payment is PAID: it did not charge the customer twice");
         break;
     case REFUNDS_CONFLICT:
-        http_reply_error(resp, 409, "ALREADY_SETTLED",
-                         "the payment was settled with another reference");
+        api_reply(resp, API_ALREADY_SETTLED,
+                  "the payment was settled with another reference");
         break;
     case REFUNDS_UNAVAILABLE:
     case REFUNDS_ERROR:

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_error.h"
 #include "config.h"
 #include "db.h"
 #include "handlers.h"
@@ -95,7 +96,7 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
         long id = strtol(want, &end, 10);
         if (want[0] < '0' || want[0] > '9' || *end != '\0' || id < 1 || id > CFG_SHARD_ID_MAX ||
             (only = shard_by_id(&srv->shards, (int)id)) == NULL) {
-            http_reply_error(resp, 404, "NOT_FOUND", "no such shard");
+            api_reply(resp, API_NOT_FOUND, "no such shard");
             return;
         }
     }
@@ -105,7 +106,7 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
     if (!srv->shards.sharded) {
         const struct db_node *node = &p.node[0];
         if (!ok) {                                /* an error body like any other, plus the probe */
-            cJSON_AddStringToObject(o, "code", "UNAVAILABLE");
+            cJSON_AddStringToObject(o, "code", api_error_code(API_UNAVAILABLE));
             cJSON_AddStringToObject(o, "message", node->galera ? "galera node is not synced"
                                                                : "mysql does not answer");
         }
@@ -116,7 +117,7 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
     } else {
         size_t asked = only != NULL ? 1 : srv->shards.n;
         if (!ok) {
-            cJSON_AddStringToObject(o, "code", "UNAVAILABLE");
+            cJSON_AddStringToObject(o, "code", api_error_code(API_UNAVAILABLE));
             cJSON_AddStringToObject(o, "message", only != NULL ? "the shard does not take writes"
                                                                : "no shard takes writes");
         }
@@ -150,7 +151,7 @@ void handle_metrics(struct server *srv, const struct http_req *req, struct http_
     probe_ready(srv, NULL, &p);
     text = metrics_render(srv->m, &len);
     if (text == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "cannot render metrics");
+        api_reply(resp, API_INTERNAL, "cannot render metrics");
         return;
     }
     http_reply_text(resp, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);

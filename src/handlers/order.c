@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api_error.h"
 #include "common.h"
 #include "config.h"
 #include "handlers.h"
@@ -38,7 +39,6 @@
 
 #define ORDER_BUSY_RETRY_S   1
 #define TOKEN_HEADER         "Idempotent-Token"
-#define REPEAT_SUBMIT_MSG    "请勿重复提交: token already used or expired"
 
 /* What POST /order/create carries: the token header and the order. */
 struct order_req {
@@ -65,14 +65,14 @@ static int parse_or_reply(const struct http_req *req, bool keyed, struct order_r
 
     memset(rq, 0, sizeof(*rq));
     if (!keyed && (token == NULL || token[0] == '\0')) {
-        http_reply_error(resp, 400, "BAD_REQUEST",
-                         TOKEN_HEADER " header (apply for one at /token/apply) or "
-                         IDEMPOTENCY_HEADER " header is required");
+        api_reply(resp, API_BAD_REQUEST,
+                  TOKEN_HEADER " header (apply for one at /token/apply) or "
+                  IDEMPOTENCY_HEADER " header is required");
         return -1;
     }
     if (!keyed && !validate_token(token)) {
-        http_reply_error(resp, 400, "BAD_REQUEST",
-                         TOKEN_HEADER " must be 32 lowercase hex digits");
+        api_reply(resp, API_BAD_REQUEST,
+                  TOKEN_HEADER " must be 32 lowercase hex digits");
         return -1;
     }
     if (!keyed)                               /* with a key, the key stands in for it */
@@ -102,7 +102,7 @@ static int consume_or_reply(struct server *srv, struct token_ctx *ctx, const str
         metrics_inc(srv->m, M_DUP_TOKEN);
         log_info("repeat submit refused", "user_id=%s checkout_id=%s request_id=%s",
                  rq->order.user_id, rq->order.checkout_id, req->request_id);
-        http_reply_error(resp, 409, "REPEAT_SUBMIT", REPEAT_SUBMIT_MSG);
+        api_reply(resp, API_REPEAT_SUBMIT, NULL);
         return -1;
     default:
         http_reply_unavailable(resp, "token store unavailable, retry later");
@@ -120,7 +120,7 @@ static int lock_or_reply(struct server *srv, struct stock_lock *lk, const char *
 
     snprintf(lk->key, sizeof(lk->key), RDS_LOCK_PREFIX "stock:%s", sku);
     if (ids_token(lk->value) != 0) {
-        http_reply_error(resp, 500, "INTERNAL", "cannot draw random bytes");
+        api_reply(resp, API_INTERNAL, "cannot draw random bytes");
         return -1;
     }
     st = rds_lock_acquire(srv->rds, lk->key, lk->value, cfg->lock_ttl_ms, cfg->lock_wait_ms);
@@ -131,7 +131,8 @@ static int lock_or_reply(struct server *srv, struct stock_lock *lk, const char *
     case RDS_DOWN:
         return 0;                             /* the conditional UPDATE guards alone */
     case RDS_BUSY:
-        http_reply_retry(resp, "BUSY", "this sku is busy, retry shortly", ORDER_BUSY_RETRY_S);
+        http_reply_retry(resp, api_error_code(API_BUSY), "this sku is busy, retry shortly",
+                         ORDER_BUSY_RETRY_S);
         return -1;
     default:
         http_reply_unavailable(resp, "redis error, retry later");
@@ -161,7 +162,7 @@ static void reply_order(struct http_resp *resp, int status, const struct order_v
     cJSON *j = order_view_json(o, false, duplicate);
 
     if (j == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         return;
     }
     http_reply_json(resp, status, j);
@@ -204,14 +205,14 @@ static void render_create(struct server *srv, const struct http_req *req, enum o
         reply_order(resp, 200, o, true);
         break;
     case ORDERS_NO_SKU:
-        http_reply_error(resp, 404, "SKU_NOT_FOUND", "no such sku");
+        api_reply(resp, API_SKU_NOT_FOUND, "no such sku");
         break;
     case ORDERS_NO_STOCK:
-        http_reply_error(resp, 409, "OUT_OF_STOCK", "not enough stock for this quantity");
+        api_reply(resp, API_OUT_OF_STOCK, "not enough stock for this quantity");
         break;
     case ORDERS_TOO_LARGE:
-        http_reply_error(resp, 400, "BAD_REQUEST",
-                         "quantity times the price exceeds the largest amount");
+        api_reply(resp, API_BAD_REQUEST,
+                  "quantity times the price exceeds the largest amount");
         break;
     case ORDERS_ABORTED:
         break;                                /* idempotency_end answers as a repeat */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "api_error.h"
 #include "common.h"
 #include "handlers.h"
 #include "idempotency.h"
@@ -33,7 +34,7 @@ static int order_no_or_reply(const struct http_req *req, struct http_resp *resp)
 {
     if (validate_id(req->param))
         return 0;
-    http_reply_error(resp, 400, "BAD_REQUEST", "order_no must be 1..64 characters of [A-Za-z0-9_.:-]");
+    api_reply(resp, API_BAD_REQUEST, "order_no must be 1..64 characters of [A-Za-z0-9_.:-]");
     return -1;
 }
 
@@ -42,7 +43,7 @@ static void reply_order(struct http_resp *resp, const struct order_view *o, bool
     cJSON *j = order_view_json(o, false, duplicate);
 
     if (j == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         return;
     }
     http_reply_json(resp, 200, j);
@@ -89,7 +90,7 @@ static void render_transition(struct server *srv, const struct http_req *req,
         reply_order(resp, &ch->order, true);
         break;
     case ORDERS_NOT_FOUND:
-        http_reply_error(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
+        api_reply(resp, API_ORDER_NOT_FOUND, "no order with this order_no");
         break;
     case ORDERS_ILLEGAL:
         metrics_inc(srv->m, M_ILLEGAL_TRANSITION);
@@ -97,7 +98,7 @@ static void render_transition(struct server *srv, const struct http_req *req,
                   order_state_name(ch->from), order_state_name(tr->to), req->request_id);
         snprintf(msg, sizeof(msg), "an order in status %s cannot become %s",
                  order_state_name(ch->from), order_state_name(tr->to));
-        http_reply_error(resp, 409, "ILLEGAL_TRANSITION", msg);
+        api_reply(resp, API_ILLEGAL_TRANSITION, msg);
         break;
     case ORDERS_ABORTED:
         break;                                /* idempotency_end answers as a repeat */
@@ -191,7 +192,7 @@ static void reply_detail(const struct order_detail *d, struct http_resp *resp)
 
     if (o == NULL || pays == NULL || !cJSON_AddItemToObject(o, "payments", pays)) {
         cJSON_Delete(pays);
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
     } else {
         http_reply_json(resp, 200, o);
     }
@@ -209,14 +210,14 @@ void handle_order_get(struct server *srv, const struct http_req *req, struct htt
         order_shard_or_reply(srv, req->param, resp) == NULL)
         return;
     if ((d = malloc(sizeof(*d))) == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         return;
     }
     r = orders_route_view(&rt, req->param, d, &fail);
     if (r == ORDERS_OK)
         reply_detail(d, resp);
     else if (r == ORDERS_NOT_FOUND)
-        http_reply_error(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
+        api_reply(resp, API_ORDER_NOT_FOUND, "no order with this order_no");
     else
         reply_route_failure(req, resp, &fail);
     free(d);

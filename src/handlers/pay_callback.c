@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "api_error.h"
 #include "common.h"
 #include "config.h"
 #include "handlers.h"
@@ -33,7 +34,7 @@ static int verify_or_reply(struct server *srv, const struct http_req *req, struc
         return 0;
     log_warn("callback signature rejected", "reason=\"%s\" request_id=%s", sig_status_str(st),
              req->request_id);
-    http_reply_error(resp, 401, "BAD_SIGNATURE", sig_status_str(st));
+    api_reply(resp, API_BAD_SIGNATURE, sig_status_str(st));
     return -1;
 }
 
@@ -84,14 +85,14 @@ static void render(const struct http_req *req, struct http_resp *resp, const str
         reply_success(resp, pr, out, r == PAY_REPLAY);
         break;
     case PAY_CONFLICT:
-        http_reply_error(resp, 409, "PAY_NO_CONFLICT",
-                         "pay_no already recorded with another order_no or amount");
+        api_reply(resp, API_PAY_NO_CONFLICT,
+                  "pay_no already recorded with another order_no or amount");
         break;
     case PAY_NOT_FOUND:
-        http_reply_error(resp, 404, "ORDER_NOT_FOUND", "no order with this order_no");
+        api_reply(resp, API_ORDER_NOT_FOUND, "no order with this order_no");
         break;
     case PAY_MISMATCH:
-        http_reply_error(resp, 422, "AMOUNT_MISMATCH", "amount differs from the order's amount");
+        api_reply(resp, API_AMOUNT_MISMATCH, "amount differs from the order's amount");
         break;
     case PAY_UNAVAILABLE:
     case PAY_ERROR:

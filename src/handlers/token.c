@@ -4,6 +4,7 @@
  * redis.token_ttl_s. Any request body is ignored. */
 #include <cjson/cJSON.h>
 
+#include "api_error.h"
 #include "config.h"
 #include "db.h"
 #include "handlers.h"
@@ -25,7 +26,7 @@ void handle_token_apply(struct server *srv, const struct http_req *req, struct h
     if ((o = cJSON_CreateObject()) == NULL ||
         cJSON_AddStringToObject(o, "token", token) == NULL ||
         cJSON_AddNumberToObject(o, "expires_in", srv->cfg->token_ttl_s) == NULL) {
-        http_reply_error(resp, 500, "INTERNAL", "out of memory");
+        api_reply(resp, API_INTERNAL, "out of memory");
         goto out;
     }
     log_debug("token issued", "token_store=%s request_id=%s", where->name, req->request_id);

@@ -1,0 +1,64 @@
+/* api_error.h - the one table of the service's API error codes: each
+ * code's name, HTTP status and default message. Handlers reply with a code
+ * by its name (API_ORDER_NOT_FOUND), never a string of their own, and
+ * scripts/check-openapi.py reads this list to hold docs/openapi.yaml's
+ * Error.code enum to it. A code is stable once shipped: add rows, never
+ * rename one. */
+#ifndef PAYCALLBACK_API_ERROR_H
+#define PAYCALLBACK_API_ERROR_H
+
+struct http_resp;
+
+/* X(name, HTTP status, default message). One line per code: the check
+ * script reads them in this form. */
+#define API_ERRORS(X)                                                                             \
+    X(BAD_REQUEST, 400, "the request is malformed")                                              \
+    X(BAD_SIGNATURE, 401, "the signature does not verify")                                       \
+    X(UNAUTHORIZED, 401, "a valid operator key is required")                                     \
+    X(NOT_FOUND, 404, "no such route")                                                           \
+    X(METHOD_NOT_ALLOWED, 405, "method not allowed on this route")                               \
+    X(REQUEST_TIMEOUT, 408, "the request did not arrive in time")                                \
+    X(PAYLOAD_TOO_LARGE, 413, "request body exceeds body_max_bytes")                             \
+    X(URI_TOO_LONG, 414, "request path too long")                                                \
+    X(HEADER_TOO_LARGE, 431, "request headers too large")                                        \
+    X(NOT_IMPLEMENTED, 501, "method not implemented")                                            \
+    X(ORDER_NOT_FOUND, 404, "no order with this order_no")                                       \
+    X(SKU_NOT_FOUND, 404, "no such sku")                                                         \
+    X(PAY_NO_CONFLICT, 409, "pay_no already recorded with another order_no or amount")           \
+    X(AMOUNT_MISMATCH, 422, "amount differs from the order's amount")                            \
+    X(REPEAT_SUBMIT, 409, "请勿重复提交: token already used or expired")                          \
+    X(OUT_OF_STOCK, 409, "not enough stock for this quantity")                                   \
+    X(ILLEGAL_TRANSITION, 409, "the order's status does not allow this change")                  \
+    X(IDEMPOTENCY_KEY_IN_USE, 409, "the first request with this Idempotency-Key is still running") \
+    X(IDEMPOTENCY_KEY_MISMATCH, 422, "this Idempotency-Key was used for a different request")    \
+    X(EVENT_NOT_FOUND, 404, "no outbox event with this id")                                      \
+    X(EVENT_NOT_DEAD, 409, "the event is not dead")                                              \
+    X(WRONG_APP, 403, "the notification is for another app")                                   \
+    X(PAYMENT_NOT_FOUND, 404, "no payment with this pay_no")                                     \
+    X(REFUND_NOT_REQUIRED, 409, "the payment is PAID: it did not charge the customer twice")     \
+    X(ALREADY_SETTLED, 409, "the payment was settled with another reference")                    \
+    X(QUERY_NOT_CONFIGURED, 409, "no query_url is configured")                                   \
+    X(QUERY_IN_PROGRESS, 409, "a query round is running already")                                \
+    X(BUSY, 503, "busy, retry shortly")                                                          \
+    X(UNAVAILABLE, 503, "database unavailable, retry later")                                     \
+    X(INTERNAL, 500, "internal error")
+
+enum api_error {
+#define API_ERROR_ENUM(name, status, message) API_##name,
+    API_ERRORS(API_ERROR_ENUM)
+#undef API_ERROR_ENUM
+    API_ERROR_COUNT
+};
+
+/* The code as sent ("ORDER_NOT_FOUND"), its HTTP status and its default
+ * message. Never NULL for a value of the enum. */
+const char *api_error_code(enum api_error e);
+int api_error_status(enum api_error e);
+const char *api_error_message(enum api_error e);
+
+/* Replies {"code","message"} with e's status: message, or e's default
+ * when NULL; a definite answer. A 503 code (BUSY, UNAVAILABLE) carries
+ * Retry-After: 1 and is retryable, as http_reply_unavailable. */
+void api_reply(struct http_resp *resp, enum api_error e, const char *message);
+
+#endif
