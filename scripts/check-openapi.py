@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Check docs/openapi.yaml beyond "it parses": OpenAPI 3.1, every $ref
 resolves, operations are complete (unique operationId, responses, declared
-path parameters, JSON error replies use the Error schema), and the Error
-code enum is exactly the contract's list, every header of the contract is
-described, and the documented operations are exactly the service's routes
+path parameters, JSON error replies use the Error schema), the Error code
+enum is exactly the codes of src/http/api_error.h (each described with the
+table's status, none spelled out as a string in a handler), every header
+of the contract is described, and the documented operations are exactly
+the service's routes
 (read from the route table in src/http/http.c). When openapi-spec-validator is
 importable it validates the document against the 3.1 schema as well.
 
@@ -18,13 +20,55 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-CONTRACT_CODES = {
-    "BAD_REQUEST", "BAD_SIGNATURE", "UNAUTHORIZED", "NOT_FOUND", "METHOD_NOT_ALLOWED",
-    "PAYLOAD_TOO_LARGE", "URI_TOO_LONG", "HEADER_TOO_LARGE", "REQUEST_TIMEOUT", "NOT_IMPLEMENTED",
-    "ORDER_NOT_FOUND", "SKU_NOT_FOUND", "PAY_NO_CONFLICT", "AMOUNT_MISMATCH", "REPEAT_SUBMIT",
-    "OUT_OF_STOCK", "ILLEGAL_TRANSITION", "BUSY", "UNAVAILABLE", "INTERNAL",
-    "IDEMPOTENCY_KEY_IN_USE", "IDEMPOTENCY_KEY_MISMATCH",
-}
+# The service's API error codes: the one table in src/http/api_error.h,
+#   X(ORDER_NOT_FOUND, 404, "no order with this order_no")
+ERROR_TABLE = os.path.join(ROOT, "src", "http", "api_error.h")
+ERROR_ROW_RE = re.compile(r'^\s*X\((\w+), (\d{3}), "')
+# A handler that names a code as a string instead of through the table.
+HANDLERS = os.path.join(ROOT, "src", "handlers")
+LITERAL_CODE_RE = re.compile(r'http_reply_(?:error\([^,]+,\s*\d+|retry\([^,]+|in_progress\([^,]+),'
+                             r'\s*"[A-Z][A-Z0-9_]*"')
+DOC_CODE_RE = re.compile(r"`([A-Z][A-Z0-9_]*)` (\d{3}) ")
+
+
+def error_table():
+    """{code: HTTP status} of every row of the API error table."""
+    with open(ERROR_TABLE, encoding="utf-8") as f:
+        return {m.group(1): int(m.group(2)) for m in map(ERROR_ROW_RE.match, f) if m}
+
+
+def check_error_codes(doc, problems):
+    """Error.code is exactly the table's codes, its description gives each
+    the table's status, and no handler spells a code itself."""
+    table = error_table()
+    if not table:
+        problems.append(f"no X(CODE, status, message) rows in {os.path.relpath(ERROR_TABLE, ROOT)}")
+        return
+    error = (((doc.get("components") or {}).get("schemas") or {}).get("Error") or {})
+    code = (error.get("properties") or {}).get("code") or {}
+    codes = set(code.get("enum") or [])
+    if codes != set(table):
+        missing, extra = set(table) - codes, codes - set(table)
+        problems.append(f"Error.code enum differs from src/http/api_error.h: missing "
+                        f"{sorted(missing)}, unknown {sorted(extra)}")
+    described = {c: int(st) for c, st in DOC_CODE_RE.findall(code.get("description") or "")}
+    for c, st in sorted(table.items()):
+        if c not in described:
+            problems.append(f"Error.code description does not describe {c}")
+        elif described[c] != st:
+            problems.append(f"Error.code description gives {c} status {described[c]}, "
+                            f"src/http/api_error.h {st}")
+    for name in sorted(os.listdir(HANDLERS)):
+        if not name.endswith(".c"):
+            continue
+        with open(os.path.join(HANDLERS, name), encoding="utf-8") as f:
+            text = f.read()
+        for m in LITERAL_CODE_RE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append(f"src/handlers/{name}:{line}: names an error code as a string, "
+                            f"not through api_error.h")
+
+
 HEADERS = ("name: Idempotent-Token", "name: X-Timestamp", "name: X-Signature",
            "name: X-Request-Id", "Retry-After:", "Allow:", "name: Idempotency-Key",
            "Idempotent-Replayed:", "WWW-Authenticate:")
@@ -172,12 +216,7 @@ def check(path):
         for method, op in (item or {}).items():
             if method in METHODS:
                 check_operation(doc, p, method, op or {}, seen_ids, problems)
-    codes = (((doc.get("components") or {}).get("schemas") or {}).get("Error") or {})
-    codes = set(((codes.get("properties") or {}).get("code") or {}).get("enum") or [])
-    if codes != CONTRACT_CODES:
-        missing, extra = CONTRACT_CODES - codes, codes - CONTRACT_CODES
-        problems.append(f"Error.code enum differs from the contract: missing {sorted(missing)}, "
-                        f"unknown {sorted(extra)}")
+    check_error_codes(doc, problems)
     try:
         from openapi_spec_validator import validate
     except ImportError:
