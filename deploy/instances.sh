@@ -78,6 +78,7 @@ start_one() {
 			PAYCALLBACK_MYSQL_HOST=127.0.0.1 PAYCALLBACK_MYSQL_PORT=$(mysql_port_for "$n") \
 			PAYCALLBACK_MYSQL_DATABASE=$DB_NAME PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
 			PAYCALLBACK_LOG_LEVEL=${PAYCALLBACK_LOG_LEVEL:-warn} \
+			PAYCALLBACK_HTTP_TRUSTED_PROXIES=${PAYCALLBACK_HTTP_TRUSTED_PROXIES:-127.0.0.1} \
 			launch "$dir/paycallback.log" env "${unset[@]}" "$BIN" -c "$CONFIG")
 		echo "$pid" >"$dir/pid"
 	fi

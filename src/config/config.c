@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "jsonutil.h"
+#include "netaddr.h"
 #include "validate.h"
 
 #define CFG_FILE_MAX_BYTES (1 << 20)
@@ -56,6 +57,10 @@ static const struct cfg_key keys[] = {
     S(NULL, "log_format", log_format, 1, "logfmt"),
     I("http", "max_connections", http_max_connections, 16, 1000000, "1024"),
     I("http", "max_connections_per_ip", http_max_connections_per_ip, 0, 1000000, "256"),
+    I("http", "reserved_percent", http_reserved_percent, 0, 90, "25"),
+    I("http", "reserved_below", http_reserved_below, 1, 1000000, "8"),
+    I("http", "ipv6_prefix", http_ipv6_prefix, 1, 128, "64"),
+    S("http", "trusted_proxies", http_trusted_proxies, 0, ""),
     I("http", "header_timeout_ms", http_header_timeout_ms, 100, 600000, "5000"),
     I("http", "body_timeout_ms", http_body_timeout_ms, 100, 600000, "10000"),
     I("http", "queue_wait_ms", http_queue_wait_ms, 10, 60000, "1000"),
@@ -886,7 +891,7 @@ static int check_query(const struct config *cfg, char *err, size_t errsz)
 /* Checks that need more than one key's own range. 0, or -1. */
 static int check_values(struct config *cfg, unsigned flags, char *err, size_t errsz)
 {
-    char name[96];
+    char name[96], why[128];
     size_t i;
 
     for (i = 0; i < NKEYS; i++) {
@@ -930,6 +935,11 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
         snprintf(err, errsz, "retention.payment_days must be 0 (keep) or at least %d, longer "
                  "than any gateway retries a callback; got %d", CFG_PAYMENT_DAYS_MIN,
                  cfg->retention_payment_days);
+        return -1;
+    }
+    if (netaddr_list_parse(cfg->http_trusted_proxies, &cfg->http_trusted, why,
+                           sizeof(why)) != 0) {
+        snprintf(err, errsz, "http.trusted_proxies: %s", why);
         return -1;
     }
     if (!is_ip_address(cfg->listen_address)) {

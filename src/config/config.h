@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "gateway_cfg.h"
+#include "netaddr.h"
 
 #define CFG_STR_MAX 256
 #define CFG_DEFAULT_PATH "config/paycallback.json"
@@ -60,7 +61,13 @@ struct config {
     char log_format[16];          /* logfmt or json */
 
     int http_max_connections;     /* open client connections in all */
-    int http_max_connections_per_ip; /* per client address; 0 = no cap */
+    int http_max_connections_per_ip; /* per client (IPv6: per prefix); 0 = no cap */
+    int http_reserved_percent;    /* of max_connections, kept for clients holding few */
+    int http_reserved_below;      /* "few": fewer connections than this */
+    int http_ipv6_prefix;         /* IPv6 clients are counted by this many leading bits */
+    char http_trusted_proxies[CFG_STR_MAX]; /* "addr[/prefix], ...": proxies whose
+                                               X-Forwarded-For names the client */
+    struct netaddr_list http_trusted;  /* http_trusted_proxies, parsed */
     int http_header_timeout_ms;   /* deadline for a request's header block */
     int http_body_timeout_ms;     /* deadline for a request's body */
     int http_queue_wait_ms;       /* bound on waiting for a handler thread (then 503) */

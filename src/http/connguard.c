@@ -1,6 +1,7 @@
-/* connguard.c - a registry of open connections (a list for the reaper, a
- * hash of per-address counts for admission) under one mutex, and the
- * reaper thread that enforces the header and body deadlines. */
+/* connguard.c - a registry of open connections (a list for the reaper and
+ * for eviction, oldest last; a hash of per-client counts for admission)
+ * under one mutex, and the reaper thread that enforces the header and body
+ * deadlines. */
 #include "connguard.h"
 
 #include <netinet/in.h>
@@ -12,29 +13,26 @@
 #include <time.h>
 
 #include "metrics.h"
+#include "netaddr.h"
 
 #define CG_BUCKETS       4096         /* per-address hash buckets */
 #define CG_REAP_EVERY_MS 100          /* reaper pass interval */
 
-/* A client address: the IPv4 or IPv6 bytes, port left out. */
-struct addr_key {
-    unsigned char b[16];
-    unsigned char len;
-};
-
 struct addr_count {
-    struct addr_key key;
+    struct netaddr key;
     int n;
     struct addr_count *next;
 };
 
 struct connguard_conn {
     int fd;
-    struct addr_key key;
+    struct netaddr key;               /* the client as counted (IPv6 by prefix) */
+    bool trusted;                     /* from a trusted proxy: no per-client cap */
     atomic_llong deadline_ms;         /* 0 = none */
     atomic_int phase;
     const struct connguard *g;
-    bool reaped;
+    bool reaped;                      /* shut down: the reaper leaves it alone */
+    bool evicted;                     /* shut down to admit another client: no longer counted */
     struct connguard_conn *prev, *next;
 };
 
@@ -45,8 +43,8 @@ struct connguard {
     pthread_cond_t cv;                /* stop */
     bool stop;
     pthread_t reaper;
-    int count;
-    struct connguard_conn *head;
+    int count;                        /* counted connections (evicted ones are not) */
+    struct connguard_conn *head, *tail;   /* newest first */
     struct addr_count *bucket[CG_BUCKETS];
 };
 
@@ -58,23 +56,19 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The address part of a socket address (any other family keys as empty,
- * so such clients share one count). */
-static void make_key(const struct sockaddr *sa, socklen_t len, struct addr_key *k)
+/* The key a connection from sa is counted by, and whether sa is a
+ * trusted proxy. */
+static bool make_key(const struct connguard *g, const struct sockaddr *sa, socklen_t len,
+                     struct netaddr *k)
 {
-    memset(k, 0, sizeof(*k));
-    if (sa == NULL)
-        return;
-    if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
-        memcpy(k->b, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-        k->len = 4;
-    } else if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
-        memcpy(k->b, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-        k->len = 16;
-    }
+    struct netaddr a;
+
+    netaddr_from_sockaddr(sa, len, &a);
+    netaddr_key(&a, g->lim.v6_prefix, k);
+    return netaddr_list_contains(&g->lim.trusted, &a);
 }
 
-static size_t hash_key(const struct addr_key *k)
+static size_t hash_key(const struct netaddr *k)
 {
     uint32_t h = 2166136261u;                 /* FNV-1a */
 
@@ -83,25 +77,20 @@ static size_t hash_key(const struct addr_key *k)
     return h % CG_BUCKETS;
 }
 
-static bool same_key(const struct addr_key *a, const struct addr_key *b)
-{
-    return a->len == b->len && memcmp(a->b, b->b, a->len) == 0;
-}
-
 /* The count entry of k, or NULL. Called with mu held. */
-static struct addr_count *find_count(struct connguard *g, const struct addr_key *k)
+static struct addr_count *find_count(struct connguard *g, const struct netaddr *k)
 {
     struct addr_count *e;
 
     for (e = g->bucket[hash_key(k)]; e != NULL; e = e->next)
-        if (same_key(&e->key, k))
+        if (netaddr_equal(&e->key, k))
             return e;
     return NULL;
 }
 
 /* Adds delta to k's count, creating or dropping its entry. 0, or -1 when
  * out of memory. Called with mu held. */
-static int add_count(struct connguard *g, const struct addr_key *k, int delta)
+static int add_count(struct connguard *g, const struct netaddr *k, int delta)
 {
     struct addr_count *e = find_count(g, k), **pp;
     size_t h = hash_key(k);
@@ -211,30 +200,82 @@ void connguard_destroy(struct connguard *g)
     free(g);
 }
 
-bool connguard_admit(struct connguard *g, const struct sockaddr *addr, socklen_t len)
+/* Connections k holds. Called with mu held. */
+static int held_by(struct connguard *g, const struct netaddr *k)
 {
-    struct addr_key k;
-    struct addr_count *e;
-    bool ok;
+    struct addr_count *e = find_count(g, k);
 
-    make_key(addr, len, &k);
-    pthread_mutex_lock(&g->mu);
-    if (g->count >= g->lim.max_conns) {
-        ok = false;
-        metrics_inc(g->m, M_HTTP_REFUSED_TOTAL_CAP);
-    } else if (g->lim.max_per_addr > 0 && (e = find_count(g, &k)) != NULL &&
-               e->n >= g->lim.max_per_addr) {
-        ok = false;
-        metrics_inc(g->m, M_HTTP_REFUSED_ADDR_CAP);
-    } else {
-        ok = true;
-    }
-    pthread_mutex_unlock(&g->mu);
-    return ok;
+    return e != NULL ? e->n : 0;
 }
 
-struct connguard_conn *connguard_open(struct connguard *g, int fd, const struct sockaddr *addr,
-                                      socklen_t len)
+/* The untrusted client holding the most connections, or NULL. Called with
+ * mu held; walks every count, which only a full registry pays for. */
+static struct addr_count *largest_holder(struct connguard *g)
+{
+    struct addr_count *e, *best = NULL;
+
+    for (size_t i = 0; i < CG_BUCKETS; i++)
+        for (e = g->bucket[i]; e != NULL; e = e->next)
+            if ((best == NULL || e->n > best->n) &&
+                !netaddr_list_contains(&g->lim.trusted, &e->key))
+                best = e;
+    return best;
+}
+
+/* Makes room for a client holding held connections in a full registry:
+ * shuts down the oldest connection of the largest holder that is still
+ * waiting for its header block (a request in progress is never cut), if
+ * that holder holds more than held + 1. It stops being counted now; the
+ * library closes it when it sees the end of the stream. Returns whether
+ * a connection was evicted. Called with mu held. */
+static bool evict_for(struct connguard *g, int held)
+{
+    struct addr_count *big = largest_holder(g);
+    struct connguard_conn *c;
+
+    if (big == NULL || big->n <= held + 1)
+        return false;
+    for (c = g->tail; c != NULL; c = c->prev) {
+        if (c->evicted || c->reaped || !netaddr_equal(&c->key, &big->key) ||
+            atomic_load(&c->phase) != CONNGUARD_HEADERS)
+            continue;
+        shutdown(c->fd, SHUT_RDWR);
+        c->evicted = c->reaped = true;
+        add_count(g, &c->key, -1);
+        g->count--;
+        metrics_inc(g->m, M_HTTP_EVICTED);
+        return true;
+    }
+    return false;
+}
+
+/* Whether a client with key k (trusted: from a trusted proxy) may have
+ * one more connection, evicting another to make room if it must. Counts
+ * a refusal. Called with mu held. */
+static bool admit(struct connguard *g, const struct netaddr *k, bool trusted)
+{
+    int held = trusted ? 0 : held_by(g, k);
+
+    if (!trusted && g->lim.max_per_addr > 0 && held >= g->lim.max_per_addr) {
+        metrics_inc(g->m, M_HTTP_REFUSED_ADDR_CAP);
+        return false;
+    }
+    if (g->count >= g->lim.max_conns) {
+        if (held < g->lim.reserved_below && evict_for(g, held))
+            return true;
+        metrics_inc(g->m, M_HTTP_REFUSED_TOTAL_CAP);
+        return false;
+    }
+    if (g->count >= g->lim.max_conns - g->lim.reserved && !trusted &&
+        held >= g->lim.reserved_below) {
+        metrics_inc(g->m, M_HTTP_REFUSED_RESERVED); /* the rest is kept for small holders */
+        return false;
+    }
+    return true;
+}
+
+struct connguard_conn *connguard_accept(struct connguard *g, int fd, const struct sockaddr *addr,
+                                        socklen_t len)
 {
     struct connguard_conn *c = calloc(1, sizeof(*c));
 
@@ -242,10 +283,10 @@ struct connguard_conn *connguard_open(struct connguard *g, int fd, const struct 
         return NULL;
     c->fd = fd;
     c->g = g;
-    make_key(addr, len, &c->key);
+    c->trusted = make_key(g, addr, len, &c->key);
     connguard_phase(c, CONNGUARD_HEADERS);
     pthread_mutex_lock(&g->mu);
-    if (add_count(g, &c->key, 1) != 0) {
+    if (!admit(g, &c->key, c->trusted) || add_count(g, &c->key, 1) != 0) {
         pthread_mutex_unlock(&g->mu);
         free(c);
         return NULL;
@@ -253,6 +294,8 @@ struct connguard_conn *connguard_open(struct connguard *g, int fd, const struct 
     c->next = g->head;
     if (g->head != NULL)
         g->head->prev = c;
+    else
+        g->tail = c;
     g->head = c;
     g->count++;
     pthread_mutex_unlock(&g->mu);
@@ -270,8 +313,12 @@ void connguard_close(struct connguard *g, struct connguard_conn *c)
         g->head = c->next;
     if (c->next != NULL)
         c->next->prev = c->prev;
-    add_count(g, &c->key, -1);
-    g->count--;
+    else
+        g->tail = c->prev;
+    if (!c->evicted) {                        /* else uncounted when it was evicted */
+        add_count(g, &c->key, -1);
+        g->count--;
+    }
     pthread_mutex_unlock(&g->mu);
     free(c);
 }

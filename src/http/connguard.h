@@ -12,13 +12,23 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include "netaddr.h"
+
 struct metrics;
 struct connguard;
 struct connguard_conn;
 
+/* Clients are counted by address, an IPv6 one by its first v6_prefix
+ * bits. Connections from a trusted proxy (which carries many clients) are
+ * neither capped per client nor evicted. */
 struct connguard_limits {
     int max_conns;                /* open connections in all */
-    int max_per_addr;             /* open connections per client address; 0 = no cap */
+    int max_per_addr;             /* open connections per client; 0 = no cap */
+    int reserved;                 /* of max_conns, the last ones: only for clients holding
+                                     fewer than reserved_below connections */
+    int reserved_below;
+    int v6_prefix;                /* 1..128 */
+    struct netaddr_list trusted;  /* proxy addresses */
     int header_ms;                /* from accept (or the end of the previous reply) to the
                                      end of the header block */
     int body_ms;                  /* from the end of the header block to the end of the body */
@@ -32,17 +42,19 @@ struct connguard *connguard_create(const struct connguard_limits *lim, struct me
  * forgotten, not closed. NULL-safe. */
 void connguard_destroy(struct connguard *g);
 
-/* Whether a connection just accepted from addr may stay: false when the
- * global cap or the address's cap is reached (counted in metrics). Checks
- * only; connguard_open counts. Several threads admitting at once may
- * overshoot a cap by at most their number. */
-bool connguard_admit(struct connguard *g, const struct sockaddr *addr, socklen_t len);
-
-/* Registers an accepted connection on socket fd; its header deadline
- * starts now. Returns its handle (release with connguard_close), or NULL
- * when out of memory: the connection is then neither counted nor reaped. */
-struct connguard_conn *connguard_open(struct connguard *g, int fd, const struct sockaddr *addr,
-                                      socklen_t len);
+/* Admits and registers a connection just accepted on socket fd from
+ * addr; its header deadline starts now. Refused (counted in metrics) when
+ * the client's cap is reached, when only the reserved part is left and
+ * the client is not a small holder, or when every slot is taken and no
+ * room can be made. When every slot is taken and the client is a small
+ * holder, the oldest connection still waiting for its header block of
+ * the client holding the most is shut down to make room, if that client
+ * holds more than this one plus one. Admission and counting are one step,
+ * so a burst of connections never overshoots a cap. Returns the handle
+ * (release with connguard_close), or NULL when refused or out of memory:
+ * close the socket then. */
+struct connguard_conn *connguard_accept(struct connguard *g, int fd, const struct sockaddr *addr,
+                                        socklen_t len);
 
 /* Forgets c before its socket is closed, so the reaper never touches a
  * descriptor that may have been reused. NULL-safe. */

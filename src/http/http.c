@@ -2,12 +2,16 @@
  * with a size cap, the route table, request ids, the per-request log line
  * and metrics, and the JSON reply helpers. The only file that includes
  * <microhttpd.h>; handlers see struct http_req and struct http_resp. */
+#define _GNU_SOURCE                   /* accept4 */
 #include "http.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,6 +44,8 @@
 #define HTTP_IO_THREADS_MAX    4      /* libmicrohttpd polling threads */
 #define HTTP_OPS_THREADS       2      /* the /readyz and /metrics lane */
 #define HTTP_FD_RESERVE        64     /* descriptors for logs, listeners, the ITC, spare */
+#define HTTP_ACCEPT_POLL_MS    100    /* the acceptor checks for a stop this often */
+#define HTTP_ACCEPT_BACKOFF_MS 50     /* pause after running out of descriptors */
 
 #define ROUTE_OPERATOR (1u << 0)  /* needs an operator key: auth_require_or_reply */
 
@@ -78,8 +84,14 @@ static struct http_route_info route_info[NROUTES];
 
 struct http_state {
     struct MHD_Daemon *d;
-    int quiesced_fd;              /* the listen socket after http_quiesce, shut down; closed
-                                     once the daemon has stopped, never before */
+    int listen_fd;                /* ours: the acceptor hands connections to the daemon */
+    pthread_t acceptor;
+    bool acceptor_running;
+    atomic_bool accept_stop;      /* quiesced: the acceptor returns */
+    /* Guard handles of connections accepted and handed to the library,
+     * by descriptor, until its polling thread takes them (connection_cb). */
+    struct connguard_conn *_Atomic *pending;
+    size_t npending;
     atomic_int inflight;
     atomic_bool stopping;         /* quiesced: replies close their connection */
     atomic_bool abandoned;        /* the grace period ran out: no reply goes out any more */
@@ -859,14 +871,14 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
     *req_cls = NULL;
 }
 
-/* A connection was accepted or is about to be closed: registers it with
- * the guard (caps, deadlines) or forgets it before its socket closes. */
+/* The library started a connection the acceptor handed it, or is about to
+ * close one: takes the guard's handle (caps, deadlines) the acceptor left
+ * under its descriptor, or forgets it before its socket closes. */
 static void connection_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
     struct server *srv = cls;
-    const union MHD_ConnectionInfo *fd, *addr;
-    const struct sockaddr *sa;
+    const union MHD_ConnectionInfo *fd;
 
     if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         connguard_close(srv->http->guard, *socket_context);
@@ -874,21 +886,90 @@ static void connection_cb(void *cls, struct MHD_Connection *conn, void **socket_
         return;
     }
     fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (fd == NULL || addr == NULL)
+    if (fd == NULL || fd->connect_fd < 0 || (size_t)fd->connect_fd >= srv->http->npending)
         return;
-    sa = addr->client_addr;
-    *socket_context = connguard_open(srv->http->guard, fd->connect_fd, sa,
-                                     sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                                               : sizeof(struct sockaddr_in));
+    *socket_context = atomic_exchange(&srv->http->pending[fd->connect_fd], NULL);
 }
 
-/* Accept policy: a connection over a cap is closed at once, never queued. */
-static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen_t len)
+/* The acceptor thread: takes every connection the kernel has queued as
+ * fast as accept() returns them, closes at once those the guard refuses,
+ * and hands the rest to the library. The library's own accepting takes
+ * one connection per pass over all its sockets, so under a flood of
+ * connections from a few addresses the kernel's accept queue stayed full
+ * and a legitimate client waited behind the whole queue; drained here,
+ * the queue stays short and the caps decide who is served. */
+static void *acceptor_main(void *arg)
 {
-    struct server *srv = cls;
+    struct server *srv = arg;
+    struct http_state *hs = srv->http;
+    struct pollfd p = { .fd = hs->listen_fd, .events = POLLIN };
+    struct sockaddr_storage ss;
+    struct connguard_conn *c;
+    socklen_t len;
+    int fd;
 
-    return connguard_admit(srv->http->guard, addr, len) ? MHD_YES : MHD_NO;
+    while (!atomic_load(&hs->accept_stop)) {
+        if (poll(&p, 1, HTTP_ACCEPT_POLL_MS) <= 0)
+            continue;
+        for (;;) {
+            len = sizeof(ss);
+            fd = accept4(hs->listen_fd, (struct sockaddr *)&ss, &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED)
+                    continue;
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                    poll(NULL, 0, HTTP_ACCEPT_BACKOFF_MS);   /* the kernel keeps it queued */
+                break;                                      /* EAGAIN, or shut down */
+            }
+            if ((size_t)fd >= hs->npending ||
+                (c = connguard_accept(hs->guard, fd, (const struct sockaddr *)&ss, len)) == NULL) {
+                close(fd);                                  /* over a cap: closed, never queued */
+                continue;
+            }
+            /* A handle left under this descriptor belonged to a connection
+             * the library closed before it ever started: forget it. */
+            connguard_close(hs->guard, atomic_exchange(&hs->pending[fd], c));
+            if (MHD_add_connection(hs->d, fd, (const struct sockaddr *)&ss, len) != MHD_YES)
+                connguard_close(hs->guard, atomic_exchange(&hs->pending[fd], NULL));
+            /* (the library closed the socket) */
+        }
+    }
+    return NULL;
+}
+
+/* Binds and listens on sa (SO_REUSEADDR always, so a restart after a
+ * crash binds past the old connections' TIME_WAIT; SO_REUSEPORT only when
+ * listen.reuse_port shares the port on purpose), and learns the port.
+ * The socket, or -1 (logged). */
+static int open_listener(const struct config *cfg, const struct sockaddr *sa, int *port)
+{
+    socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in);
+    struct sockaddr_storage bound;
+    int fd, on = 1;
+
+    fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+        (cfg->listen_reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0) ||
+        (sa->sa_family == AF_INET6 &&
+         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) != 0) ||
+        bind(fd, sa, len) != 0 || listen(fd, SOMAXCONN) != 0) {
+        log_error("cannot start http daemon: address in use or not available; "
+                  "listen.reuse_port shares a port on purpose",
+                  "address=%s port=%d error=\"%s\"", cfg->listen_address, cfg->listen_port,
+                  strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    len = sizeof(bound);
+    if (getsockname(fd, (struct sockaddr *)&bound, &len) == 0)
+        *port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                  : ((struct sockaddr_in *)&bound)->sin_port);
+    else
+        *port = cfg->listen_port;
+    return fd;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -946,6 +1027,10 @@ static int start_pools(struct server *srv)
     struct connguard_limits lim = {
         .max_conns = cfg->http_max_connections,
         .max_per_addr = cfg->http_max_connections_per_ip,
+        .reserved = (int)((long)cfg->http_max_connections * cfg->http_reserved_percent / 100),
+        .reserved_below = cfg->http_reserved_below,
+        .v6_prefix = cfg->http_ipv6_prefix,
+        .trusted = cfg->http_trusted,
         .header_ms = cfg->http_header_timeout_ms,
         .body_ms = cfg->http_body_timeout_ms,
     };
@@ -997,77 +1082,74 @@ int http_start(struct server *srv, int *port)
     struct sockaddr_in6 a6 = { 0 };
     struct sockaddr_in a4 = { 0 };
     const struct sockaddr *sa;
-    /* poll, not epoll: libmicrohttpd 0.9.75 quiesces an epoll daemon that
-     * runs its own threads racily (a worker and MHD_quiesce_daemon both
-     * take the listen socket out of the epoll set, and the loser aborts
-     * the process with "Failed to remove listen FD from epoll set"), so a
-     * graceful stop could end in SIGABRT. Its poll side quiesces through
-     * the inter-thread channel, without that race. */
+    /* poll, not epoll: libmicrohttpd 0.9.75 stops an epoll daemon that
+     * runs its own threads racily; its poll side does not race. The
+     * listening socket is ours (see acceptor_main). */
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
-                         MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+                         MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
     int io_threads = polling_threads(cfg);
     unsigned int idle_s;
-    const union MHD_DaemonInfo *info;
     long lib_limit;
 
     if ((srv->http = calloc(1, sizeof(*srv->http))) == NULL)
         return -1;
-    srv->http->quiesced_fd = -1;
+    srv->http->listen_fd = -1;
     if (getrandom(&srv->http->req_id_key, sizeof(srv->http->req_id_key), 0) !=
         (ssize_t)sizeof(srv->http->req_id_key))
         srv->http->req_id_key = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     if ((sa = listen_addr(cfg, &a6, &a4, &flags)) == NULL ||
-        (lib_limit = check_fd_limit(cfg, io_threads)) < 0 || start_pools(srv) != 0)
+        (lib_limit = check_fd_limit(cfg, io_threads)) < 0 || start_pools(srv) != 0 ||
+        (srv->http->listen_fd = open_listener(cfg, sa, port)) < 0)
         return -1;
+    /* Every descriptor a client connection can get is below the limit. */
+    srv->http->npending = (size_t)(lib_limit + fd_reserve(cfg, io_threads));
+    if ((srv->http->pending = calloc(srv->http->npending, sizeof(*srv->http->pending))) == NULL)
+        return -1;
+    flags &= ~(unsigned int)MHD_USE_IPv6;             /* the library listens on nothing */
     /* The library's own idle timeout only backs up the guard's deadlines:
      * it catches a client that stops reading its reply. */
     idle_s = (unsigned int)((cfg->http_header_timeout_ms > cfg->http_body_timeout_ms
                                  ? cfg->http_header_timeout_ms
                                  : cfg->http_body_timeout_ms) + 999) / 1000 + 1;
     srv->http->d = MHD_start_daemon(
-        flags, (uint16_t)cfg->listen_port, accept_cb, srv, access_cb, srv,
+        flags, 0, NULL, NULL, access_cb, srv,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, sa,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)io_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
-        /* Above our own cap, so the library never stops accepting (it would
-         * leave new connections waiting in the backlog): the guard refuses. */
+        /* Above our own cap, so the library never refuses what the guard
+         * admitted: the guard decides. */
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)lib_limit,
         MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
         MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
         MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv,
-        /* Last, so that leaving it out ends the list. Without it the
-         * library sets SO_REUSEADDR, which still refuses a port another
-         * socket listens on but lets a restart after a crash bind past the
-         * old connections' TIME_WAIT; "reuse 0" would drop that too. */
-        cfg->listen_reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END,
-        (unsigned int)1, MHD_OPTION_END);
+        MHD_OPTION_END);
     if (srv->http->d == NULL) {
-        log_error("cannot start http daemon: address in use or not available (see the "
-                  "microhttpd line above); listen.reuse_port shares a port on purpose",
-                  "address=%s port=%d", cfg->listen_address, cfg->listen_port);
+        log_error("cannot start the http threads (see the microhttpd line above)", "%s", "");
         return -1;
     }
-    info = MHD_get_daemon_info(srv->http->d, MHD_DAEMON_INFO_BIND_PORT);
-    *port = info ? info->port : cfg->listen_port;
+    if (pthread_create(&srv->http->acceptor, NULL, acceptor_main, srv) != 0) {
+        log_error("cannot start the accepting thread", "%s", "");
+        return -1;
+    }
+    srv->http->acceptor_running = true;
     return 0;
 }
 
+/* The acceptor returns within HTTP_ACCEPT_POLL_MS; the socket, shut
+ * down, stops listening now (new connections are refused and a restart
+ * can bind the port) and is closed by http_stop. */
 void http_quiesce(struct server *srv)
 {
-    MHD_socket fd;
-
     if (srv->http == NULL || srv->http->d == NULL)
         return;
     atomic_store(&srv->http->stopping, true);
-    fd = MHD_quiesce_daemon(srv->http->d);
-    if (fd == MHD_INVALID_SOCKET)
-        return;
-    /* The library's threads may still hold the descriptor, so it stays
-     * open until the daemon stops; shut down, it stops listening now: new
-     * connections are refused and a restart can bind the port. */
-    shutdown(fd, SHUT_RDWR);
-    srv->http->quiesced_fd = fd;
+    atomic_store(&srv->http->accept_stop, true);
+    if (srv->http->listen_fd >= 0)
+        shutdown(srv->http->listen_fd, SHUT_RDWR);
+    if (srv->http->acceptor_running) {
+        pthread_join(srv->http->acceptor, NULL);
+        srv->http->acceptor_running = false;
+    }
 }
 
 void http_abandon(struct server *srv)
@@ -1087,12 +1169,20 @@ void http_stop(struct server *srv)
 {
     if (srv->http == NULL)
         return;
+    atomic_store(&srv->http->accept_stop, true);
+    if (srv->http->acceptor_running) {
+        pthread_join(srv->http->acceptor, NULL);
+        srv->http->acceptor_running = false;
+    }
     workq_destroy(srv->http->work);
     workq_destroy(srv->http->ops);
     if (srv->http->d != NULL)
         MHD_stop_daemon(srv->http->d);
-    if (srv->http->quiesced_fd >= 0)
-        close(srv->http->quiesced_fd);
+    if (srv->http->listen_fd >= 0)
+        close(srv->http->listen_fd);
+    for (size_t i = 0; i < srv->http->npending; i++)  /* handed over, never started */
+        connguard_close(srv->http->guard, atomic_exchange(&srv->http->pending[i], NULL));
+    free((void *)srv->http->pending);
     connguard_destroy(srv->http->guard);
     free(srv->http);
     srv->http = NULL;

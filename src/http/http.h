@@ -118,9 +118,9 @@ int http_resp_retryable(const struct http_resp *resp);
  * or -1 (logged); call http_stop either way. */
 int http_start(struct server *srv, int *port);
 
-/* Stops accepting new connections (MHD quiesce): the listening socket is
- * shut down, so new connection attempts are refused and the port is free
- * (it is closed by http_stop, once the library's threads are gone). Requests in flight go on;
+/* Stops accepting new connections: the accepting thread returns and the
+ * listening socket is shut down, so new connection attempts are refused
+ * and the port is free (it is closed by http_stop). Requests in flight go on;
  * every reply from now on carries Connection: close, so keep-alive clients
  * do not start new requests here. */
 void http_quiesce(struct server *srv);

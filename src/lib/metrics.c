@@ -121,6 +121,11 @@ static const struct {
                                    "Connections closed as soon as accepted, by the cap they hit." },
     [M_HTTP_REFUSED_ADDR_CAP] = { "paycallback_http_connections_refused_total",
                                   "reason=\"max_connections_per_ip\"", NULL },
+    [M_HTTP_REFUSED_RESERVED] = { "paycallback_http_connections_refused_total",
+                                  "reason=\"reserved\"", NULL },
+    [M_HTTP_EVICTED] = { "paycallback_http_connections_evicted_total", NULL,
+                         "Connections still waiting for their headers, of the client holding the "
+                         "most, shut down to admit a client holding few." },
     [M_HTTP_HEADER_TIMEOUTS] = { "paycallback_http_deadline_closes_total", "phase=\"header\"",
                                  "Connections shut down past their header or body deadline." },
     [M_HTTP_BODY_TIMEOUTS] = { "paycallback_http_deadline_closes_total", "phase=\"body\"", NULL },

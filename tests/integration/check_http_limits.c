@@ -178,6 +178,7 @@ static void small_global_cap_up(void)
     static const char *const env[] = {
         "PAYCALLBACK_HTTP_MAX_CONNECTIONS=16",
         "PAYCALLBACK_HTTP_MAX_CONNECTIONS_PER_IP=0",
+        "PAYCALLBACK_HTTP_RESERVED_PERCENT=0",    /* the whole cap, for one address */
         "PAYCALLBACK_HTTP_HEADER_TIMEOUT_MS=60000",
         NULL,
     };
