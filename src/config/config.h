@@ -68,6 +68,10 @@ struct config {
     char http_trusted_proxies[CFG_STR_MAX]; /* "addr[/prefix], ...": proxies whose
                                                X-Forwarded-For names the client */
     struct netaddr_list http_trusted;  /* http_trusted_proxies, parsed */
+    int quota_token_rate;         /* /token/apply requests a second per client; 0 = no quota */
+    int quota_token_burst;        /* ... that a client may send at once */
+    int quota_order_rate;         /* /order/create, likewise */
+    int quota_order_burst;
     int http_header_timeout_ms;   /* deadline for a request's header block */
     int http_body_timeout_ms;     /* deadline for a request's body */
     int http_queue_wait_ms;       /* bound on waiting for a handler thread (then 503) */

@@ -21,6 +21,7 @@ struct http_resp;
     X(PAYLOAD_TOO_LARGE, 413, "request body exceeds body_max_bytes")                             \
     X(URI_TOO_LONG, 414, "request path too long")                                                \
     X(HEADER_TOO_LARGE, 431, "request headers too large")                                        \
+    X(RATE_LIMITED, 429, "too many requests from this client, retry after Retry-After")          \
     X(NOT_IMPLEMENTED, 501, "method not implemented")                                            \
     X(ORDER_NOT_FOUND, 404, "no order with this order_no")                                       \
     X(SKU_NOT_FOUND, 404, "no such sku")                                                         \

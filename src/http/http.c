@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api_error.h"
 #include "auth.h"
 #include "config.h"
 #include "connguard.h"
@@ -32,6 +33,8 @@
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
+#include "netaddr.h"
+#include "quota.h"
 #include "server.h"
 #include "validate.h"
 #include "workq.h"
@@ -48,6 +51,9 @@
 #define HTTP_ACCEPT_BACKOFF_MS 50     /* pause after running out of descriptors */
 
 #define ROUTE_OPERATOR (1u << 0)  /* needs an operator key: auth_require_or_reply */
+#define ROUTE_QUOTA_TOKEN (1u << 1) /* counted in the client's quota.token_* bucket */
+#define ROUTE_QUOTA_ORDER (1u << 2) /* counted in the client's quota.order_* bucket */
+#define ROUTE_NO_HEAD  (1u << 3)  /* a GET that writes: HEAD is not GET without a body here */
 
 struct route {
     const char *method;
@@ -62,9 +68,9 @@ static const struct route routes[] = {
     { "GET", "/healthz", handle_healthz, 0 },
     { "GET", "/readyz", handle_readyz, 0 },
     { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },
-    { "GET", "/token/apply", handle_token_apply, 0 },
-    { "POST", "/token/apply", handle_token_apply, 0 },
-    { "POST", "/order/create", handle_order_create, 0 },
+    { "GET", "/token/apply", handle_token_apply, ROUTE_QUOTA_TOKEN | ROUTE_NO_HEAD },
+    { "POST", "/token/apply", handle_token_apply, ROUTE_QUOTA_TOKEN },
+    { "POST", "/order/create", handle_order_create, ROUTE_QUOTA_ORDER },
     { "GET", "/order/{order_no}", handle_order_get, ROUTE_OPERATOR },
     { "POST", "/order/{order_no}/ship", handle_order_ship, ROUTE_OPERATOR },
     { "POST", "/order/{order_no}/finish", handle_order_finish, ROUTE_OPERATOR },
@@ -100,6 +106,7 @@ struct http_state {
     struct connguard *guard;      /* connection caps and deadlines */
     struct workq *work;           /* runs the handlers, off the polling threads */
     struct workq *ops;            /* runs /readyz and /metrics, never behind a business request */
+    struct quota *quota;          /* per-client rates of the anonymous write routes */
 };
 
 /* Where a route's handler runs. The polling threads must never block, or
@@ -357,11 +364,16 @@ static void request_id(struct http_state *hs, struct MHD_Connection *conn,
 }
 
 /* 1 when a request with method may take route r: HEAD is GET without a
- * body (libmicrohttpd leaves the body out of a HEAD reply itself). */
+ * body (libmicrohttpd leaves the body out of a HEAD reply itself), except
+ * on a GET that writes (GET /token/apply issues a token). */
+static bool head_fits(const struct route *r)
+{
+    return strcmp(r->method, "GET") == 0 && !(r->flags & ROUTE_NO_HEAD);
+}
+
 static bool method_fits(const struct route *r, const char *method)
 {
-    return strcmp(r->method, method) == 0 ||
-           (strcmp(method, "HEAD") == 0 && strcmp(r->method, "GET") == 0);
+    return strcmp(r->method, method) == 0 || (strcmp(method, "HEAD") == 0 && head_fits(r));
 }
 
 static bool has_param(const struct route *r)
@@ -416,7 +428,7 @@ static size_t dispatch_route(const char *method, const char *path, char *param,
         if (method_fits(&routes[i], method))
             return i;
         allow_add(allow, allow_sz, routes[i].method);
-        if (strcmp(routes[i].method, "GET") == 0)
+        if (head_fits(&routes[i]))
             allow_add(allow, allow_sz, "HEAD");
         known = true;
     }
@@ -562,6 +574,70 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
     return ret;
 }
 
+/* Remembers the last X-Forwarded-For header's value: the one the
+ * nearest proxy wrote, if it appended to an earlier header. */
+static enum MHD_Result last_xff(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    (void)kind;
+    if (strcasecmp(key, "X-Forwarded-For") == 0)
+        *(const char **)cls = value;
+    return MHD_YES;
+}
+
+/* The client a request counts against: the peer's address, or, on a
+ * connection from a trusted proxy, the client its X-Forwarded-For names
+ * (the proxy itself when it names none); an IPv6 one by its prefix. */
+static void request_client(const struct config *cfg, struct MHD_Connection *conn,
+                           struct netaddr *out)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+    struct netaddr peer, fwd;
+    const char *xff = NULL;
+
+    netaddr_from_sockaddr(sa, sa == NULL ? 0 : sa->sa_family == AF_INET6
+                                                   ? sizeof(struct sockaddr_in6)
+                                                   : sizeof(struct sockaddr_in), &peer);
+    if (cfg->http_trusted.n > 0 && netaddr_list_contains(&cfg->http_trusted, &peer)) {
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, last_xff, &xff);
+        if (netaddr_forwarded_client(xff, &cfg->http_trusted, &fwd) == 0)
+            peer = fwd;
+    }
+    netaddr_key(&peer, cfg->http_ipv6_prefix, out);
+}
+
+/* Takes a request of a quota'd route from its client's bucket; past the
+ * rate, answers 429 RATE_LIMITED with Retry-After. 0, or -1 with the
+ * reply set. */
+static int quota_or_reply(struct req_state *rs)
+{
+    unsigned flags = routes[rs->route].flags;
+    enum quota_class cls;
+    struct netaddr client;
+    struct timespec now;
+    int wait_s;
+
+    if (!(flags & (ROUTE_QUOTA_TOKEN | ROUTE_QUOTA_ORDER)))
+        return 0;
+    cls = (flags & ROUTE_QUOTA_TOKEN) ? QUOTA_TOKEN : QUOTA_ORDER;
+    request_client(rs->srv->cfg, rs->conn, &client);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    wait_s = quota_take(rs->srv->http->quota, cls, &client,
+                        (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    if (wait_s == 0)
+        return 0;
+    metrics_inc(rs->srv->m, cls == QUOTA_TOKEN ? M_QUOTA_REFUSED_TOKEN : M_QUOTA_REFUSED_ORDER);
+    http_reply_error(&rs->resp, 429, api_error_code(API_RATE_LIMITED),
+                     cls == QUOTA_TOKEN ? "too many token requests from this client: "
+                                          "quota.token_rate; retry after Retry-After"
+                                        : "too many orders from this client: "
+                                          "quota.order_rate; retry after Retry-After");
+    set_retryable(&rs->resp, 429, api_error_code(API_RATE_LIMITED), wait_s);
+    return -1;
+}
+
 /* Fills rs->req from the connection and decides the route. Returns the
  * lane to run the handler in, or -1 when rs->resp already holds the
  * answer (404, 405, 400 for a bad path, 413). */
@@ -594,6 +670,8 @@ static int prepare_request(struct req_state *rs, const char *method)
     if ((routes[rs->route].flags & ROUTE_OPERATOR) &&
         auth_require_or_reply(&req->keys->cfg, req, &rs->resp) != 0)
         return -1;                                /* 401 set; the handler never runs */
+    if (quota_or_reply(rs) != 0)
+        return -1;                                /* 429 set */
     if (routes[rs->route].fn == handle_healthz)
         return LANE_INLINE;
     if (routes[rs->route].fn == handle_readyz || routes[rs->route].fn == handle_metrics)
@@ -1035,7 +1113,13 @@ static int start_pools(struct server *srv)
         .body_ms = cfg->http_body_timeout_ms,
     };
 
+    const struct quota_limit quota[QUOTA_CLASSES] = {
+        [QUOTA_TOKEN] = { cfg->quota_token_rate, cfg->quota_token_burst },
+        [QUOTA_ORDER] = { cfg->quota_order_rate, cfg->quota_order_burst },
+    };
+
     if ((srv->http->guard = connguard_create(&lim, srv->m)) == NULL ||
+        (srv->http->quota = quota_create(quota)) == NULL ||
         (srv->http->work = workq_create(cfg->workers, cfg->http_queue_wait_ms)) == NULL ||
         (srv->http->ops = workq_create(HTTP_OPS_THREADS, cfg->http_queue_wait_ms)) == NULL) {
         log_error("cannot start the http threads", "%s", "");
@@ -1184,6 +1268,7 @@ void http_stop(struct server *srv)
         connguard_close(srv->http->guard, atomic_exchange(&srv->http->pending[i], NULL));
     free((void *)srv->http->pending);
     connguard_destroy(srv->http->guard);
+    quota_destroy(srv->http->quota);
     free(srv->http);
     srv->http = NULL;
 }

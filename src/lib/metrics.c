@@ -123,6 +123,11 @@ static const struct {
                                   "reason=\"max_connections_per_ip\"", NULL },
     [M_HTTP_REFUSED_RESERVED] = { "paycallback_http_connections_refused_total",
                                   "reason=\"reserved\"", NULL },
+    [M_QUOTA_REFUSED_TOKEN] = { "paycallback_http_quota_refusals_total", "route=\"token\"",
+                                "Requests answered 429 RATE_LIMITED past their client's quota, "
+                                "by route (token: /token/apply, order: /order/create)." },
+    [M_QUOTA_REFUSED_ORDER] = { "paycallback_http_quota_refusals_total", "route=\"order\"",
+                                NULL },
     [M_HTTP_EVICTED] = { "paycallback_http_connections_evicted_total", NULL,
                          "Connections still waiting for their headers, of the client holding the "
                          "most, shut down to admit a client holding few." },

@@ -40,6 +40,8 @@ enum metric_counter {
     M_HTTP_REFUSED_ADDR_CAP,      /* ... http.max_connections_per_ip */
     M_HTTP_REFUSED_RESERVED,      /* ... only http.reserved_percent left, not a small holder */
     M_HTTP_EVICTED,               /* connections shut down to make room for a small holder */
+    M_QUOTA_REFUSED_TOKEN,        /* /token/apply answered 429 past quota.token_rate */
+    M_QUOTA_REFUSED_ORDER,        /* /order/create answered 429 past quota.order_rate */
     M_HTTP_HEADER_TIMEOUTS,       /* connections shut down past http.header_timeout_ms */
     M_HTTP_BODY_TIMEOUTS,         /* ... past http.body_timeout_ms */
     M_HTTP_QUEUE_EXPIRED,         /* requests answered 503 past http.queue_wait_ms */

@@ -137,6 +137,9 @@ class Service:
             "PAYCALLBACK_CALLBACK_SECRET": SECRET,
             "PAYCALLBACK_AUTH_KEYS": "faults:" + OPERATOR_KEY,
             "PAYCALLBACK_GRACE_S": "1",
+            # One load generator stands for every shopper: no per-client quota.
+            "PAYCALLBACK_QUOTA_TOKEN_RATE": "0",
+            "PAYCALLBACK_QUOTA_ORDER_RATE": "0",
         })
         for kv in os.environ.get("PCB_FAULTS_SERVICE_ENV", "").split():
             k, _, v = kv.partition("=")

@@ -36,6 +36,8 @@ TOPOLOGIES=${PAYCALLBACK_SCALE_TOPOLOGIES:-1 2 3}   # which of the three to run,
 # Instances run as in production: a real secret and an operator key, no
 # development switch (they refuse to start without both).
 export PAYCALLBACK_CALLBACK_SECRET=$SECRET PAYCALLBACK_REDIS_DB=8 PAYCALLBACK_LOG_LEVEL=warn
+# One load generator on 127.0.0.1 stands for every shopper: no per-client quota.
+export PAYCALLBACK_QUOTA_TOKEN_RATE=0 PAYCALLBACK_QUOTA_ORDER_RATE=0
 export PAYCALLBACK_AUTH_KEYS=scale:scale-operator-key-0123456789
 
 passed=0 failed=0

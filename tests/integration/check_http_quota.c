@@ -1,0 +1,155 @@
+/* check_http_quota.c - the per-client quotas of the anonymous write
+ * routes against the real binary: 429 RATE_LIMITED with Retry-After at the
+ * configured rate (measured, within 10 %), counted in /metrics, per client
+ * (behind a trusted proxy, the client X-Forwarded-For names), and HEAD
+ * /token/apply issuing nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include "harness.h"
+#include "../check_main.h"
+
+#define TC_TIMEOUT_S   60
+#define TOKEN_RATE     20
+#define TOKEN_BURST    5
+#define ORDER_RATE     10
+#define ORDER_BURST    3
+#define MEASURE_MS     4000
+
+static void quota_server_up(void)
+{
+    static const char *const env[] = {
+        "PAYCALLBACK_QUOTA_TOKEN_RATE=20",
+        "PAYCALLBACK_QUOTA_TOKEN_BURST=5",
+        "PAYCALLBACK_QUOTA_ORDER_RATE=10",
+        "PAYCALLBACK_QUOTA_ORDER_BURST=3",
+        "PAYCALLBACK_HTTP_TRUSTED_PROXIES=127.0.0.1",
+        NULL,
+    };
+
+    h_fixture_server_up_env(env);
+}
+
+/* Sends method path (with body, and X-Forwarded-For xff unless NULL) as
+ * fast as it is answered for MEASURE_MS; counts what got through and what
+ * was refused 429, and checks every refusal's shape. The rate that got
+ * through past the burst, per second. */
+static double hammer(const char *method, const char *path, const char *body, const char *xff,
+                     int burst, long long *ok_out, long long *refused_out)
+{
+    char hdr[96];
+    const char *headers[] = { "Content-Type: application/json", xff ? hdr : NULL, NULL };
+    long long t0 = h_now_us(), ok = 0, refused = 0, elapsed_us;
+    struct h_resp r;
+
+    snprintf(hdr, sizeof hdr, "X-Forwarded-For: %s", xff ? xff : "");
+    while ((elapsed_us = h_now_us() - t0) < MEASURE_MS * 1000LL) {
+        h_http(h_port(), method, path, headers, body, body ? strlen(body) : 0, &r);
+        ck_assert_msg(r.status != 0, "no answer: %s", r.err);
+        if (r.status == 429) {
+            const char *ra = h_resp_header(&r, "Retry-After");
+            ck_assert_msg(h_check_error(&r, 429, "RATE_LIMITED") == NULL, "%s",
+                          h_check_error(&r, 429, "RATE_LIMITED"));
+            ck_assert_msg(ra != NULL && atoi(ra) >= 1, "429 without Retry-After");
+            refused++;
+        } else {
+            ok++;
+        }
+        h_resp_free(&r);
+    }
+    *ok_out = ok;
+    *refused_out = refused;
+    return (double)(ok - burst) / (elapsed_us / 1e6);
+}
+
+START_TEST(token_requests_past_the_rate_are_429_at_the_configured_rate)
+{
+    long long ok, refused;
+    long long before = h_metric("paycallback_http_quota_refusals_total{route=\"token\"}");
+    double rate = hammer("POST", "/token/apply", NULL, "192.0.2.10", TOKEN_BURST, &ok, &refused);
+
+    printf("token quota %d/s burst %d: %lld issued, %lld refused 429 in %d ms: %.2f/s past "
+           "the burst\n", TOKEN_RATE, TOKEN_BURST, ok, refused, MEASURE_MS, rate);
+    ck_assert_int_gt(refused, 0);
+    ck_assert_msg(rate >= TOKEN_RATE * 0.9 && rate <= TOKEN_RATE * 1.1,
+                  "%.2f/s got through, configured %d/s", rate, TOKEN_RATE);
+    ck_assert_int_eq(before < 0 ? refused : before + refused,
+                     h_metric("paycallback_http_quota_refusals_total{route=\"token\"}"));
+}
+END_TEST
+
+START_TEST(order_creates_past_the_rate_are_429_at_the_configured_rate)
+{
+    long long ok, refused;
+    double rate = hammer("POST", "/order/create", "{}", "192.0.2.11", ORDER_BURST, &ok,
+                         &refused);
+
+    printf("order quota %d/s burst %d: %lld through (answered by the handler), %lld refused "
+           "429 in %d ms: %.2f/s past the burst\n", ORDER_RATE, ORDER_BURST, ok, refused,
+           MEASURE_MS, rate);
+    ck_assert_msg(rate >= ORDER_RATE * 0.9 && rate <= ORDER_RATE * 1.1,
+                  "%.2f/s got through, configured %d/s", rate, ORDER_RATE);
+    ck_assert_int_gt(h_metric("paycallback_http_quota_refusals_total{route=\"order\"}"), 0);
+}
+END_TEST
+
+/* Behind a trusted proxy, each client named in X-Forwarded-For has its own
+ * bucket; entries a client wrote itself (left of the proxy's) are ignored. */
+START_TEST(forwarded_clients_have_their_own_buckets)
+{
+    const char *a[] = { "X-Forwarded-For: 198.51.100.1", NULL };
+    const char *forged[] = { "X-Forwarded-For: 203.0.113.9, 198.51.100.1", NULL };
+    const char *b[] = { "X-Forwarded-For: 198.51.100.2", NULL };
+    struct h_resp r;
+    int i;
+
+    for (i = 0; i < TOKEN_BURST + 5; i++) {
+        h_http(h_port(), "POST", "/token/apply", a, NULL, 0, &r);
+        h_resp_free(&r);
+    }
+    h_http(h_port(), "POST", "/token/apply", a, NULL, 0, &r);
+    ck_assert_int_eq(429, r.status);
+    h_resp_free(&r);
+    h_http(h_port(), "POST", "/token/apply", forged, NULL, 0, &r);
+    ck_assert_int_eq(429, r.status);
+    h_resp_free(&r);
+    h_http(h_port(), "POST", "/token/apply", b, NULL, 0, &r);
+    ck_assert_int_eq(200, r.status);
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(head_token_apply_issues_no_token)
+{
+    static const char req[] = "HEAD /token/apply HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    char buf[4096];
+    int fd = h_raw_connect(h_port(), NULL, 5000), eof;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq((int)sizeof(req) - 1, (int)send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL));
+    h_raw_read_all(fd, buf, sizeof buf, &eof);
+    close(fd);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 405", 12) == 0, "HEAD answered: %.40s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "Allow: GET, POST\r\n"));
+}
+END_TEST
+
+static Suite *quota_suite(void)
+{
+    Suite *s = suite_create("http_quota");
+    TCase *tc = tcase_create("quotas");
+
+    tcase_add_unchecked_fixture(tc, quota_server_up, h_fixture_server_down);
+    tcase_set_timeout(tc, TC_TIMEOUT_S);
+    tcase_add_test(tc, token_requests_past_the_rate_are_429_at_the_configured_rate);
+    tcase_add_test(tc, order_creates_past_the_rate_are_429_at_the_configured_rate);
+    tcase_add_test(tc, forwarded_clients_have_their_own_buckets);
+    tcase_add_test(tc, head_token_apply_issues_no_token);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CHECK_MAIN(quota_suite, NULL, NULL);
