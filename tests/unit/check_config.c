@@ -442,6 +442,24 @@ START_TEST(cfg_load_refuses_a_webhook_without_its_secret)
 }
 END_TEST
 
+START_TEST(cfg_load_reads_trusted_proxies_and_refuses_what_is_not_a_network)
+{
+    const char *two[] = { "PAYCALLBACK_HTTP_TRUSTED_PROXIES=127.0.0.1, 10.0.0.0/8", NULL };
+    const char *bad[] = { "PAYCALLBACK_HTTP_TRUSTED_PROXIES=proxy.internal", NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(0, load(&cfg, "{}", NULL));
+    ck_assert_uint_eq(0, cfg.http_trusted.n);
+    ck_assert_int_eq(64, cfg.http_ipv6_prefix);
+    ck_assert_int_eq(25, cfg.http_reserved_percent);
+    ck_assert_int_eq(0, load(&cfg, "{}", two));
+    ck_assert_uint_eq(2, cfg.http_trusted.n);
+    refused("{}", bad, "http.trusted_proxies: \"proxy.internal\" is not an address");
+    refused("{\"http\": {\"reserved_percent\": 91}}", NULL, "http.reserved_percent");
+    refused("{\"http\": {\"ipv6_prefix\": 0}}", NULL, "http.ipv6_prefix");
+}
+END_TEST
+
 START_TEST(cfg_load_refuses_a_query_url_without_its_token)
 {
     const char *url[] = { "PAYCALLBACK_CALLBACK_QUERY_URL=https://query.example/q", NULL };
@@ -705,6 +723,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_lets_the_environment_replace_the_key_list);
     tcase_add_test(tc, cfg_load_refuses_an_empty_key_list_outside_development);
     tcase_add_test(tc, cfg_load_refuses_a_webhook_without_its_secret);
+    tcase_add_test(tc, cfg_load_reads_trusted_proxies_and_refuses_what_is_not_a_network);
     tcase_add_test(tc, cfg_load_refuses_a_query_url_without_its_token);
     tcase_add_test(tc, cfg_load_knows_the_query_token_variables_of_its_gateways);
     tcase_add_test(tc, cfg_load_gives_development_a_development_key);
