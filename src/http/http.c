@@ -29,6 +29,7 @@
 #include "auth.h"
 #include "config.h"
 #include "connguard.h"
+#include "framing.h"
 #include "handlers.h"
 #include "keyring.h"
 #include "log.h"
@@ -835,6 +836,18 @@ static int header_count(struct MHD_Connection *conn, const char *name)
     return hc.n;
 }
 
+/* The first header line two parsers could read differently, or
+ * FRAMING_OK (see framing.h). */
+static enum MHD_Result check_line(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size)
+{
+    enum framing_status *st = cls;
+
+    (void)kind;
+    *st = framing_check(key, key_size, value, value_size);
+    return *st == FRAMING_OK ? MHD_YES : MHD_NO;
+}
+
 /* The header block is complete: checks the request's framing and size
  * before any body is read. Request smuggling rides on framing that two
  * parsers read differently, so anything ambiguous is refused and the
@@ -847,6 +860,7 @@ static enum MHD_Result on_headers(struct server *srv, struct MHD_Connection *con
     int ncl = header_count(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    enum framing_status line = FRAMING_OK;
     unsigned long long cl_bytes;
     const char *cl;
 
@@ -856,6 +870,9 @@ static enum MHD_Result on_headers(struct server *srv, struct MHD_Connection *con
     if (rs->path_too_long)
         return reply_early(srv, conn, rs, method, 414, "URI_TOO_LONG",
                            "request path exceeds 1024 bytes", false);
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, check_line, &line);
+    if (line != FRAMING_OK)
+        return reply_early(srv, conn, rs, method, 400, "BAD_REQUEST", framing_message(line), true);
     if (te != NULL && ncl > 0)
         return reply_early(srv, conn, rs, method, 400, "BAD_REQUEST",
                            "Content-Length and Transfer-Encoding together", true);

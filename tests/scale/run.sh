@@ -4,7 +4,8 @@
 #   1. one MariaDB (the private one of scripts/services.sh), 3 instances
 #      behind HAProxy: a duplicate-callback storm through a rolling restart
 #      and a kill -9 of an instance (zero failed callbacks), then an oversell
-#      storm on one sku.
+#      storm on one sku, then each ambiguous request framing sent raw through
+#      HAProxy (tests/scale/framing.py).
 #   2. a 3-node Galera cluster, one instance per node behind HAProxy: a storm
 #      across the nodes while one node is killed with -9 and rejoins (IST);
 #      a storm straight at that node's instance, which may only answer 200
@@ -181,6 +182,10 @@ topology_1() {
 	check "topology 1: stock never oversold" stock_invariants "$MYSQL_PORT" T1-SKU "$(created t1-sell)"
 	check "topology 1: headers past 8 KiB get HAProxy's JSON 431" \
 		proxy_error 431 -H "X-Pad: $(printf '%9000s' '' | tr ' ' a)" "$URL/healthz"
+	for c in $(python3 "$ROOT/tests/scale/framing.py" 127.0.0.1 "$HAPROXY_PORT" list); do
+		check "topology 1: HAProxy refuses or normalizes $c before an instance reads it" \
+			python3 "$ROOT/tests/scale/framing.py" 127.0.0.1 "$HAPROXY_PORT" "$c"
+	done
 	"$D/instances.sh" stop
 	check "topology 1: with no instance up HAProxy answers a JSON 503" wait_until 10 proxy_error 503 "$URL/healthz"
 	"$D/haproxy.sh" stop
