@@ -33,6 +33,7 @@
 #include "backfill.h"
 #include "server.h"
 #include "shard.h"
+#include "shardmap.h"
 
 extern char **environ;
 
@@ -44,6 +45,7 @@ static void usage(FILE *f)
             "usage: paycallback [-c PATH] [--port-file PATH] [--check-config] [--dev]\n"
             "       paycallback [-c PATH] --backfill-registries\n"
             "       paycallback [-c PATH] migrate\n"
+            "       paycallback [-c PATH] --write-shard-map\n"
             "\n"
             "Idempotent payment callbacks, anti-resubmit tokens and order state changes\n"
             "over HTTP, on MySQL/MariaDB and Redis.\n"
@@ -56,6 +58,9 @@ static void usage(FILE *f)
             "                      already in the shards in pay_no_registry and\n"
             "                      checkout_registry, then exit (run once before a database\n"
             "                      made before sharding takes sharded traffic; re-runnable)\n"
+            "      --write-shard-map  with mysql.shards: store this shard list as the shard\n"
+            "                      map, with the next epoch, on every shard, then exit (the\n"
+            "                      one way to change the list; docs/sharding.md)\n"
             "  migrate             bring the schema of every database of the configuration\n"
             "                      to the version of this build (the migrations embedded\n"
             "                      in it, sql/migrations/), then exit; re-runnable. Needs\n"
@@ -94,6 +99,7 @@ struct opts {
     int check_only;
     int backfill;
     int migrate;
+    int write_map;
     int dev;
 };
 
@@ -105,6 +111,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         { "port-file", required_argument, NULL, 'p' },
         { "check-config", no_argument, NULL, 'k' },
         { "backfill-registries", no_argument, NULL, 'b' },
+        { "write-shard-map", no_argument, NULL, 'w' },
         { "dev", no_argument, NULL, 'd' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -119,6 +126,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'p': o->port_file = optarg; break;
         case 'k': o->check_only = 1; break;
         case 'b': o->backfill = 1; break;
+        case 'w': o->write_map = 1; break;
         case 'd': o->dev = 1; break;
         case 'h': usage(stdout); cfg_print_keys(); return -1;
         case 'V': printf("paycallback %s (%s)\n", PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT); return -1;
@@ -396,6 +404,7 @@ int main(int argc, char **argv)
     sigset_t stop_set, wait_set;
     size_t nroutes;
     int rc, port = 0, sig = 0;
+    uint64_t map_epoch = 0;
 
     if ((rc = parse_args(argc, argv, &o)) != 0)
         return rc < 0 ? 0 : 2;
@@ -473,8 +482,17 @@ int main(int argc, char **argv)
         rc = check_config(&cfg, gws, srv.query, o.config);
         goto out;
     }
+    if (o.write_map) {
+        rc = shardmap_write(&cfg, stdout, stderr);
+        goto out;
+    }
     if ((rc = check_schema_at_start(&cfg)) != 0)
         goto out;
+    if (shardmap_check_start(&cfg, &map_epoch, err, sizeof(err)) != 0) {
+        fprintf(stderr, "paycallback: %s\n", err);
+        rc = 2;
+        goto out;
+    }
     rc = 1;
     const struct http_route_info *ri = http_routes(&nroutes);
     if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
@@ -483,6 +501,10 @@ int main(int argc, char **argv)
         (srv.paid = seen_create(SEEN_SLOTS_DEFAULT)) == NULL ||
         (srv.keys = keyslot_create(keyring_hold(kr0))) == NULL) {
         fprintf(stderr, "paycallback: out of memory\n");
+        goto out;
+    }
+    if (shard_probers_start(&srv.shards, map_epoch) != 0) {
+        fprintf(stderr, "paycallback: cannot start the shard probers\n");
         goto out;
     }
     gateways_register_metrics(gws, srv.m);

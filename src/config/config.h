@@ -86,6 +86,11 @@ struct config {
     int mysql_wait_ms;            /* bound on waiting for a pooled connection */
     char mysql_init_command[CFG_STR_MAX]; /* operator SQL run on every new session; may be empty */
     int mysql_io_timeout_s;       /* read and write timeout of a MySQL socket */
+    int mysql_probe_interval_ms;  /* each shard's background readiness probe */
+    int mysql_breaker_failures;   /* consecutive failures that open a shard's breaker */
+    int mysql_breaker_open_ms;    /* how long an open breaker refuses before a trial */
+    int mysql_shard_max_inflight; /* requests in flight on one stalled shard; 0: the default rule */
+    int mysql_shard_stall_ms;     /* no request of a shard done for this long: it is stalled */
     /* mysql.shards: 0 = one database (mysql.*), order numbers unprefixed;
      * else the databases orders are spread over, in placement order. */
     struct cfg_shard shards[CFG_SHARDS_MAX];

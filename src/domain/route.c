@@ -34,14 +34,18 @@ void route_count_unavailable(const struct route *rt, const struct shard *sh)
 }
 
 static void no_conn(struct route_failure *f, const struct route *rt, const struct shard *sh,
-                    const char *step)
+                    const char *step, enum db_refusal why)
 {
     memset(f, 0, sizeof(*f));
     f->shard = sh;
     f->step = step;
     f->unavailable = true;
     f->no_conn = true;
-    snprintf(f->msg, sizeof(f->msg), "no free connection within %d ms", rt->wait_ms);
+    f->refusal = why;
+    if (why == DB_REFUSED_WAIT || why == DB_REFUSED_NONE)
+        snprintf(f->msg, sizeof(f->msg), "no free connection within %d ms", rt->wait_ms);
+    else
+        snprintf(f->msg, sizeof(f->msg), "the shard refused at once: %s", db_refusal_str(why));
 }
 
 static void from_conn(struct route_failure *f, const struct shard *sh, const struct db_conn *c,
@@ -73,9 +77,11 @@ struct db_conn *route_hop_to(struct route_hop *h, const struct shard *sh, const 
 {
     if (h->c != NULL && h->sh == sh)
         return h->c;
+    enum db_refusal why = DB_REFUSED_NONE;
+
     route_hop_release(h);
-    if ((h->c = shard_acquire(sh, h->rt->wait_ms)) == NULL) {
-        no_conn(h->fail, h->rt, sh, step);
+    if ((h->c = shard_acquire_why(sh, h->rt->wait_ms, &why)) == NULL) {
+        no_conn(h->fail, h->rt, sh, step, why);
         if (!h->uncounted)
             count_unavailable(h->rt, sh);
         return NULL;
@@ -137,12 +143,13 @@ enum route_result route_scan(const struct route *rt, size_t first, const char *s
     memset(sc, 0, sizeof(*sc));
     for (i = first; i < rt->set->n; i++) {
         const struct shard *sh = &rt->set->s[i];
-        struct db_conn *c = shard_acquire(sh, rt->wait_ms);
+        enum db_refusal why = DB_REFUSED_NONE;
+        struct db_conn *c = shard_acquire_why(sh, rt->wait_ms, &why);
         enum route_step r;
 
         sc->asked++;
         if (c == NULL) {
-            no_conn(&f, rt, sh, step);
+            no_conn(&f, rt, sh, step, why);
             miss(rt, sc, sh, &f);
             continue;
         }

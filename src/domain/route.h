@@ -38,7 +38,9 @@ struct route_failure {
     const struct shard *shard;    /* whose database failed; NULL: none did */
     const char *step;             /* the operation, for the log ("orders_create") */
     bool unavailable;             /* retryable (503): unreachable, busy, no connection */
-    bool no_conn;                 /* no connection of its pool freed up in time */
+    bool no_conn;                 /* no connection of its pool freed up in time, or its
+                                     guard refused at once (refusal says which) */
+    enum db_refusal refusal;      /* what the shard's pool said when it gave none */
     bool logged;                  /* already logged (a scan logs each shard it missed) */
     unsigned int err;             /* db_errno, 0 when there was none */
     char msg[DB_ERRSTR_MAX];      /* db_errstr, or why there was no connection */

@@ -24,47 +24,29 @@ void handle_healthz(struct server *srv, const struct http_req *req, struct http_
     cJSON_Delete(o);
 }
 
-/* The "mysql" field of /readyz: up, down, or not_synced for a Galera node
- * that answers but is joining, donating, or outside the primary component. */
-static const char *mysql_state(enum db_status st, const struct db_node *node)
-{
-    if (st == DB_OK)
-        return "up";
-    return node->galera ? "not_synced" : "down";
-}
-
-/* Pings one shard's database (node gets its Galera state) and records the
- * outcome in its paycallback_shard_ready gauge. DB_OK when it takes writes. */
-static enum db_status probe_shard(struct server *srv, const struct shard *sh,
-                                  struct db_node *node)
-{
-    enum db_status st = shard_ping(sh, srv->cfg->mysql_wait_ms, node);
-
-    metrics_shard_ready(srv->m, sh->index, st == DB_OK);
-    return st;
-}
-
 /* What the probes found: each shard's state, and how many take writes. */
 struct ready_probe {
-    enum db_status st[CFG_SHARDS_MAX];
+    enum db_health h[CFG_SHARDS_MAX];
     struct db_node node[CFG_SHARDS_MAX];
     size_t up;
 };
 
-/* Pings every shard (or only only, when not NULL) and Redis (which
- * refreshes the degraded state, once a second while down), and records
- * the outcome in the paycallback_ready gauge: 1 while some shard takes
- * writes, since one shard down fails only its own orders. */
+/* Reads every shard's state as its background prober last found it (or
+ * only only's, when not NULL): never a wait on a database, so a hung shard
+ * cannot slow readiness down. Redis is pinged (which refreshes the
+ * degraded state, once a second while down). The paycallback_ready gauge
+ * is 1 while some shard takes writes, since one shard down fails only its
+ * own orders. */
 static void probe_ready(struct server *srv, const struct shard *only, struct ready_probe *p)
 {
     size_t i;
 
     memset(p, 0, sizeof(*p));
     for (i = 0; i < srv->shards.n; i++) {
-        p->st[i] = DB_UNAVAILABLE;
+        p->h[i] = DB_HEALTH_DOWN;
         if (only != NULL && only != &srv->shards.s[i])
             continue;
-        if ((p->st[i] = probe_shard(srv, &srv->shards.s[i], &p->node[i])) == DB_OK)
+        if ((p->h[i] = db_pool_health(srv->shards.s[i].pool, &p->node[i])) == DB_HEALTH_UP)
             p->up++;
     }
     rds_ping(srv->rds);
@@ -107,11 +89,14 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
         const struct db_node *node = &p.node[0];
         if (!ok) {                                /* an error body like any other, plus the probe */
             cJSON_AddStringToObject(o, "code", api_error_code(API_UNAVAILABLE));
-            cJSON_AddStringToObject(o, "message", node->galera ? "galera node is not synced"
-                                                               : "mysql does not answer");
+            cJSON_AddStringToObject(o, "message",
+                                    p.h[0] == DB_HEALTH_NOT_SYNCED ? "galera node is not synced"
+                                    : p.h[0] == DB_HEALTH_MAP_STALE
+                                        ? "the database holds a shard map: it is a shard"
+                                        : "mysql does not answer");
         }
         cJSON_AddStringToObject(o, "status", ok ? "ready" : "unavailable");
-        cJSON_AddStringToObject(o, "mysql", mysql_state(p.st[0], node));
+        cJSON_AddStringToObject(o, "mysql", shard_health_name(p.h[0]));
         if (node->galera)
             cJSON_AddNumberToObject(o, "wsrep_local_state", node->wsrep_local_state);
     } else {
@@ -127,8 +112,7 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
         for (i = 0; i < srv->shards.n; i++) {
             if (only != NULL && only != &srv->shards.s[i])
                 continue;
-            cJSON_AddStringToObject(shards, srv->shards.s[i].label,
-                                    mysql_state(p.st[i], &p.node[i]));
+            cJSON_AddStringToObject(shards, srv->shards.s[i].label, shard_health_name(p.h[i]));
         }
     }
     cJSON_AddStringToObject(o, "redis", rds_degraded(srv->rds) ? "degraded" : "up");
@@ -139,7 +123,7 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
     cJSON_Delete(o);
 }
 
-/* Probes readiness first, so every scrape carries a fresh paycallback_ready
+/* Reads readiness first, so every scrape carries a fresh paycallback_ready
  * and alerting needs no probe of its own against /readyz. */
 void handle_metrics(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {

@@ -213,6 +213,7 @@ static void set_body(struct http_resp *resp, int status, char *body)
     resp->code = NULL;
     resp->retry_after_s = 0;
     resp->replayed = 0;
+    resp->shard_outage[0] = '\0';
     resp->outcome = HTTP_OUT_DEFINITE;
 }
 
@@ -300,6 +301,25 @@ void http_reply_text_retry(struct http_resp *resp, const char *ctype, const char
 void http_reply_unavailable(struct http_resp *resp, const char *message)
 {
     http_reply_retry(resp, "UNAVAILABLE", message, 1);
+}
+
+void http_reply_shard_outage(struct http_resp *resp, const char *shard, const char *message,
+                             int retry_after_s)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (o == NULL || cJSON_AddStringToObject(o, "code", "UNAVAILABLE") == NULL ||
+        cJSON_AddStringToObject(o, "message", message) == NULL ||
+        cJSON_AddStringToObject(o, "shard_outage", shard) == NULL) {
+        cJSON_Delete(o);
+        http_reply_retry(resp, "UNAVAILABLE", message, retry_after_s);
+        return;
+    }
+    http_reply_json(resp, 503, o);
+    cJSON_Delete(o);
+    set_retryable(resp, 503, "UNAVAILABLE", retry_after_s);
+    if (resp->status == 503)
+        snprintf(resp->shard_outage, sizeof(resp->shard_outage), "%s", shard);
 }
 
 void http_reply_json_unavailable(struct http_resp *resp, const struct cJSON *obj)
@@ -562,6 +582,8 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
     }
     if (resp->www_authenticate != NULL)
         MHD_add_response_header(r, "WWW-Authenticate", resp->www_authenticate);
+    if (resp->shard_outage[0] != '\0')
+        MHD_add_response_header(r, "X-Shard-Outage", resp->shard_outage);
     ret = MHD_queue_response(conn, (unsigned int)resp->status, r);
     MHD_destroy_response(r);
     rs->replied = true;

@@ -50,6 +50,8 @@ struct http_resp {
     const char *www_authenticate; /* static text; non-NULL adds WWW-Authenticate */
     enum http_outcome outcome;
     int replayed;                 /* 1: a stored answer, sent with Idempotent-Replayed: true */
+    char shard_outage[4];         /* non-empty: the shard id whose outage this 503 is, sent
+                                     as X-Shard-Outage (a proxy must not retry it elsewhere) */
 };
 
 typedef void (*http_handler)(struct server *srv, const struct http_req *req,
@@ -89,6 +91,13 @@ void http_reply_text_retry(struct http_resp *resp, const char *ctype, const char
 
 /* 503 UNAVAILABLE with Retry-After: 1; a retryable answer. */
 void http_reply_unavailable(struct http_resp *resp, const char *message);
+
+/* 503 UNAVAILABLE caused by one shard's database (shard: its id as text),
+ * with Retry-After: retry_after_s, "shard_outage":"<id>" in the body and
+ * the header X-Shard-Outage: <id>: every instance would give the same
+ * answer now, so a proxy must not retry it on another one. Retryable. */
+void http_reply_shard_outage(struct http_resp *resp, const char *shard, const char *message,
+                             int retry_after_s);
 
 /* 503 with obj as the body (an error body plus whatever the caller adds,
  * as /readyz does), code UNAVAILABLE and Retry-After: 1; retryable. */

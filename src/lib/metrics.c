@@ -512,6 +512,15 @@ static void render_shards(const struct metrics *m, struct buf *b)
                                        "again later)." },
         [MS_RECONCILE_FAILURES] = { "paycallback_shard_reconcile_failures_total",
                                     "Reconciliation passes that could not read this shard." },
+        [MS_BREAKER_OPENS] = { "paycallback_shard_breaker_opens_total",
+                               "Times this shard's circuit breaker opened after repeated "
+                               "failures or a failed probe." },
+        [MS_FAST_FAILS] = { "paycallback_shard_fast_fails_total",
+                            "Requests refused at once because this shard is down, its breaker "
+                            "is open or its shard map changed." },
+        [MS_INFLIGHT_REFUSED] = { "paycallback_shard_inflight_refused_total",
+                                  "Requests refused because this shard had "
+                                  "mysql.shard_max_inflight requests in flight." },
     };
     static const struct { const char *name, *help; } ginfo[MSG_COUNT] = {
         [MSG_OUTBOX_PENDING] = { "paycallback_shard_outbox_pending",

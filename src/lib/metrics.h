@@ -124,6 +124,10 @@ enum metric_shard_counter {
     MS_RECONNECTS,                /* this shard's connections made again after a lost link */
     MS_OUTBOX_CLAIM_FAILURES,     /* relay claims this shard's database failed: retried later */
     MS_RECONCILE_FAILURES,        /* reconciliation passes that could not read this shard */
+    MS_BREAKER_OPENS,             /* times this shard's circuit breaker opened */
+    MS_FAST_FAILS,                /* acquisitions refused at once: breaker open, shard down
+                                     or its shard map changed */
+    MS_INFLIGHT_REFUSED,          /* acquisitions refused: the shard's cap on requests in flight */
     MS_COUNT
 };
 

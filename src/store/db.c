@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <errmsg.h>
@@ -38,6 +39,30 @@ struct db_conn {
     atomic_ulong server_id;       /* MySQL's id of the session, 0 while disconnected */
     unsigned int err;             /* last failure: MySQL errno, 0 for none */
     char errstr[DB_ERRSTR_MAX];   /* last failure, one line */
+    /* Since db_acquire, for the guard: */
+    bool guarded;                 /* counted in the guard's in-flight requests */
+    bool trial;                   /* the half-open breaker's one trial */
+    bool reached;                 /* a statement ran on the server */
+    bool unreachable;             /* the last connect, read or write failed or timed out */
+};
+
+enum breaker { BR_CLOSED, BR_OPEN, BR_HALF_OPEN };
+
+struct db_guard {
+    pthread_mutex_t mu;
+    bool on;
+    int failures_max, open_ms, max_inflight, stall_ms, probe_timeout_ms;
+    bool trust_probe;
+    long long probe_since_ms;     /* a probe is running since then; 0: none */
+    int inflight;
+    long long last_done_ms;       /* when a request last finished, or the first of a
+                                     busy spell came in */
+    int failures;                 /* consecutive */
+    enum breaker br;
+    long long open_until_ms;
+    bool trial_out;
+    enum db_health health;
+    struct db_node node;
 };
 
 struct db_pool {
@@ -48,6 +73,7 @@ struct db_pool {
     struct slots *free;           /* which of conns are lent out */
     struct db_conn *conns;
     int size;
+    struct db_guard g;
 };
 
 /* The one table of MySQL error codes: what each means to us, and whether
@@ -135,6 +161,9 @@ static enum db_status fail(struct db_conn *c, unsigned int err, const char *what
     c->err = err;
     snprintf(c->errstr, sizeof(c->errstr), "%.60s: %s (errno %u)", what, msg, err);
     tidy_errstr(c);
+    if (err == CR_CONNECTION_ERROR || err == CR_CONN_HOST_ERROR || err == CR_SERVER_GONE_ERROR ||
+        err == CR_SERVER_LOST || err == CR_SERVER_LOST_EXTENDED || err == 1047)
+        c->unreachable = true;
     if (e.drop)
         disconnect(c);                          /* unknown state: start clean */
     return e.st;
@@ -206,6 +235,7 @@ static enum db_status connect_conn(struct db_conn *c)
                  at->host, at->port, mysql_error(c->my), c->err);
         tidy_errstr(c);
         disconnect(c);
+        c->unreachable = true;
         return DB_UNAVAILABLE;
     }
     atomic_store(&c->server_id, mysql_thread_id(c->my));
@@ -273,6 +303,8 @@ static enum db_status execute(struct db_conn *c, enum db_stmt id, const char *co
     }
     if ((nparams > 0 && mysql_stmt_bind_param(s, bind) != 0) || mysql_stmt_execute(s) != 0)
         return fail(c, mysql_stmt_errno(s), stmt_sql[id], mysql_stmt_error(s));
+    c->reached = true;                        /* the last outcome is what the guard counts */
+    c->unreachable = false;
     *out = s;
     return DB_OK;
 }
@@ -442,6 +474,8 @@ static enum db_status run(struct db_conn *c, db_txn_fn fn, void *arg, bool txn)
     enum db_status st = DB_UNAVAILABLE;
 
     for (int attempt = 0; attempt < DB_RETRY_MAX; attempt++) {
+        if (attempt > 0 && db_pool_outage(c->pool))
+            return DB_UNAVAILABLE;                /* the shard is out: stop waiting on it */
         if (attempt > 0) {
             metrics_inc(c->pool->m, M_MYSQL_RETRIES);
             backoff(attempt - 1);
@@ -620,7 +654,8 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 /* The tables of sql/migrations/ the service reads and writes. */
 static const char *const schema_tables[] = { "orders", "payment_record", "stock", "outbox",
                                              "idem_token", "audit_log", "idem_key",
-                                             "pay_no_registry", "checkout_registry" };
+                                             "pay_no_registry", "checkout_registry",
+                                             "shard_map" };
 #define NSCHEMA_TABLES (sizeof(schema_tables) / sizeof(schema_tables[0]))
 
 /* Checks that the stored procedures of the version this build calls
@@ -753,6 +788,29 @@ struct db_pool *db_pool_create(const struct config *cfg, const struct cfg_shard 
     }
     for (int i = 0; i < p->size; i++)
         p->conns[i].pool = p;
+    pthread_mutex_init(&p->g.mu, NULL);
+    return p;
+}
+
+struct db_pool *db_pool_create_probe(const struct config *cfg, const struct cfg_shard *at,
+                                     struct metrics *m)
+{
+    struct db_pool *p = calloc(1, sizeof(*p));
+
+    if (p == NULL)
+        return NULL;
+    p->cfg = cfg;
+    p->at = *at;
+    p->m = m;
+    p->size = 1;
+    if ((p->conns = calloc(1, sizeof(*p->conns))) == NULL ||
+        (p->free = slots_create(1)) == NULL) {
+        free(p->conns);
+        free(p);
+        return NULL;
+    }
+    p->conns[0].pool = p;
+    pthread_mutex_init(&p->g.mu, NULL);
     return p;
 }
 
@@ -768,28 +826,243 @@ void db_pool_destroy(struct db_pool *p)
     for (int i = 0; i < p->size; i++)
         disconnect(&p->conns[i]);
     slots_destroy(p->free);
+    pthread_mutex_destroy(&p->g.mu);
     free(p->conns);
     free(p);
 }
 
-struct db_conn *db_acquire(struct db_pool *p, int wait_ms)
+static long long mono_ms(void)
 {
-    bool waited;
-    int i = slots_take(p->free, wait_ms, &waited);
+    struct timespec ts;
 
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void db_pool_guard(struct db_pool *p, int breaker_failures, int breaker_open_ms, int max_inflight,
+                   int stall_ms, bool trust_probe, int probe_timeout_ms)
+{
+    p->g.on = true;
+    p->g.trust_probe = trust_probe;
+    p->g.probe_timeout_ms = probe_timeout_ms;
+    p->g.stall_ms = stall_ms;
+    p->g.last_done_ms = mono_ms();
+    p->g.failures_max = breaker_failures > 0 ? breaker_failures : 1;
+    p->g.open_ms = breaker_open_ms;
+    p->g.max_inflight = max_inflight;
+}
+
+/* The health as readers see it: a probe overdue is DOWN (g->mu held). */
+static enum db_health seen_health(const struct db_pool *p)
+{
+    if (p->g.probe_since_ms != 0 && p->g.probe_timeout_ms > 0 &&
+        mono_ms() - p->g.probe_since_ms > p->g.probe_timeout_ms)
+        return DB_HEALTH_DOWN;
+    return p->g.health;
+}
+
+void db_pool_probe_begin(struct db_pool *p)
+{
+    pthread_mutex_lock(&p->g.mu);
+    p->g.probe_since_ms = mono_ms();
+    pthread_mutex_unlock(&p->g.mu);
+}
+
+/* Opens the breaker (g->mu held). */
+static void breaker_open(struct db_pool *p)
+{
+    if (p->g.br != BR_OPEN)
+        metrics_shard_inc(p->m, p->shard_index, MS_BREAKER_OPENS);
+    p->g.br = BR_OPEN;
+    p->g.open_until_ms = mono_ms() + p->g.open_ms;
+    p->g.trial_out = false;
+}
+
+/* A request that could not reach the database (g->mu held). */
+static void breaker_failure(struct db_pool *p)
+{
+    p->g.failures++;
+    if (p->g.br == BR_HALF_OPEN || p->g.failures >= p->g.failures_max)
+        breaker_open(p);
+}
+
+static void breaker_close(struct db_pool *p)
+{
+    p->g.failures = 0;
+    p->g.br = BR_CLOSED;
+    p->g.trial_out = false;
+}
+
+/* Whether the guard lets one more request in; counts it in flight when it
+ * does (g->mu held). */
+static enum db_refusal guard_admit(struct db_pool *p, bool *trial)
+{
+    struct db_guard *g = &p->g;
+
+    enum db_health h = seen_health(p);
+
+    *trial = false;
+    if (h == DB_HEALTH_MAP_STALE)
+        return DB_REFUSED_MAP;
+    if (g->trust_probe && (h == DB_HEALTH_DOWN || h == DB_HEALTH_NOT_SYNCED))
+        return DB_REFUSED_OUTAGE;
+    if (g->br == BR_OPEN) {
+        if (mono_ms() < g->open_until_ms)
+            return DB_REFUSED_OUTAGE;
+        g->br = BR_HALF_OPEN;
+        g->trial_out = false;
+    }
+    if (g->br == BR_HALF_OPEN) {
+        if (g->trial_out)
+            return DB_REFUSED_OUTAGE;
+        g->trial_out = *trial = true;
+    }
+    if (g->max_inflight > 0 && g->inflight >= g->max_inflight &&
+        mono_ms() - g->last_done_ms > g->stall_ms) {
+        if (*trial)
+            g->trial_out = *trial = false;
+        return DB_REFUSED_BUSY;
+    }
+    if (g->inflight++ == 0)
+        g->last_done_ms = mono_ms();              /* an idle shard is not a stalled one */
+    return DB_REFUSED_NONE;
+}
+
+struct db_conn *db_acquire_why(struct db_pool *p, int wait_ms, enum db_refusal *why)
+{
+    enum db_refusal r = DB_REFUSED_NONE;
+    bool waited, trial = false;
+    int i;
+
+    if (why != NULL)
+        *why = DB_REFUSED_NONE;
+    if (p->g.on) {
+        pthread_mutex_lock(&p->g.mu);
+        r = guard_admit(p, &trial);
+        pthread_mutex_unlock(&p->g.mu);
+        if (r != DB_REFUSED_NONE) {
+            metrics_shard_inc(p->m, p->shard_index,
+                              r == DB_REFUSED_BUSY ? MS_INFLIGHT_REFUSED : MS_FAST_FAILS);
+            if (why != NULL)
+                *why = r;
+            return NULL;
+        }
+    }
+    i = slots_take(p->free, wait_ms, &waited);
     if (waited)
         metrics_inc(p->m, i >= 0 ? M_MYSQL_POOL_WAITS : M_MYSQL_POOL_TIMEOUTS);
-    if (i < 0)
+    if (i < 0) {
         metrics_shard_inc(p->m, p->shard_index, MS_POOL_TIMEOUTS);
-    if (i < 0)
+        if (p->g.on) {                        /* every connection held that long: a failure */
+            pthread_mutex_lock(&p->g.mu);
+            p->g.inflight--;
+            if (trial)
+                p->g.trial_out = false;
+            breaker_failure(p);
+            pthread_mutex_unlock(&p->g.mu);
+        }
+        if (why != NULL)
+            *why = DB_REFUSED_WAIT;
         return NULL;
+    }
     p->conns[i].err = 0;
     p->conns[i].errstr[0] = '\0';
+    p->conns[i].guarded = p->g.on;
+    p->conns[i].trial = trial;
+    p->conns[i].reached = false;
+    p->conns[i].unreachable = false;
     return &p->conns[i];
+}
+
+struct db_conn *db_acquire(struct db_pool *p, int wait_ms)
+{
+    return db_acquire_why(p, wait_ms, NULL);
 }
 
 void db_release(struct db_pool *p, struct db_conn *c)
 {
-    if (c != NULL)
-        slots_put(p->free, (int)(c - p->conns));
+    if (c == NULL)
+        return;
+    if (c->guarded) {
+        pthread_mutex_lock(&p->g.mu);
+        p->g.inflight--;
+        if (!c->unreachable)
+            p->g.last_done_ms = mono_ms();        /* progress: the shard is not stalled */
+        if (c->unreachable)
+            breaker_failure(p);
+        else if (c->reached)
+            breaker_close(p);
+        else if (c->trial)
+            p->g.trial_out = false;           /* the trial ran nothing: another may try */
+        pthread_mutex_unlock(&p->g.mu);
+        c->guarded = false;
+    }
+    slots_put(p->free, (int)(c - p->conns));
+}
+
+void db_pool_set_health(struct db_pool *p, enum db_health h, const struct db_node *node)
+{
+    pthread_mutex_lock(&p->g.mu);
+    p->g.health = h;
+    p->g.probe_since_ms = 0;
+    if (node != NULL)
+        p->g.node = *node;
+    if (h == DB_HEALTH_UP && p->g.br != BR_CLOSED)
+        breaker_close(p);
+    else if ((h == DB_HEALTH_DOWN || h == DB_HEALTH_NOT_SYNCED) && p->g.on && p->g.trust_probe)
+        breaker_open(p);
+    pthread_mutex_unlock(&p->g.mu);
+}
+
+enum db_health db_pool_health(struct db_pool *p, struct db_node *node)
+{
+    enum db_health h;
+
+    pthread_mutex_lock(&p->g.mu);
+    h = seen_health(p);
+    if (node != NULL)
+        *node = p->g.node;
+    pthread_mutex_unlock(&p->g.mu);
+    return h;
+}
+
+bool db_pool_outage(struct db_pool *p)
+{
+    bool out;
+
+    if (!p->g.on)
+        return false;
+    pthread_mutex_lock(&p->g.mu);
+    enum db_health h = seen_health(p);
+    out = (p->g.trust_probe && (h == DB_HEALTH_DOWN || h == DB_HEALTH_NOT_SYNCED)) ||
+          h == DB_HEALTH_MAP_STALE || (p->g.br == BR_OPEN && mono_ms() < p->g.open_until_ms);
+    pthread_mutex_unlock(&p->g.mu);
+    return out;
+}
+
+int db_pool_retry_after_s(struct db_pool *p)
+{
+    long long left;
+
+    pthread_mutex_lock(&p->g.mu);
+    left = p->g.br == BR_OPEN ? p->g.open_until_ms - mono_ms() : 0;
+    pthread_mutex_unlock(&p->g.mu);
+    return left > 1000 ? (int)((left + 999) / 1000) : 1;
+}
+
+int db_pool_inflight(struct db_pool *p)
+{
+    int n;
+
+    pthread_mutex_lock(&p->g.mu);
+    n = p->g.inflight;
+    pthread_mutex_unlock(&p->g.mu);
+    return n;
+}
+
+const char *db_refusal_str(enum db_refusal why)
+{
+    static const char *const names[] = { "none", "wait", "outage", "busy", "map" };
+
+    return (unsigned)why < sizeof(names) / sizeof(names[0]) ? names[why] : "unknown";
 }

@@ -25,6 +25,7 @@ struct cfg_shard;
 struct metrics;
 struct db_pool;
 struct db_conn;
+struct db_node;
 
 enum db_status {
     DB_OK,
@@ -72,13 +73,94 @@ void db_pool_destroy(struct db_pool *pool);
  * most the connect timeout); any thread, while the pool exists. */
 void db_pool_interrupt(struct db_pool *pool);
 
-/* Borrows a connection, waiting at most wait_ms. NULL on timeout. The
- * connection may not be connected yet: db_exec/db_query/db_txn connect it.
- * Its error detail is cleared. */
+/* Borrows a connection, waiting at most wait_ms. NULL on timeout, or at
+ * once when the pool's guard refuses (see below). The connection may not
+ * be connected yet: db_exec/db_query/db_txn connect it. Its error detail
+ * is cleared. */
 struct db_conn *db_acquire(struct db_pool *pool, int wait_ms);
 
 /* Returns a connection to the pool. NULL-safe. */
 void db_release(struct db_pool *pool, struct db_conn *conn);
+
+/* ---- a shard's guard ------------------------------------------------------
+ * Every borrowing of a shard's pool goes through db_acquire, so that one
+ * place keeps the shard from taking the service down with it:
+ *  - health, set by the shard's background prober (db_pool_set_health): a
+ *    shard that is down, not synced, or whose shard map changed refuses at
+ *    once, without waiting on a connection;
+ *  - a circuit breaker: breaker_failures consecutive requests that could
+ *    not reach the database (connect, read or write timeout, lost link, or
+ *    no free connection within the wait) open it; open, it refuses at once
+ *    for breaker_open_ms, then lets one request through as a trial
+ *    (half-open): its success, or a successful probe, closes it, its
+ *    failure opens it again;
+ *  - a cap on requests in flight (borrowed or waiting for a connection) on
+ *    a stalled shard, one where no request has finished for stall_ms:
+ *    past it, refused at once, so a hung shard holds at most that many of
+ *    the service's workers. A shard that keeps finishing requests is not
+ *    capped: a storm on a healthy shard may use every worker.
+ * A pool starts with no guard (db_pool_create); shard_set_open arms it. */
+
+/* Why db_acquire_why gave no connection. */
+enum db_refusal {
+    DB_REFUSED_NONE,
+    DB_REFUSED_WAIT,              /* no free connection within wait_ms */
+    DB_REFUSED_OUTAGE,            /* the shard is down or its breaker is open */
+    DB_REFUSED_BUSY,              /* its cap on requests in flight is reached */
+    DB_REFUSED_MAP                /* its shard map differs from this instance's */
+};
+
+/* What the prober last found. */
+enum db_health {
+    DB_HEALTH_UNKNOWN,            /* not probed yet: requests go through */
+    DB_HEALTH_UP,
+    DB_HEALTH_DOWN,               /* does not answer */
+    DB_HEALTH_NOT_SYNCED,         /* a Galera node that is not Synced */
+    DB_HEALTH_MAP_STALE           /* answers, but its shard map is not ours */
+};
+
+/* Arms the guard; max_inflight 0 means no cap. trust_probe: a shard the
+ * prober finds down (or whose probe is overdue) refuses at once; without
+ * it (one database: there is no other shard to keep workers for) the
+ * probe only informs readiness and the breaker alone fails fast.
+ * probe_timeout_ms: a probe running longer reads as down. Before the pool
+ * is shared. */
+void db_pool_guard(struct db_pool *pool, int breaker_failures, int breaker_open_ms,
+                   int max_inflight, int stall_ms, bool trust_probe, int probe_timeout_ms);
+
+/* The prober is about to probe: until db_pool_set_health, a probe that
+ * runs past probe_timeout_ms reads as DB_HEALTH_DOWN (a hung host answers
+ * no ping, and its probe waits out the read timeout). */
+void db_pool_probe_begin(struct db_pool *pool);
+
+/* db_acquire, saying why it gave none in *why (may be NULL). */
+struct db_conn *db_acquire_why(struct db_pool *pool, int wait_ms, enum db_refusal *why);
+
+/* Records a probe: UP closes the breaker; with trust_probe, DOWN and
+ * NOT_SYNCED open it (refusing until the next successful probe). node may
+ * be NULL. Any thread. */
+void db_pool_set_health(struct db_pool *pool, enum db_health h, const struct db_node *node);
+
+/* The last probe's finding, and its node state in *node (may be NULL). */
+enum db_health db_pool_health(struct db_pool *pool, struct db_node *node);
+
+/* True while requests to the pool are refused at once: down, not synced,
+ * map changed, or breaker open (not half-open). Any thread. */
+bool db_pool_outage(struct db_pool *pool);
+
+/* Seconds until the pool's open breaker lets a trial through, rounded up;
+ * 1 when it is not open. */
+int db_pool_retry_after_s(struct db_pool *pool);
+
+/* Requests in flight on the pool (for tests and /readyz). */
+int db_pool_inflight(struct db_pool *pool);
+
+/* A pool of one connection with no guard, for a background prober. */
+struct db_pool *db_pool_create_probe(const struct config *cfg, const struct cfg_shard *at,
+                                     struct metrics *m);
+
+/* "none", "wait", "outage", "busy", "map" for logs. */
+const char *db_refusal_str(enum db_refusal why);
 
 /* The MySQL error number of the last failure on c (0 for none, or for a
  * failure that had no MySQL number, such as a malformed row), and its

@@ -2,13 +2,17 @@
  * and placement by hash. */
 #include "shard.h"
 
+#include <errno.h>
 #include <openssl/sha.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "db.h"
+#include "log.h"
 #include "metrics.h"
+#include "shardmap.h"
 
 void shard_set_order_by_id(struct shard_set *set)
 {
@@ -33,17 +37,28 @@ int shard_set_open(struct shard_set *set, const struct config *cfg, struct metri
     memset(set, 0, sizeof(*set));
     set->sharded = cfg->nshards > 0;
     set->n = cfg_endpoints(cfg, at);
+    set->cfg = cfg;
+    set->m = m;
+    pthread_mutex_init(&set->mu, NULL);
+    pthread_cond_init(&set->wake, NULL);
     for (i = 0; i < set->n; i++) {
         struct shard *sh = &set->s[i];
         sh->id = at[i].id;
         sh->index = i;
+        sh->set = set;
         snprintf(sh->label, sizeof(sh->label), "%d", sh->id);
         sh->pool = db_pool_create(cfg, &at[i], m);
-        if (sh->pool == NULL) {
+        sh->probe = db_pool_create_probe(cfg, &at[i], m);
+        if (sh->pool == NULL || sh->probe == NULL) {
+            set->n = i + 1;
             shard_set_close(set);
             return -1;
         }
         db_pool_set_shard_index(sh->pool, i);
+        db_pool_set_shard_index(sh->probe, i);
+        db_pool_guard(sh->pool, cfg->mysql_breaker_failures, cfg->mysql_breaker_open_ms,
+                      shard_max_inflight(cfg), cfg->mysql_shard_stall_ms, set->sharded,
+                      cfg->mysql_connect_timeout_ms);
         set->labels[i] = sh->label;
     }
     shard_set_order_by_id(set);
@@ -55,16 +70,199 @@ void shard_set_close(struct shard_set *set)
 {
     size_t i;
 
+    if (set->cfg == NULL)
+        return;                                   /* zeroed, never opened */
+    shard_probers_stop(set);
     for (i = 0; i < CFG_SHARDS_MAX; i++) {
         db_pool_destroy(set->s[i].pool);
+        db_pool_destroy(set->s[i].probe);
         set->s[i].pool = NULL;
+        set->s[i].probe = NULL;
     }
+    pthread_mutex_destroy(&set->mu);
+    pthread_cond_destroy(&set->wake);
     set->n = 0;
+    set->cfg = NULL;
+}
+
+int shard_max_inflight(const struct config *cfg)
+{
+    if (cfg->mysql_shard_max_inflight > 0)
+        return cfg->mysql_shard_max_inflight;
+    if (cfg->nshards <= 1)
+        return 0;                                 /* one database: nothing to keep free for */
+    return cfg->workers - cfg->workers / 4 > 0 ? cfg->workers - cfg->workers / 4 : 1;
+}
+
+/* ---- the probers ------------------------------------------------------------ */
+
+/* One probe of sh: its health, checking (or giving) its shard map. */
+static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *map_alerted)
+{
+    const struct shard_set *set = sh->set;
+    struct db_conn *c = db_acquire(sh->probe, 0);
+    struct shard_map map;
+    char ids[SHARD_IDS_MAX], why[256];
+    enum db_health h = DB_HEALTH_DOWN;
+    enum db_status st;
+
+    memset(node, 0, sizeof(*node));
+    if (c == NULL)
+        return DB_HEALTH_DOWN;
+    st = db_ping(c, node);
+    if (st != DB_OK) {
+        h = node->galera ? DB_HEALTH_NOT_SYNCED : DB_HEALTH_DOWN;
+        goto out;
+    }
+    shardmap_ids(set->cfg, ids);
+    if (shardmap_read(c, &map) != DB_OK)
+        goto out;
+    if (set->sharded && !map.found) {             /* a new, empty database: it is given ours */
+        if (shardmap_adopt(c, sh->id, ids, set->map_epoch) != DB_OK ||
+            shardmap_read(c, &map) != DB_OK)
+            goto out;
+    }
+    h = DB_HEALTH_UP;
+    if (set->sharded ? shardmap_differs(&map, sh->id, ids, set->map_epoch, why, sizeof(why)) != NULL
+                     : map.found) {
+        if (!set->sharded)
+            snprintf(why, sizeof(why), "now holds a shard map (shard %d of %s)", map.shard_id,
+                     map.ids);
+        h = DB_HEALTH_MAP_STALE;
+        if (!*map_alerted)
+            log_alert("SHARD_MAP_CHANGED", "shard=%s reason=\"%s\" action=\"the shard refuses "
+                      "every request until this instance restarts with the stored map\"",
+                      sh->label, why);
+        *map_alerted = true;
+    } else
+        *map_alerted = false;
+out:
+    db_release(sh->probe, c);
+    return h;
+}
+
+static void *prober_main(void *arg)
+{
+    struct shard *sh = arg;
+    struct shard_set *set = sh->set;
+    enum db_health last = DB_HEALTH_UNKNOWN;
+    bool map_alerted = false;
+
+    for (;;) {
+        struct db_node node;
+        enum db_health h;
+
+        db_pool_probe_begin(sh->pool);
+        h = probe_once(sh, &node, &map_alerted);
+        struct timespec until;
+
+        db_pool_set_health(sh->pool, h, &node);
+        metrics_shard_ready(set->m, sh->index, h == DB_HEALTH_UP);
+        if (last == DB_HEALTH_UNKNOWN) {
+            pthread_mutex_lock(&set->mu);
+            set->probed++;
+            pthread_cond_broadcast(&set->wake);
+            pthread_mutex_unlock(&set->mu);
+        }
+        if (h != last && last != DB_HEALTH_UNKNOWN)
+            log_write(h == DB_HEALTH_UP ? LOG_INFO : LOG_WARN, "shard health changed",
+                      "shard=%s health=%s", sh->label, shard_health_name(h));
+        last = h;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += set->cfg->mysql_probe_interval_ms / 1000;
+        until.tv_nsec += (long)(set->cfg->mysql_probe_interval_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&set->mu);
+        while (!set->stopping && pthread_cond_timedwait(&set->wake, &set->mu, &until) != ETIMEDOUT)
+            ;
+        if (set->stopping) {
+            pthread_mutex_unlock(&set->mu);
+            return NULL;
+        }
+        pthread_mutex_unlock(&set->mu);
+    }
+}
+
+int shard_probers_start(struct shard_set *set, uint64_t map_epoch)
+{
+    size_t i;
+
+    set->map_epoch = map_epoch;
+    set->stopping = false;
+    for (i = 0; i < set->n; i++) {
+        if (pthread_create(&set->s[i].prober, NULL, prober_main, &set->s[i]) != 0) {
+            shard_probers_stop(set);
+            return -1;
+        }
+        set->s[i].probing = true;
+    }
+    /* The first round: a connect, a reconnect and a read at most. */
+    long long wait_ms = 2LL * set->cfg->mysql_connect_timeout_ms +
+                        1000LL * set->cfg->mysql_io_timeout_s + 500;
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(wait_ms / 1000);
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&set->mu);
+    while (set->probed < set->n && pthread_cond_timedwait(&set->wake, &set->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&set->mu);
+    return 0;
+}
+
+void shard_probers_stop(struct shard_set *set)
+{
+    size_t i;
+
+    pthread_mutex_lock(&set->mu);
+    set->stopping = true;
+    pthread_cond_broadcast(&set->wake);
+    pthread_mutex_unlock(&set->mu);
+    for (i = 0; i < set->n; i++)
+        if (set->s[i].probing) {
+            pthread_join(set->s[i].prober, NULL);
+            set->s[i].probing = false;
+        }
+}
+
+const char *shard_health_name(enum db_health h)
+{
+    switch (h) {
+    case DB_HEALTH_UP:
+        return "up";
+    case DB_HEALTH_DOWN:
+        return "down";
+    case DB_HEALTH_NOT_SYNCED:
+        return "not_synced";
+    case DB_HEALTH_MAP_STALE:
+        return "map_changed";
+    case DB_HEALTH_UNKNOWN:
+        break;
+    }
+    return "unknown";
 }
 
 struct db_conn *shard_acquire(const struct shard *sh, int wait_ms)
 {
     return db_acquire(sh->pool, wait_ms);
+}
+
+struct db_conn *shard_acquire_why(const struct shard *sh, int wait_ms, enum db_refusal *why)
+{
+    return db_acquire_why(sh->pool, wait_ms, why);
+}
+
+int shard_retry_after_s(const struct shard *sh)
+{
+    return db_pool_retry_after_s(sh->pool);
 }
 
 void shard_release(const struct shard *sh, struct db_conn *c)

@@ -15,8 +15,10 @@
 #ifndef PAYCALLBACK_SHARD_H
 #define PAYCALLBACK_SHARD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "db.h"
@@ -30,7 +32,11 @@ struct shard {
     int id;                       /* as configured: written into order numbers */
     size_t index;                 /* position in the set: the metrics' shard index */
     char label[4];                /* the id as text, for metrics and logs */
-    struct db_pool *pool;
+    struct db_pool *pool;         /* guarded: breaker, cap, health (db.h) */
+    struct db_pool *probe;        /* the prober's own connection */
+    pthread_t prober;
+    bool probing;                 /* prober is running */
+    struct shard_set *set;
 };
 
 struct shard_set {
@@ -39,7 +45,40 @@ struct shard_set {
     struct shard s[CFG_SHARDS_MAX];
     const char *labels[CFG_SHARDS_MAX]; /* s[i].label, for the metrics registry */
     struct shard *by_id[CFG_SHARDS_MAX]; /* s[] by ascending id: what placement indexes */
+    /* The probers' shared state. */
+    const struct config *cfg;
+    struct metrics *m;
+    uint64_t map_epoch;           /* the shard map this instance started with */
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    bool stopping;
+    size_t probed;                /* probers done with their first probe */
 };
+
+/* Starts one background prober per shard: every mysql.probe_interval_ms
+ * it pings the shard over a connection of its own (db_ping: answers and,
+ * on Galera, is Synced) and reads its shard map, and records the outcome
+ * as the pool's health (db_pool_set_health) and the shard's
+ * paycallback_shard_ready gauge. A shard whose map is not the one this
+ * instance started with (epoch map_epoch; a newer epoch means the map was
+ * changed with --write-shard-map) is DB_HEALTH_MAP_STALE and refuses every
+ * request until the instance is restarted with the new list; a shard with
+ * no map is given this one (shardmap_adopt). Readiness reads these states
+ * and never waits on a database. Returns once every shard was probed once
+ * (or after the longest a probe can take), so the first /readyz knows.
+ * 0, or -1 when a thread could not start (those started are stopped). */
+int shard_probers_start(struct shard_set *set, uint64_t map_epoch);
+
+/* Stops and joins the probers. Safe on a set whose probers never started. */
+void shard_probers_stop(struct shard_set *set);
+
+/* The cap on requests in flight on one shard: mysql.shard_max_inflight,
+ * or when 0, three quarters of the workers with several shards (the rest
+ * stay free for the other shards) and no cap with one database. */
+int shard_max_inflight(const struct config *cfg);
+
+/* "up", "down", "not_synced", "map_changed", "unknown": /readyz's words. */
+const char *shard_health_name(enum db_health h);
 
 /* Fills set->by_id from set->s[0..n). shard_set_open calls it; for a set
  * built by hand (tests). */
@@ -58,6 +97,15 @@ void shard_set_close(struct shard_set *set);
  * guards it everywhere. Give it back with shard_release (NULL-safe). */
 struct db_conn *shard_acquire(const struct shard *sh, int wait_ms);
 void shard_release(const struct shard *sh, struct db_conn *c);
+
+/* shard_acquire, saying in *why (may be NULL) why it gave none: the
+ * guard of the shard's pool (db.h) refuses at once while the shard is down,
+ * its breaker open, its cap reached or its map changed. */
+struct db_conn *shard_acquire_why(const struct shard *sh, int wait_ms, enum db_refusal *why);
+
+/* Seconds a client should wait before retrying a request sh refused: what
+ * is left of its breaker's open time, at least 1. */
+int shard_retry_after_s(const struct shard *sh);
 
 /* Pings sh's database over a connection borrowed within wait_ms (node gets
  * its Galera state): DB_OK when it takes writes; DB_UNAVAILABLE when no

@@ -28,6 +28,13 @@ const char *const stmt_sql[ST_COUNT] = {
         "UPDATE pay_no_registry SET order_no = ?, create_time = NOW(3) "
         "WHERE pay_no = ? AND order_no = ?",
     [ST_ORDER_EXISTS] = "SELECT 1 FROM orders WHERE order_no = ?",
+    [ST_SHARD_MAP_GET] = "SELECT shard_id, shard_ids, scheme, epoch FROM shard_map",
+    [ST_SHARD_MAP_ADOPT] =
+        "INSERT IGNORE INTO shard_map (singleton, shard_id, shard_ids, scheme, epoch) "
+        "VALUES (1, ?, ?, ?, ?)",
+    [ST_SHARD_MAP_PUT] =
+        "REPLACE INTO shard_map (singleton, shard_id, shard_ids, scheme, epoch) "
+        "VALUES (1, ?, ?, ?, ?)",
     [ST_PAY_SELECT] =
         "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
         "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",

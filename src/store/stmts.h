@@ -19,6 +19,10 @@ enum db_stmt {
     ST_PAY_NO_OWNER,              /* pay_no -> enum pay_no_owner_col */
     ST_PAY_NO_REBIND,             /* order_no, pay_no, prior order_no */
     ST_ORDER_EXISTS,              /* order_no -> one column, 1 */
+    /* the shard map (shardmap.c) */
+    ST_SHARD_MAP_GET,             /* -> enum shard_map_col */
+    ST_SHARD_MAP_ADOPT,           /* shard_id, shard_ids, scheme, epoch: only where none is */
+    ST_SHARD_MAP_PUT,             /* shard_id, shard_ids, scheme, epoch */
     /* outbox (outbox.c) */
     ST_OUTBOX_INSERT,             /* event_type, order_no, payload */
     /* orders (orders.c) */
@@ -85,6 +89,9 @@ enum order_col {
 /* ST_PAY_SELECT: a payment_record joined with its order's status (NULL
  * when the order is gone). */
 enum pay_seen_col { PSC_ORDER_NO, PSC_AMOUNT, PSC_OUTCOME, PSC_ORDER_STATUS };
+
+/* ST_SHARD_MAP_GET: this database's row of the shard map. */
+enum shard_map_col { SMC_SHARD_ID, SMC_SHARD_IDS, SMC_SCHEME, SMC_EPOCH };
 
 /* ST_PAY_NO_OWNER: the order a pay_no was first presented with. */
 enum pay_no_owner_col { PNC_ORDER_NO };

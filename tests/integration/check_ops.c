@@ -355,6 +355,10 @@ START_TEST(readyz_is_503_while_mysql_is_down_and_200_once_it_is_back)
     struct timespec t0, t1;
 
     h_services("stop-mysql");
+    /* Readiness is what the background prober last found: it turns 503
+     * within a probe interval, and each answer is immediate. */
+    await_readyz(503, &r);
+    h_resp_free(&r);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -221,6 +221,16 @@ static const char *shards_env_of(const char *spec)
     return env;
 }
 
+/* Runs the service with shards (a shards_env_of spec) for at most
+ * timeout_ms: a start that is refused ends by itself with exit 2. */
+static void start_with(const char *spec, int timeout_ms, struct h_run *run)
+{
+    const char *env[] = { shards_env_of(spec), NULL };
+    const char *args[] = { "-c", "config/paycallback.json", NULL };
+
+    h_run(args, env, timeout_ms, run);
+}
+
 START_TEST(a_reordered_shard_list_finds_the_same_bindings)
 {
     const char *env[] = { shards_env_of("2:" H_SHARD2_SUFFIX ",1:"), NULL };
@@ -265,6 +275,130 @@ START_TEST(a_reordered_shard_list_finds_the_same_bindings)
 }
 END_TEST
 
+START_TEST(a_service_missing_a_shard_of_the_map_refuses_to_start)
+{
+    struct h_run run;
+
+    start_with("1:", 8000, &run);
+    ck_assert_msg(run.status == 2, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.err, "shard map") != NULL, "%s", run.err);
+    h_run_free(&run);
+}
+END_TEST
+
+START_TEST(a_service_with_the_shards_databases_swapped_refuses_to_start)
+{
+    struct h_run run;
+
+    start_with("1:" H_SHARD2_SUFFIX ",2:", 8000, &run);
+    ck_assert_msg(run.status == 2, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.err, "shard map") != NULL, "%s", run.err);
+    h_run_free(&run);
+}
+END_TEST
+
+START_TEST(a_service_of_one_database_refuses_a_shard)
+{
+    const char *args[] = { "-c", "config/paycallback.json", NULL };
+    struct h_run run;
+
+    /* The fixture's start wrote the map to the test database (shard 1). */
+    h_run(args, NULL, 8000, &run);
+    ck_assert_msg(run.status == 2, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.err, "shard map") != NULL && strstr(run.err, "is shard 1 of shards "
+                                                                      "1,2") != NULL,
+                  "%s", run.err);
+    h_run_free(&run);
+}
+END_TEST
+
+START_TEST(the_map_is_stored_on_every_shard)
+{
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM shard_map WHERE shard_id = 1 AND "
+                                       "shard_ids = '1,2' AND scheme = 'sha256-mod-ascending-ids'"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM " H_SHARD2_DB ".shard_map WHERE "
+                                       "shard_id = 2 AND shard_ids = '1,2'"));
+    ck_assert_int_eq(h_db_scalar_ll("SELECT epoch FROM shard_map"),
+                     h_db_scalar_ll("SELECT epoch FROM " H_SHARD2_DB ".shard_map"));
+}
+END_TEST
+
+/* ---- --write-shard-map --------------------------------------------------------- */
+
+/* Whether the fixture's /readyz body holds text. */
+static int readyz_has(const char *text)
+{
+    struct h_resp r;
+    int has;
+
+    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    has = r.body != NULL && strstr(r.body, text) != NULL;
+    h_resp_free(&r);
+    return has;
+}
+
+START_TEST(write_shard_map_moves_the_epoch_and_running_instances_stop_writing)
+{
+    const char *env[] = { h_shards_env(), NULL };
+    const char *args[] = { "--write-shard-map", NULL };
+    long long before = h_db_scalar_ll("SELECT epoch FROM shard_map");
+    struct h_server *next;
+    struct h_run run;
+    struct h_resp r;
+    char want[96];
+
+    h_db_insert_order("S01-WM1", "u-wm", "899.00", 1);
+    h_run(args, env, 20000, &run);
+    ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+    snprintf(want, sizeof want, "shard map epoch %lld: shards 1,2", before + 1);
+    ck_assert_msg(strstr(run.out, want) != NULL, "%s", run.out);
+    h_run_free(&run);
+    ck_assert_int_eq(before + 1, h_db_scalar_ll("SELECT epoch FROM shard_map"));
+    ck_assert_int_eq(before + 1, h_db_scalar_ll("SELECT epoch FROM " H_SHARD2_DB ".shard_map"));
+
+    /* The running instance started with the old epoch: it stops taking
+     * writes on both shards, says so, and writes nothing. */
+    h_await(readyz_has("\"1\":\"map_changed\",\"2\":\"map_changed\""), 10000,
+            "the running instance never saw the new map");
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-WM1", "PAY-WM-1", "899.00", &r));
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    ck_assert_str_eq("1", h_resp_header(&r, "X-Shard-Outage"));
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record"));
+    ck_assert_int_eq(0, registry_rows("pay_no_registry", "1"));
+
+    /* An instance started now reads the new map and pays. */
+    next = h_server_start(env);
+    ck_assert_ptr_nonnull(next);
+    ck_assert_int_eq(0, h_callback(h_server_port(next), "S01-WM1", "PAY-WM-1", "899.00", &r));
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_server_stop(next));
+}
+END_TEST
+
+START_TEST(write_shard_map_needs_every_shard_and_shards)
+{
+    const char *down[] = { h_shards_half_down_env(), "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200",
+                           NULL };
+    const char *args[] = { "--write-shard-map", NULL };
+    long long before = h_db_scalar_ll("SELECT epoch FROM shard_map");
+    struct h_run run;
+
+    h_run(args, down, 20000, &run);
+    ck_assert_int_eq(1, run.status);
+    ck_assert_msg(strstr(run.err, "shard 2") != NULL && strstr(run.err, "nothing written"),
+                  "%s", run.err);
+    h_run_free(&run);
+    ck_assert_int_eq(before, h_db_scalar_ll("SELECT epoch FROM shard_map"));
+
+    h_run(args, NULL, 20000, &run);
+    ck_assert_int_eq(2, run.status);
+    ck_assert_msg(strstr(run.err, "needs mysql.shards") != NULL, "%s", run.err);
+    h_run_free(&run);
+}
+END_TEST
+
 static Suite *shards_suite(void)
 {
     Suite *s = suite_create("shards");
@@ -277,6 +411,17 @@ static Suite *shards_suite(void)
     tcase_add_test(tc, backfill_reports_a_binding_to_another_order_and_leaves_it);
     tcase_add_test(tc, backfill_needs_shards);
     tcase_add_test(tc, a_reordered_shard_list_finds_the_same_bindings);
+    tcase_add_test(tc, a_service_missing_a_shard_of_the_map_refuses_to_start);
+    tcase_add_test(tc, a_service_with_the_shards_databases_swapped_refuses_to_start);
+    tcase_add_test(tc, a_service_of_one_database_refuses_a_shard);
+    tcase_add_test(tc, the_map_is_stored_on_every_shard);
+    tcase_add_test(tc, write_shard_map_needs_every_shard_and_shards);
+    suite_add_tcase(s, tc);
+
+    /* Last: its fixture's instance is left on an old map. */
+    tc = h_tcase_with("shard map changed", TC_TIMEOUT_S, h_fixture_sharded_up,
+                      h_fixture_server_down);
+    tcase_add_test(tc, write_shard_map_moves_the_epoch_and_running_instances_stop_writing);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, h_fixture_sharded_half_down_up, h_fixture_server_down);

@@ -7,10 +7,13 @@
  * down fails only the payments that need it. The active query of stale
  * orders (tests/tools/query_responder.py as the endpoint) takes every
  * shard's orders in shares and pays each on its shard. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -118,6 +121,49 @@ static void periodic_server_up(void)
 static void half_down_server_up(void)
 {
     server_up_over(h_shards_half_down_env(), 1, "3600", "50");
+}
+
+/* A port where the kernel accepts connections that nobody ever answers:
+ * a database host that hangs (a stopped process, a black-holed route). */
+static int hung_fd = -1;
+
+static int hung_port_open(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    socklen_t len = sizeof a;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    hung_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (hung_fd < 0 || bind(hung_fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        listen(hung_fd, 512) != 0 || getsockname(hung_fd, (struct sockaddr *)&a, &len) != 0)
+        return -1;
+    return ntohs(a.sin_port);
+}
+
+/* Shard 2 on a hung host: connects are accepted and never answered. */
+static void hung_server_up(void)
+{
+    static char shards[512];
+    int port = hung_port_open();
+    const char *db = h_shard_db(1), *my = getenv("PCB_TEST_MYSQL_PORT");
+
+    if (port < 0) {
+        fprintf(stderr, "cannot open a hung port\n");
+        return;
+    }
+    snprintf(shards, sizeof shards, "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,"
+             "2=127.0.0.1:%d/%s" H_SHARD2_SUFFIX, my != NULL ? my : "3307", db, port, db);
+    server_up_over(shards, 1, "3600", "50");
+}
+
+static void hung_server_down(void)
+{
+    h_fixture_server_down();
+    responder_stop();
+    unlink(config_path);
+    if (hung_fd >= 0)
+        close(hung_fd);
+    hung_fd = -1;
 }
 
 static void server_down(void)
@@ -616,6 +662,84 @@ START_TEST(periodic_pass_rotates_over_both_shards_and_through_each)
 }
 END_TEST
 
+/* ---- shard 2 hangs -------------------------------------------------------------- */
+
+#define HUNG_CALLS 120
+
+struct hung_arg {
+    int status[HUNG_CALLS];
+    char outage[HUNG_CALLS][4];
+    char order_no[HUNG_CALLS][32];
+    char pay_no[HUNG_CALLS][64];
+};
+
+static int hung_call(int i, void *p)
+{
+    struct hung_arg *a = p;
+    const char *hdr;
+    struct h_resp r;
+
+    h_callback(h_port(), a->order_no[i], a->pay_no[i], PRICE, &r);
+    a->status[i] = r.status;
+    hdr = h_resp_header(&r, "X-Shard-Outage");
+    snprintf(a->outage[i], sizeof a->outage[i], "%s", hdr != NULL ? hdr : "");
+    h_resp_free(&r);
+    return 0;
+}
+
+START_TEST(a_hung_shard_fails_alone_and_fast)
+{
+    struct hung_arg *a = calloc(1, sizeof(*a));
+    struct h_storm_stats st;
+    struct h_resp r;
+    int i, paid = 0, refused = 0;
+
+    ck_assert_ptr_nonnull(a);
+    /* Readiness answers from the prober's state: ready, shard 2 down. */
+    ck_assert_int_eq(0, h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r));
+    h_assert_status(&r, 200);
+    ck_assert_msg(strstr(r.body, "\"shards\":{\"1\":\"up\",\"2\":\"down\"}") != NULL, "%s",
+                  r.body);
+    h_resp_free(&r);
+
+    /* Half the storm pays orders of shard 1 with pay_nos bound on shard 1,
+     * half pays orders of the hung shard 2. */
+    for (i = 0; i < HUNG_CALLS; i++) {
+        snprintf(a->order_no[i], sizeof a->order_no[i], "S0%d-HUNG%d", 1 + i % 2, i);
+        pay_no_on(1, a->order_no[i], a->pay_no[i]);
+        if (i % 2 == 0)
+            insert_order(1, a->order_no[i]);
+    }
+    ck_assert_int_eq(0, h_storm(16, HUNG_CALLS, hung_call, a, &st));
+    printf("hung shard storm: %d callbacks, %.0f/s, p50 %lld us, p99 %lld us\n", st.total,
+           st.rps, st.p50_us, st.p99_us);
+    for (i = 0; i < HUNG_CALLS; i++) {
+        if (i % 2 == 0) {
+            ck_assert_msg(a->status[i] == 200, "%s answered %d", a->order_no[i], a->status[i]);
+            paid++;
+        } else {
+            ck_assert_msg(a->status[i] == 503, "%s answered %d", a->order_no[i], a->status[i]);
+            ck_assert_str_eq("2", a->outage[i]);
+            refused++;
+        }
+    }
+    ck_assert_int_eq(HUNG_CALLS / 2, paid);
+    ck_assert_int_eq(HUNG_CALLS / 2, refused);
+    ck_assert_int_eq(HUNG_CALLS / 2, rows_on(1, "payment_record", "1"));
+    ck_assert_int_eq(0, rows_on(2, "payment_record", "1"));
+    ck_assert_int_eq(HUNG_CALLS / 2, rows_on(1, "pay_no_registry", "1"));
+    ck_assert_int_gt(h_metric("paycallback_shard_fast_fails_total{shard=\"2\"}"), 0);
+
+    /* The answer names the outage in its body too, with Retry-After. */
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-HUNG1", "PAY-HUNG-X", PRICE, &r));
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    h_assert_str(&r, "shard_outage", "2");
+    ck_assert_ptr_nonnull(h_resp_header(&r, "Retry-After"));
+    h_resp_free(&r);
+    free(a);
+}
+END_TEST
+
 /* ---- shard 2 down ----------------------------------------------------------- */
 
 START_TEST(shard_2_down_fails_only_the_payments_that_need_it)
@@ -709,6 +833,10 @@ static Suite *shards_pay_suite(void)
 
     tc = h_tcase_with("periodic pass", TC_TIMEOUT_S, periodic_server_up, server_down);
     tcase_add_test(tc, periodic_pass_rotates_over_both_shards_and_through_each);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("shard 2 hangs", TC_TIMEOUT_S, hung_server_up, hung_server_down);
+    tcase_add_test(tc, a_hung_shard_fails_alone_and_fast);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, half_down_server_up, server_down);

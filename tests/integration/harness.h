@@ -31,8 +31,10 @@ struct h_server;
  * 3307 and 6380). extra_env ("KEY=VAL" strings, NULL-terminated, may be
  * NULL) is applied last and wins. stdout and stderr are appended to
  * var/test-logs/<test binary>.log. Waits until the server has written its
- * port (15 s, 90 s for an ASan build). Returns the server, or NULL with the
- * reason on stderr. Only the calling process may signal or stop it, so a
+ * port (15 s, 90 s for an ASan build). A server of one database (no
+ * PAYCALLBACK_MYSQL_SHARDS in extra_env) first empties the test databases'
+ * shard maps, which a sharded server left there and on which it would
+ * refuse to start. Returns the server, or NULL with the reason on stderr. Only the calling process may signal or stop it, so a
  * server started in an unchecked fixture survives Check's forked tests. */
 struct h_server *h_server_start(const char *const *extra_env);
 

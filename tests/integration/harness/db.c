@@ -154,6 +154,21 @@ void h_db_reset(void)
     mysql_close(m);
 }
 
+/* A server of one database refuses to start on a database that holds a
+ * shard map, which a sharded server of an earlier suite left there. */
+void forget_shard_maps(void)
+{
+    const char *db = test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
+    char sql[160];
+    MYSQL *m = db_open();
+
+    snprintf(sql, sizeof sql, "DELETE FROM `%s`.shard_map", db);
+    mysql_free_result(db_run(m, sql));
+    snprintf(sql, sizeof sql, "DELETE FROM `%s" H_SHARD2_SUFFIX "`.shard_map", db);
+    mysql_free_result(db_run(m, sql));
+    mysql_close(m);
+}
+
 const char *h_shards_env(void)
 {
     static char env[512];

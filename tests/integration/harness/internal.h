@@ -41,5 +41,7 @@ int base_env(struct envv *e);
 int server_env(struct envv *e, const char *const *extra_env);
 void server_bin(const char *root, char *buf, size_t sz);
 int reap_pid(pid_t pid, int timeout_ms);
+/* Empties shard_map in the test database and its _s2 twin (db.c). */
+void forget_shard_maps(void);
 
 #endif

@@ -197,6 +197,15 @@ struct h_server *h_server_start(const char *const *extra_env)
     return h_server_start_config(NULL, extra_env);
 }
 
+/* Whether extra_env makes the server sharded. */
+static int sharded_env(const char *const *extra_env)
+{
+    for (size_t i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
+        if (strncmp(extra_env[i], "PAYCALLBACK_MYSQL_SHARDS=", 25) == 0)
+            return 1;
+    return 0;
+}
+
 struct h_server *h_server_start_config(const char *config_path, const char *const *extra_env)
 {
     char root[PATH_MAX], bin[PATH_MAX + 64], cfg[PATH_MAX + 64];
@@ -215,6 +224,8 @@ struct h_server *h_server_start_config(const char *config_path, const char *cons
     else
         snprintf(cfg, sizeof cfg, "%s/config/paycallback.json", root);
     timeout_ms = strstr(bin, "/asan/") != NULL ? H_START_TIMEOUT_ASAN_MS : H_START_TIMEOUT_MS;
+    if (!sharded_env(extra_env))
+        forget_shard_maps();
     if (access(bin, X_OK) != 0) {
         fprintf(stderr, "harness: cannot execute %s: %s\n", bin, strerror(errno));
         return NULL;
