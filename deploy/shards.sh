@@ -5,8 +5,12 @@
 # schema: every shard can own orders, payments, stock and registry rows.
 #
 # usage: shards.sh start | stop | status | start-shard N | stop-shard N | kill-shard N
+#                  | freeze-shard N | thaw-shard N
 # stop-shard and kill-shard leave the shard's port bound (not listening)
 # until start-shard or stop, so that no client is given it as its own.
+# freeze-shard stops the server with SIGSTOP (a hung host: connections are
+# accepted by the kernel and never answered); thaw-shard sends SIGCONT. stop
+# thaws a frozen shard first.
 set -euo pipefail
 # shellcheck source=deploy/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -143,14 +147,23 @@ lock() {
 	flock -w 120 8 || die "another shards.sh holds $SHARD_DIR/.lock"
 }
 
-usage() { echo "usage: $0 start|stop|status|start-shard N|stop-shard N|kill-shard N" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|status|start-shard N|stop-shard N|kill-shard N|freeze-shard N|thaw-shard N" >&2; exit 2; }
+
+signal_shard() {   # signal_shard N SIG
+	local pid
+	pid=$(shard_pid "$1") || die "shard$1 is not running"
+	kill "-$2" "$pid"
+}
 
 case ${1:-} in
 start) lock; for ((i = 1; i <= SHARDS; i++)); do start_shard "$i"; done ;;
-stop) lock; for ((i = SHARDS; i >= 1; i--)); do stop_shard "$i"; release_port "$i"; done ;;
+stop) lock; for ((i = SHARDS; i >= 1; i--)); do
+	signal_shard "$i" CONT 2>/dev/null || true; stop_shard "$i"; release_port "$i"; done ;;
 status) status ;;
 start-shard) (($# == 2)) || usage; lock; start_shard "$2" ;;
 stop-shard) (($# == 2)) || usage; lock; stop_shard "$2"; hold_port "$2" ;;
 kill-shard) (($# == 2)) || usage; kill_shard "$2"; hold_port "$2" ;;
+freeze-shard) (($# == 2)) || usage; signal_shard "$2" STOP ;;
+thaw-shard) (($# == 2)) || usage; signal_shard "$2" CONT ;;
 *) usage ;;
 esac

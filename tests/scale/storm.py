@@ -190,13 +190,24 @@ def callbacks(a, tally):
             return random.choice(items)
         return None
 
+    timeline = []                 # (unix time, needs the --down shard, status, X-Shard-Outage)
+
     def worker():
         c = Client(a.url)
         while (it := next_item()) is not None:
             body, key, needs = it
             st, data = c.request("POST", "/pay/callback", body, sign(secret, body))
             tally.add(st, data, key, c.ms, needs)
+            if a.timeline:
+                timeline.append((round(time.time(), 3), needs, st,
+                                 data.get("shard_outage", "") if isinstance(data, dict) else ""))
         c.close()
+
+    def finish():
+        if a.timeline:
+            with open(a.timeline, "w") as f:
+                json.dump(timeline, f)
+    worker.finish = finish
     return worker
 
 
@@ -416,6 +427,7 @@ def main():
     p.add_argument("--timeout", type=float, default=60, help="seconds a reply may take")
     p.add_argument("--stop-file", default="")
     p.add_argument("--max-seconds", type=float, default=300)
+    p.add_argument("--timeline", default="", help="callbacks: every reply's time, need and status, as JSON")
     a = p.parse_args()
     Client.timeout = a.timeout
     tally = Tally()

@@ -19,6 +19,12 @@
 #   d. shard 2 killed -9 in the middle of a duplicate storm, then restarted
 #      (InnoDB recovery): only 200 or 503 meanwhile, and the bank's replay
 #      afterwards makes every invariant exact.
+#   e. shard 2 frozen with SIGSTOP for T3_FREEZE s (a hung host: the kernel
+#      accepts connections, nothing answers) under a callback storm across
+#      both shards: the callbacks that need only shard 1 keep at least 80 %
+#      of their rate before the freeze, every instance stays ready for shard
+#      1, nothing is answered 500; thawed, the bank's replay makes every
+#      invariant exact.
 #
 # Bounded counts (SCALE_SHARD_* below) keep it to about two minutes.
 
@@ -26,6 +32,8 @@ T3_ORDERS=${SCALE_SHARD_ORDERS:-300}    # a, d: orders, each paid twice, every c
 T3_ROUNDS=${SCALE_SHARD_ROUNDS:-100}    # b: pay_no races, and checkout races
 T3_COPIES=${SCALE_SHARD_COPIES:-6}      # b: submissions of one checkout at once
 T3_DOWN=${SCALE_SHARD_DOWN:-200}        # c: callbacks, and creates, while shard 2 is down
+T3_FREEZE=${SCALE_SHARD_FREEZE:-15}     # e: seconds shard 2 stays frozen
+T3_BEFORE=8                             # e: seconds of storm measured before the freeze
 T3_INITIAL=100000                       # stock of the skus that never run out
 T3_SKUS=(T3-SKU-1 T3-SKU-2 T3-SKU-3 T3-SKU-4)   # placed on shards 1, 2, 1, 2
 T3_SELL=T3-SELL
@@ -226,7 +234,66 @@ topology_3() {
 	check "shards: after the crash every callback gets 200" only_status t3-replay 200
 	check "shards: d: invariants on both shards, exact after the crash" \
 		t3_invariants "${T3_DONE[@]}" --paid "$WORK/t3k.orders=2"
+	t3_freeze "$s"
 	"$D/haproxy.sh" stop
 	"$D/instances.sh" stop
 	"$D/shards.sh" stop
+}
+
+# t3_rates TIMELINE FREEZE THAW: the storm's callbacks that need only shard 1,
+# answered 200 per second in the T3_BEFORE s before FREEZE and between
+# FREEZE and THAW, their ratio, and every status seen; exit 1 on a 500 or a
+# ratio under 0.8.
+t3_rates() {
+	python3 - "$1" "$2" "$3" "$T3_BEFORE" <<-'PY'
+		import collections, json, sys
+		rows = json.load(open(sys.argv[1])); freeze, thaw, before = map(float, sys.argv[2:5])
+		ok = lambda a, b: sum(1 for t, needs, st, _ in rows if a <= t < b and not needs and st == 200)
+		pre = ok(freeze - before, freeze) / before
+		during = ok(freeze, thaw) / (thaw - freeze)
+		statuses = collections.Counter("%s%s" % (st, "" if needs else "*") for _, needs, st, _ in rows)
+		frozen = collections.Counter((st, out) for t, needs, st, out in rows if freeze <= t < thaw and needs)
+		print("healthy %.0f/s before, %.0f/s frozen (%.0f %%); statuses (* = needs only shard 1) %s; "
+		      "needing shard 2 while frozen %s" % (pre, during, 100 * during / max(pre, 1e-9),
+		      dict(statuses), {"%s %s" % k: v for k, v in frozen.items()}))
+		sys.exit(0 if pre > 0 and during >= 0.8 * pre and not any(st == 500 for _, _, st, _ in rows) else 1)
+	PY
+}
+
+# e. Shard 2 frozen (SIGSTOP) under a storm across both shards.
+t3_freeze() {
+	local s=$1 freeze thaw end unready=0 i out
+	python3 "$STORM" create "$URL" T3F "$T3_ORDERS" --skus "$s" --out "$WORK/t3f.orders" >"$WORK/t3-create-f.json"
+	check "shards: the orders of the freeze storm are created" made t3-create-f "$WORK/t3f.orders" "$T3_ORDERS"
+	rm -f "$WORK/stop-f"
+	storm_bg t3-freeze callbacks "$URL" T3F 0 --orders "$WORK/t3f.orders" --legs a --repeat 1 --secret "$SECRET" \
+		--down 2 --timeout 30 --stop-file "$WORK/stop-f" --max-seconds 120 --timeline "$WORK/t3-freeze-timeline.json"
+	sleep "$T3_BEFORE"                  # the rate before the freeze is measured over this window
+	freeze=$(date +%s.%N)
+	"$D/shards.sh" freeze-shard 2
+	end=$(($(date +%s) + T3_FREEZE))
+	while (($(date +%s) < end)); do     # every instance stays ready for shard 1 throughout
+		for i in 1 2 3; do
+			out=$(readyz_body "$i" "?shard=1")
+			[[ $out == *" 200" ]] || { unready=$((unready + 1)); echo "  instance $i: $out" >&2; }
+		done
+		sleep 0.5
+	done
+	thaw=$(date +%s.%N)
+	"$D/shards.sh" thaw-shard 2
+	check "shards: e: shard 2 frozen: every instance stays ready for shard 1 (/readyz?shard=1)" test "$unready" = 0
+	check "shards: e: shard 2 thawed: every instance is ready with \"mysql\":\"up\"" wait_until 30 t3_ready_all up
+	touch "$WORK/stop-f"
+	wait
+	report t3-freeze "e: callback storm across both shards, shard 2 frozen ${T3_FREEZE}s"
+	out=$(t3_rates "$WORK/t3-freeze-timeline.json" "$freeze" "$thaw") && i=0 || i=1
+	figure "  freeze" "$out"
+	check "shards: e: callbacks needing only shard 1 keep >= 80 % of their rate, nothing 500" test "$i" = 0
+	python3 "$STORM" callbacks "$URL" T3F 0 --orders "$WORK/t3f.orders" --legs a --repeat 1 --secret "$SECRET" \
+		--timeout 10 >"$WORK/t3-freeze-replay.json"
+	report t3-freeze-replay "e: the bank's replay of every callback after the thaw"
+	check "shards: e: after the thaw every callback gets 200" only_status t3-freeze-replay 200
+	T3_DONE+=(--paid "$WORK/t3k.orders=2")
+	check "shards: e: invariants on both shards, exact after the freeze" \
+		t3_invariants "${T3_DONE[@]}" --paid "$WORK/t3f.orders=1"
 }
