@@ -57,7 +57,9 @@ static void usage(FILE *f)
             "      --backfill-registries  with mysql.shards: bind every payment and order\n"
             "                      already in the shards in pay_no_registry and\n"
             "                      checkout_registry, then exit (run once before a database\n"
-            "                      made before sharding takes sharded traffic; re-runnable)\n"
+            "                      made before sharding takes sharded traffic; re-runnable;\n"
+            "                      SIGTERM or SIGINT stops it between two pages with exit\n"
+            "                      status 3, and the next run resumes there)\n"
             "      --write-shard-map  with mysql.shards: store this shard list as the shard\n"
             "                      map, with the next epoch, on every shard, then exit (the\n"
             "                      one way to change the list; docs/sharding.md)\n"
@@ -85,7 +87,8 @@ static void usage(FILE *f)
             "reachable for --check-config or migrate, a migration that failed, cannot\n"
             "listen, requests cut by the grace period); 2 bad flags or configuration, or\n"
             "a database at another schema version than this build's (run migrate, or\n"
-            "upgrade the binary): a restart cannot fix these.\n"
+            "upgrade the binary): a restart cannot fix these; 3 --backfill-registries\n"
+            "stopped by SIGTERM or SIGINT (run it again to resume).\n"
             "\n"
             "Logs are logfmt lines on stderr (log_format json: one JSON object per line,\n"
             "the same keys). Every key can be overridden by an\n"
@@ -102,6 +105,16 @@ struct opts {
     int write_map;
     int dev;
 };
+
+/* Whether SIGTERM or SIGINT is pending: every thread blocks them, so a
+ * one-shot command (--backfill-registries) polls at its safe points. */
+static bool stop_requested(void)
+{
+    sigset_t pending;
+
+    return sigpending(&pending) == 0 &&
+           (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+}
 
 /* Returns -1 to exit 0 (help/version), 1 on a usage error, 0 to go on. */
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -475,7 +488,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (o.backfill) {
-        rc = backfill_registries(&cfg, stdout, stderr);
+        rc = backfill_registries(&cfg, stop_requested, stdout, stderr);
         goto out;
     }
     if (o.check_only) {

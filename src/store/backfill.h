@@ -13,14 +13,20 @@
 #ifndef PAYCALLBACK_BACKFILL_H
 #define PAYCALLBACK_BACKFILL_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct config;
 
-/* Runs the walk with cfg's shards, printing one line per shard and a
- * summary on out and each conflict or failure on err. Returns the exit
- * status: 0 every binding written or present, 1 a conflict or a database
- * failure, 2 cfg is not sharded. Needs mysql_library_init. */
-int backfill_registries(const struct config *cfg, FILE *out, FILE *err);
+/* Runs the walk with cfg's shards, printing one line per shard, a summary
+ * and the rate (rows/s) on out and each conflict or failure on err. Each
+ * page's bindings are written in one transaction per target shard; then
+ * the page's last id is saved on the walked shard (backfill_progress), so
+ * a run stopped between two pages (stop() returns true: SIGTERM, SIGINT)
+ * or failed resumes there, and a walk that finishes deletes its position.
+ * stop may be NULL. Returns the exit status: 0 every binding written or
+ * present, 1 a conflict or a database failure, 2 cfg is not sharded, 3
+ * stopped (run again to resume). Needs mysql_library_init. */
+int backfill_registries(const struct config *cfg, bool (*stop)(void), FILE *out, FILE *err);
 
 #endif

@@ -655,7 +655,7 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 static const char *const schema_tables[] = { "orders", "payment_record", "stock", "outbox",
                                              "idem_token", "audit_log", "idem_key",
                                              "pay_no_registry", "checkout_registry",
-                                             "shard_map" };
+                                             "shard_map", "backfill_progress" };
 #define NSCHEMA_TABLES (sizeof(schema_tables) / sizeof(schema_tables[0]))
 
 /* Checks that the stored procedures of the version this build calls

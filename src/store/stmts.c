@@ -161,6 +161,11 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_IDEM_PURGE] = "DELETE FROM idem_key WHERE expires_at <= NOW(3) LIMIT 100",
     [ST_PAY_PAGE] =
         "SELECT id, pay_no, order_no FROM payment_record WHERE id > ? ORDER BY id LIMIT ?",
+    [ST_BACKFILL_AT] = "SELECT after_id FROM backfill_progress WHERE walk = ?",
+    [ST_BACKFILL_SAVE] =
+        "INSERT INTO backfill_progress (walk, after_id) VALUES (?, ?) "
+        "ON DUPLICATE KEY UPDATE after_id = VALUES(after_id), update_time = NOW(3)",
+    [ST_BACKFILL_DONE] = "DELETE FROM backfill_progress WHERE walk = ?",
     [ST_ORDER_PAGE] =
         "SELECT id, user_id, request_id, order_no, sku, quantity FROM orders "
         "WHERE id > ? ORDER BY id LIMIT ?",

@@ -77,6 +77,9 @@ enum db_stmt {
     /* filling the registries of a database that becomes sharded (backfill.c) */
     ST_PAY_PAGE,                  /* after_id, limit -> enum pay_page_col */
     ST_ORDER_PAGE,                /* after_id, limit -> enum order_page_col */
+    ST_BACKFILL_AT,               /* walk -> one column, after_id */
+    ST_BACKFILL_SAVE,             /* walk, after_id */
+    ST_BACKFILL_DONE,             /* walk */
     ST_COUNT
 };
 

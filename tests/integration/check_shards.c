@@ -4,6 +4,7 @@
  * path stands on: the start checks each shard's schema, /readyz and
  * /metrics report each shard, and one shard down leaves the service ready
  * while naming the shard. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,94 @@ START_TEST(backfill_reports_a_binding_to_another_order_and_leaves_it)
                   "%s", run.out);
     h_run_free(&run);
     ck_assert_int_eq(2, registry_rows("pay_no_registry", "order_no = 'S02-x'"));
+}
+END_TEST
+
+#define BACKFILL_ROWS 3000          /* per shard, of payments and of orders: 15 pages each */
+
+/* Payments and orders on both shards, bound in no registry. */
+static void insert_many_legacy_rows(void)
+{
+    h_db_exec("INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
+              "SELECT CONCAT('ORD-bf-', seq), CONCAT('u', seq %% 97), CONCAT('r', seq), "
+              "'SHOE-42', 1, 899.00, 2 FROM seq_1_to_%d", BACKFILL_ROWS);
+    h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
+              "SELECT CONCAT('PAY-bf1-', seq), CONCAT('ORD-bf-', seq), 899.00, 1, 1 "
+              "FROM seq_1_to_%d", BACKFILL_ROWS);
+    h_db_exec("INSERT INTO " H_SHARD2_DB ".orders (order_no, user_id, request_id, sku, quantity, "
+              "amount, status) SELECT CONCAT('S02-bf-', seq), CONCAT('v', seq %% 97), "
+              "CONCAT('r', seq), 'SHOE-42', 1, 899.00, 2 FROM seq_1_to_%d", BACKFILL_ROWS);
+    h_db_exec("INSERT INTO " H_SHARD2_DB ".payment_record (pay_no, order_no, amount, status, "
+              "outcome) SELECT CONCAT('PAY-bf2-', seq), CONCAT('S02-bf-', seq), 899.00, 1, 1 "
+              "FROM seq_1_to_%d", BACKFILL_ROWS);
+}
+
+/* Every binding of both registries on both shards, as one checksum text. */
+static char *bindings(void)
+{
+    return h_db_scalar_str(
+        "SELECT CONCAT_WS(' ', "
+        "(SELECT CONCAT(COUNT(*), ':', SUM(CRC32(CONCAT(pay_no, '=', order_no)))) FROM pay_no_registry), "
+        "(SELECT CONCAT(COUNT(*), ':', SUM(CRC32(CONCAT(pay_no, '=', order_no)))) "
+        "FROM " H_SHARD2_DB ".pay_no_registry), "
+        "(SELECT CONCAT(COUNT(*), ':', SUM(CRC32(CONCAT_WS('/', user_id, request_id, order_no, sku, "
+        "quantity)))) FROM checkout_registry), "
+        "(SELECT CONCAT(COUNT(*), ':', SUM(CRC32(CONCAT_WS('/', user_id, request_id, order_no, sku, "
+        "quantity)))) FROM " H_SHARD2_DB ".checkout_registry))");
+}
+
+static void forget_bindings(void)
+{
+    h_db_exec("TRUNCATE TABLE pay_no_registry");
+    h_db_exec("TRUNCATE TABLE checkout_registry");
+    h_db_exec("TRUNCATE TABLE " H_SHARD2_DB ".pay_no_registry");
+    h_db_exec("TRUNCATE TABLE " H_SHARD2_DB ".checkout_registry");
+}
+
+/* The backfill has saved a position past its first pages. */
+static int backfill_under_way(void)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM backfill_progress") > 0;
+}
+
+START_TEST(backfill_stopped_by_sigterm_resumes_and_ends_with_the_same_bindings)
+{
+    const char *env[] = { h_shards_env(), NULL };
+    const char *args[] = { "--backfill-registries", NULL };
+    struct h_run run;
+    char *once, *resumed;
+    long long part;
+
+    insert_many_legacy_rows();
+    backfill(&run);                                   /* one uninterrupted run */
+    ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.out, "rows/s") != NULL, "%s", run.out);
+    h_run_free(&run);
+    once = bindings();
+    ck_assert_ptr_nonnull(once);
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM backfill_progress"));
+
+    forget_bindings();
+    h_run_signal(args, env, 60000, backfill_under_way, SIGTERM, &run);
+    ck_assert_msg(run.status == 3, "exit %d: %s %s", run.status, run.out, run.err);
+    ck_assert_msg(strstr(run.out, "stopped after id") != NULL, "%s", run.out);
+    h_run_free(&run);
+    part = h_db_scalar_ll("SELECT (SELECT COUNT(*) FROM pay_no_registry) + "
+                          "(SELECT COUNT(*) FROM " H_SHARD2_DB ".pay_no_registry)");
+    ck_assert_int_gt(part, 0);
+    ck_assert_int_lt(part, 2 * BACKFILL_ROWS);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM backfill_progress"));
+
+    backfill(&run);                                   /* resumes where it stopped */
+    ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.out, "resumed after id") != NULL, "%s", run.out);
+    h_run_free(&run);
+    resumed = bindings();
+    ck_assert_ptr_nonnull(resumed);
+    ck_assert_str_eq(once, resumed);
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM backfill_progress"));
+    free(once);
+    free(resumed);
 }
 END_TEST
 
@@ -410,6 +499,7 @@ static Suite *shards_suite(void)
     tcase_add_test(tc, backfill_binds_old_rows_once_and_a_reuse_is_then_refused);
     tcase_add_test(tc, backfill_reports_a_binding_to_another_order_and_leaves_it);
     tcase_add_test(tc, backfill_needs_shards);
+    tcase_add_test(tc, backfill_stopped_by_sigterm_resumes_and_ends_with_the_same_bindings);
     tcase_add_test(tc, a_reordered_shard_list_finds_the_same_bindings);
     tcase_add_test(tc, a_service_missing_a_shard_of_the_map_refuses_to_start);
     tcase_add_test(tc, a_service_with_the_shards_databases_swapped_refuses_to_start);

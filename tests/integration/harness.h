@@ -76,6 +76,11 @@ struct h_run {
 void h_run(const char *const *args, const char *const *extra_env, int timeout_ms,
            struct h_run *out);
 
+/* h_run, sending sig to the binary once when() returns non-zero (polled
+ * every few milliseconds; a binary that ends first gets no signal). */
+void h_run_signal(const char *const *args, const char *const *extra_env, int timeout_ms,
+                  int (*when)(void), int sig, struct h_run *out);
+
 /* Frees what r owns. NULL-safe. */
 void h_run_free(struct h_run *r);
 

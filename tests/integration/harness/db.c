@@ -136,6 +136,7 @@ void h_db_reset(void)
         "TRUNCATE TABLE idem_key",
         "TRUNCATE TABLE pay_no_registry",
         "TRUNCATE TABLE checkout_registry",
+        "TRUNCATE TABLE backfill_progress",
         "TRUNCATE TABLE stock",
         "INSERT INTO stock (sku, price, num) VALUES "
         "('SHOE-42', 899.00, 100), ('SOCK-01', 19.90, 500), ('HAT-7', 129.50, 10)",

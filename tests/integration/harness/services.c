@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <signal.h>
 #include <sys/wait.h>
 
 void h_services(const char *cmd)
@@ -76,6 +77,12 @@ static char *read_all_fd(int fd)
 void h_run(const char *const *args, const char *const *extra_env, int timeout_ms,
            struct h_run *out)
 {
+    h_run_signal(args, extra_env, timeout_ms, NULL, 0, out);
+}
+
+void h_run_signal(const char *const *args, const char *const *extra_env, int timeout_ms,
+                  int (*when)(void), int sig, struct h_run *out)
+{
     char root[PATH_MAX], bin[PATH_MAX + 64];
     char *argv[H_HEADERS_MAX];
     struct envv env = { 0 };
@@ -109,6 +116,21 @@ void h_run(const char *const *args, const char *const *extra_env, int timeout_ms
     }
     env_free(&env);
     ck_assert_msg(pid > 0, "fork: %s", strerror(errno));
+    if (when != NULL) {
+        struct h_deadline d = h_deadline_in(timeout_ms);
+
+        siginfo_t info;
+
+        /* Until when() holds, unless the child ends first (seen, not reaped). */
+        for (;;) {
+            memset(&info, 0, sizeof info);
+            if (when() || waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+                info.si_pid != 0 || !h_deadline_wait(&d))
+                break;
+        }
+        if (info.si_pid == 0)
+            kill(pid, sig);
+    }
     out->status = reap_pid(pid, timeout_ms);
     out->out = read_all_fd(ofd);
     out->err = read_all_fd(efd);
