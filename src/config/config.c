@@ -110,6 +110,8 @@ static const struct cfg_key keys[] = {
     I("retention", "outbox_days", retention_outbox_days, 1, 36500, "7"),
     I("retention", "payment_days", retention_payment_days, 0, 36500, "0"),
     I("retention", "batch", retention_batch, 1, 10000, "500"),
+    I("retention", "registry_days", retention_registry_days, 0, 36500, "0"),
+    I("retention", "orphan_checkout_s", retention_orphan_checkout_s, 0, 31536000, "3600"),
     I("quota", "token_rate", quota_token_rate, 0, 1000000, "100"),
     I("quota", "token_burst", quota_token_burst, 1, 1000000, "200"),
     I("quota", "order_rate", quota_order_rate, 0, 1000000, "50"),

@@ -132,6 +132,9 @@ struct config {
     int retention_outbox_days;    /* delivered events are purged after this */
     int retention_payment_days;   /* 0: payment records are kept; else >= CFG_PAYMENT_DAYS_MIN */
     int retention_batch;          /* rows deleted per statement */
+    int retention_registry_days;  /* 0: registry rows are kept; else purged after this */
+    int retention_orphan_checkout_s; /* 0: kept; else a checkout binding whose order does not
+                                        exist is purged once this old */
 
     struct cfg_auth_key auth_keys[CFG_AUTH_KEYS_MAX]; /* auth.keys: names and keys unique */
     int auth_nkeys;               /* >= 1 after cfg_load */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,12 +22,23 @@
 
 #define RECONCILE_DB_WAIT_MS 1000
 
+#define ORPHAN_PAGE          100  /* checkout bindings looked at per shard and pass */
+#define ORPHAN_START         "1000-01-01 00:00:00.000000"
+
+/* Where the look for orphaned checkout bindings of one shard goes on. */
+struct orphan_cursor {
+    char time[32];
+    char user[ID_BUF];
+    char req[ID_BUF];
+};
+
 struct reconcile {
     struct server *srv;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
+    struct orphan_cursor cursor[CFG_SHARDS_MAX];
 };
 
 static enum db_status count(struct db_conn *c, enum db_stmt id, const char *const *p, size_t np,
@@ -219,7 +231,111 @@ enum db_status reconcile_purge(struct db_conn *c, const struct config *cfg, stru
             return st;
         metrics_add(m, M_PURGED_PAYMENTS, n);
     }
+    if (cfg->retention_registry_days > 0) {
+        char rdays[DB_INT_BUF];
+        const char *pr[] = { db_param_int(rdays, cfg->retention_registry_days), batch };
+
+        if ((st = purge(c, ST_REGISTRY_PAY_PURGE, pr, 2, (uint64_t)cfg->retention_batch, &n)) !=
+            DB_OK)
+            return st;
+        metrics_add(m, M_PURGED_PAY_NO_REGISTRY, n);
+        if ((st = purge(c, ST_REGISTRY_CHECKOUT_PURGE, pr, 2, (uint64_t)cfg->retention_batch,
+                        &n)) != DB_OK)
+            return st;
+        metrics_add(m, M_PURGED_CHECKOUT_REGISTRY, n);
+    }
     return DB_OK;
+}
+
+/* Whether order_no is an order on its shard: 1 yes, 0 no (or it names no
+ * shard), -1 the shard could not say. */
+static int order_exists(struct server *srv, const char *order_no)
+{
+    const struct shard *sh = shard_of_order(&srv->shards, order_no);
+    const char *p[] = { order_no };
+    struct db_row row;
+    struct db_conn *c;
+    size_t n = 0;
+    enum db_status st;
+
+    if (sh == NULL)
+        return 0;
+    if ((c = shard_acquire(sh, RECONCILE_DB_WAIT_MS)) == NULL)
+        return -1;
+    st = db_query_retry(c, ST_ORDER_EXISTS, p, 1, &row, 1, &n);
+    shard_release(sh, c);
+    return st != DB_OK ? -1 : n > 0;
+}
+
+/* The checkout bindings on reg older than retention.orphan_checkout_s
+ * whose order does not exist on its shard (the client gave up, the sku ran
+ * out, the order's shard was down): they hold nothing but the request_id,
+ * and are deleted, ORPHAN_PAGE at a time from where the last pass stopped.
+ * The grace is far longer than a create takes, so a binding whose order is
+ * being made is never among them. One connection at a time. */
+static void purge_orphans(struct reconcile *r, size_t idx)
+{
+    struct server *srv = r->srv;
+    const struct shard *reg = &srv->shards.s[idx];
+    struct orphan_cursor *cur = &r->cursor[idx];
+    char age[DB_INT_BUF], limit[DB_INT_BUF];
+    const char *p[] = { db_param_int(age, srv->cfg->retention_orphan_checkout_s), cur->time,
+                        cur->time, cur->user, cur->user, cur->req,
+                        db_param_int(limit, ORPHAN_PAGE) };
+    struct db_row *rows;
+    bool *orphan;
+    struct db_conn *c;
+    size_t n = 0, i;
+    uint64_t deleted = 0;
+
+    if (srv->cfg->retention_orphan_checkout_s == 0 || !srv->shards.sharded)
+        return;
+    if (cur->time[0] == '\0')
+        snprintf(cur->time, sizeof(cur->time), "%s", ORPHAN_START);
+    rows = calloc(ORPHAN_PAGE, sizeof(*rows));
+    orphan = calloc(ORPHAN_PAGE, sizeof(*orphan));
+    if (rows == NULL || orphan == NULL || (c = shard_acquire(reg, RECONCILE_DB_WAIT_MS)) == NULL)
+        goto out;
+    enum db_status st = db_query_retry(c, ST_CHECKOUT_AGED, p, 7, rows, ORPHAN_PAGE, &n);
+    shard_release(reg, c);
+    if (st != DB_OK)
+        goto out;
+    for (i = 0; i < n; i++) {
+        char order_no[ID_BUF];
+
+        if (db_row_str(&rows[i], CAC_ORDER_NO, order_no, sizeof(order_no)) != 0)
+            continue;
+        orphan[i] = order_exists(srv, order_no) == 0;
+    }
+    if ((c = shard_acquire(reg, RECONCILE_DB_WAIT_MS)) == NULL)
+        goto out;
+    for (i = 0; i < n; i++) {
+        char user[ID_BUF], req[ID_BUF], order_no[ID_BUF];
+        const char *dp[] = { user, req, order_no };
+        uint64_t one = 0;
+
+        if (!orphan[i] || db_row_str(&rows[i], CAC_USER_ID, user, sizeof(user)) != 0 ||
+            db_row_str(&rows[i], CAC_REQUEST_ID, req, sizeof(req)) != 0 ||
+            db_row_str(&rows[i], CAC_ORDER_NO, order_no, sizeof(order_no)) != 0)
+            continue;
+        if (db_exec_retry(c, ST_CHECKOUT_FORGET, dp, 3, &one) != DB_OK)
+            break;
+        if (one > 0)
+            log_info("checkout binding purged", "shard=%s user_id=%s request_id=%s order_no=%s "
+                     "reason=\"no such order\"", reg->label, user, req, order_no);
+        deleted += one;
+    }
+    shard_release(reg, c);
+    metrics_add(srv->m, M_PURGED_CHECKOUT_ORPHANS, deleted);
+    /* On from the last binding read; from the start again once through. */
+    if (n < ORPHAN_PAGE ||
+        db_row_str(&rows[n - 1], CAC_CREATE_TIME, cur->time, sizeof(cur->time)) != 0 ||
+        db_row_str(&rows[n - 1], CAC_USER_ID, cur->user, sizeof(cur->user)) != 0 ||
+        db_row_str(&rows[n - 1], CAC_REQUEST_ID, cur->req, sizeof(cur->req)) != 0)
+        memset(cur, 0, sizeof(*cur));
+out:
+    free(rows);
+    free(orphan);
 }
 
 /* Asks the query endpoints about the next batch of stale orders, when
@@ -310,6 +426,8 @@ static void pass(struct reconcile *r)
         sum.stale += one.stale;
         sum.refunds += one.refunds;
     }
+    for (i = 0; i < srv->shards.n; i++)
+        purge_orphans(r, i);
     if (answered == 0)
         return;
     metrics_set_gauge(srv->m, G_OUTBOX_PENDING, sum.ob.pending);

@@ -161,6 +161,17 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_IDEM_PURGE] = "DELETE FROM idem_key WHERE expires_at <= NOW(3) LIMIT 100",
     [ST_PAY_PAGE] =
         "SELECT id, pay_no, order_no FROM payment_record WHERE id > ? ORDER BY id LIMIT ?",
+    [ST_REGISTRY_PAY_PURGE] =
+        "DELETE FROM pay_no_registry WHERE create_time < NOW(3) - INTERVAL ? DAY LIMIT ?",
+    [ST_REGISTRY_CHECKOUT_PURGE] =
+        "DELETE FROM checkout_registry WHERE create_time < NOW(3) - INTERVAL ? DAY LIMIT ?",
+    [ST_CHECKOUT_AGED] =
+        "SELECT user_id, request_id, order_no, DATE_FORMAT(create_time, '%Y-%m-%d %H:%i:%S.%f') "
+        "FROM checkout_registry WHERE create_time < NOW(3) - INTERVAL ? SECOND "
+        "AND (create_time > ? OR (create_time = ? AND (user_id > ? OR (user_id = ? "
+        "AND request_id > ?)))) ORDER BY create_time, user_id, request_id LIMIT ?",
+    [ST_CHECKOUT_FORGET] =
+        "DELETE FROM checkout_registry WHERE user_id = ? AND request_id = ? AND order_no = ?",
     [ST_BACKFILL_AT] = "SELECT after_id FROM backfill_progress WHERE walk = ?",
     [ST_BACKFILL_SAVE] =
         "INSERT INTO backfill_progress (walk, after_id) VALUES (?, ?) "

@@ -77,6 +77,11 @@ enum db_stmt {
     /* filling the registries of a database that becomes sharded (backfill.c) */
     ST_PAY_PAGE,                  /* after_id, limit -> enum pay_page_col */
     ST_ORDER_PAGE,                /* after_id, limit -> enum order_page_col */
+    ST_REGISTRY_PAY_PURGE,        /* days, batch */
+    ST_REGISTRY_CHECKOUT_PURGE,   /* days, batch */
+    ST_CHECKOUT_AGED,             /* age_s, after_time, after_time, after_user, after_user,
+                                     after_request, limit -> enum checkout_aged_col */
+    ST_CHECKOUT_FORGET,           /* user_id, request_id, order_no */
     ST_BACKFILL_AT,               /* walk -> one column, after_id */
     ST_BACKFILL_SAVE,             /* walk, after_id */
     ST_BACKFILL_DONE,             /* walk */
@@ -92,6 +97,9 @@ enum order_col {
 /* ST_PAY_SELECT: a payment_record joined with its order's status (NULL
  * when the order is gone). */
 enum pay_seen_col { PSC_ORDER_NO, PSC_AMOUNT, PSC_OUTCOME, PSC_ORDER_STATUS };
+
+/* ST_CHECKOUT_AGED: checkout bindings older than a grace, in order. */
+enum checkout_aged_col { CAC_USER_ID, CAC_REQUEST_ID, CAC_ORDER_NO, CAC_CREATE_TIME };
 
 /* ST_SHARD_MAP_GET: this database's row of the shard map. */
 enum shard_map_col { SMC_SHARD_ID, SMC_SHARD_IDS, SMC_SCHEME, SMC_EPOCH };

@@ -488,6 +488,64 @@ START_TEST(write_shard_map_needs_every_shard_and_shards)
 }
 END_TEST
 
+/* ---- retention of the registries ------------------------------------------ */
+
+static void retention_server_up(void)
+{
+    const char *env[] = { h_shards_env(), "PAYCALLBACK_RECONCILE_INTERVAL_S=1",
+                          "PAYCALLBACK_RETENTION_ORPHAN_CHECKOUT_S=600",
+                          "PAYCALLBACK_RETENTION_REGISTRY_DAYS=30", NULL };
+
+    h_fixture_server_up_env(env);
+}
+
+/* A checkout binding on both shards (whichever is its placement), made
+ * age_s seconds ago. */
+static void checkout_binding(const char *user, const char *order_no, long age_s)
+{
+    for (int id = 1; id <= 2; id++)
+        h_db_exec("INSERT INTO %s.checkout_registry (user_id, request_id, order_no, sku, "
+                  "quantity, create_time) VALUES ('%s', 'r1', '%s', 'SHOE-42', 1, "
+                  "NOW(3) - INTERVAL %ld SECOND)", h_shard_db(id), user, order_no, age_s);
+}
+
+static long long checkout_bindings(const char *user)
+{
+    char where[96];
+
+    snprintf(where, sizeof where, "user_id = '%s'", user);
+    return registry_rows("checkout_registry", where);
+}
+
+START_TEST(retention_purges_orphaned_checkouts_and_bindings_past_the_window)
+{
+    const long hours2 = 2 * 3600, days40 = 40L * 86400;
+
+    h_db_insert_order("S01-KEEP", "u-keep", "899.00", 1);
+    h_db_insert_order("S01-OLD", "u-old", "899.00", 2);
+    checkout_binding("u-orphan", "S02-NEVER", hours2);    /* no order, past the grace */
+    checkout_binding("u-typo", "S1-NEVER", hours2);       /* names no shard at all */
+    checkout_binding("u-keep", "S01-KEEP", hours2);       /* its order exists */
+    checkout_binding("u-young", "S02-SOON", 10);          /* within the grace */
+    checkout_binding("u-old", "S01-OLD", days40);         /* past retention.registry_days */
+    h_db_exec("INSERT INTO pay_no_registry (pay_no, order_no, create_time) VALUES "
+              "('PAY-OLD', 'S01-OLD', NOW(3) - INTERVAL 40 DAY), ('PAY-NEW', 'S01-KEEP', NOW(3))");
+
+    h_await(checkout_bindings("u-orphan") == 0 && checkout_bindings("u-typo") == 0 &&
+            checkout_bindings("u-old") == 0 &&
+            registry_rows("pay_no_registry", "pay_no = 'PAY-OLD'") == 0,
+            20000, "the retention pass never purged the registries");
+    ck_assert_int_eq(2, checkout_bindings("u-keep"));
+    ck_assert_int_eq(2, checkout_bindings("u-young"));
+    ck_assert_int_eq(1, registry_rows("pay_no_registry", "pay_no = 'PAY-NEW'"));
+    ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"checkout_registry_orphans\"}"),
+                     4);
+    ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"checkout_registry\"}"), 2);
+    ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"pay_no_registry\"}"), 1);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM orders WHERE order_no = 'S01-KEEP'"));
+}
+END_TEST
+
 static Suite *shards_suite(void)
 {
     Suite *s = suite_create("shards");
@@ -506,6 +564,10 @@ static Suite *shards_suite(void)
     tcase_add_test(tc, a_service_of_one_database_refuses_a_shard);
     tcase_add_test(tc, the_map_is_stored_on_every_shard);
     tcase_add_test(tc, write_shard_map_needs_every_shard_and_shards);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("retention", TC_TIMEOUT_S, retention_server_up, h_fixture_server_down);
+    tcase_add_test(tc, retention_purges_orphaned_checkouts_and_bindings_past_the_window);
     suite_add_tcase(s, tc);
 
     /* Last: its fixture's instance is left on an old map. */
