@@ -1,0 +1,120 @@
+/* check_connguard.c - admission by the connection guard without sockets:
+ * IPv6 clients counted by their prefix, the reserved slots, eviction of
+ * the largest holder's oldest connection still waiting for its headers,
+ * and trusted proxies. Descriptors are -1: nothing is ever shut down. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "connguard.h"
+#include "../check_main.h"
+
+static struct connguard *guard(int max, int per_addr, int reserved, int below, int v6_prefix,
+                               const char *trusted)
+{
+    struct connguard_limits lim = { .max_conns = max, .max_per_addr = per_addr,
+                                    .reserved = reserved, .reserved_below = below,
+                                    .v6_prefix = v6_prefix, .header_ms = 60000,
+                                    .body_ms = 60000 };
+    char err[128];
+
+    ck_assert_int_eq(0, netaddr_list_parse(trusted, &lim.trusted, err, sizeof(err)));
+    return connguard_create(&lim, NULL);
+}
+
+static struct connguard_conn *from(struct connguard *g, const char *addr)
+{
+    struct sockaddr_in6 s6 = { 0 };
+    struct sockaddr_in s4 = { 0 };
+
+    if (inet_pton(AF_INET, addr, &s4.sin_addr) == 1) {
+        s4.sin_family = AF_INET;
+        return connguard_accept(g, -1, (struct sockaddr *)&s4, sizeof(s4));
+    }
+    ck_assert_int_eq(1, inet_pton(AF_INET6, addr, &s6.sin6_addr));
+    s6.sin6_family = AF_INET6;
+    return connguard_accept(g, -1, (struct sockaddr *)&s6, sizeof(s6));
+}
+
+START_TEST(ipv6_clients_are_capped_by_their_prefix)
+{
+    struct connguard *g = guard(100, 2, 0, 1, 64, "");
+    struct connguard_conn *a = from(g, "2001:db8:0:1::1"), *b = from(g, "2001:db8:0:1::2");
+
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_null(from(g, "2001:db8:0:1:ffff::3"));      /* the same /64: a third */
+    ck_assert_ptr_nonnull(from(g, "2001:db8:0:2::1"));         /* the next /64 */
+    connguard_close(g, a);
+    ck_assert_ptr_nonnull(from(g, "2001:db8:0:1::9"));
+    connguard_destroy(g);
+
+    g = guard(100, 2, 0, 1, 128, "");                          /* every address its own */
+    ck_assert_ptr_nonnull(from(g, "2001:db8::1"));
+    ck_assert_ptr_nonnull(from(g, "2001:db8::1"));
+    ck_assert_ptr_nonnull(from(g, "2001:db8::2"));
+    ck_assert_ptr_null(from(g, "2001:db8::1"));
+    connguard_destroy(g);
+}
+END_TEST
+
+START_TEST(reserved_slots_go_to_small_holders_only)
+{
+    struct connguard *g = guard(8, 0, 2, 2, 64, "");
+    int kept = 0;
+
+    for (int i = 0; i < 8; i++)
+        kept += from(g, "10.0.0.1") != NULL;
+    ck_assert_int_eq(6, kept);                                 /* the shared part */
+    ck_assert_ptr_nonnull(from(g, "10.0.0.2"));
+    ck_assert_ptr_nonnull(from(g, "10.0.0.2"));
+    ck_assert_int_eq(8, connguard_count(g));
+    connguard_destroy(g);
+}
+END_TEST
+
+START_TEST(full_guard_evicts_the_largest_holders_oldest_waiting_connection)
+{
+    struct connguard *g = guard(4, 0, 0, 2, 64, "");
+    struct connguard_conn *busy = from(g, "10.0.0.1"), *old = from(g, "10.0.0.1");
+
+    ck_assert_ptr_nonnull(from(g, "10.0.0.1"));
+    ck_assert_ptr_nonnull(from(g, "10.0.0.2"));
+    connguard_phase(busy, CONNGUARD_BODY);                     /* mid-request: never cut */
+    ck_assert_ptr_nonnull(from(g, "10.0.0.3"));                /* room made: old went */
+    ck_assert_int_eq(4, connguard_count(g));
+    ck_assert_ptr_null(from(g, "10.0.0.1"));                   /* the holder makes no room */
+    connguard_close(g, old);                                   /* closed by the library later */
+    ck_assert_int_eq(4, connguard_count(g));                   /* uncounted once, not twice */
+    ck_assert_ptr_nonnull(from(g, "10.0.0.4"));                /* 10.0.0.1 still holds 2 */
+    ck_assert_ptr_null(from(g, "10.0.0.5"));                   /* nobody holds more than 1 + 1 */
+    connguard_destroy(g);
+}
+END_TEST
+
+START_TEST(trusted_proxies_are_not_capped_or_evicted)
+{
+    struct connguard *g = guard(4, 1, 0, 2, 64, "10.9.0.0/16");
+
+    for (int i = 0; i < 4; i++)
+        ck_assert_ptr_nonnull(from(g, "10.9.1.1"));
+    ck_assert_ptr_null(from(g, "10.0.0.1"));                   /* full, and the proxy stays */
+    connguard_destroy(g);
+}
+END_TEST
+
+static Suite *connguard_suite(void)
+{
+    Suite *s = suite_create("connguard");
+    TCase *tc = tcase_create("admission");
+
+    tcase_add_test(tc, ipv6_clients_are_capped_by_their_prefix);
+    tcase_add_test(tc, reserved_slots_go_to_small_holders_only);
+    tcase_add_test(tc, full_guard_evicts_the_largest_holders_oldest_waiting_connection);
+    tcase_add_test(tc, trusted_proxies_are_not_capped_or_evicted);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CHECK_MAIN(connguard_suite, NULL, NULL);
