@@ -23,7 +23,8 @@
  * choice comes from the new token's own random bits: no shared counter. */
 #define TOKEN_PURGE_EVERY 64
 
-void token_ctx_release(struct token_ctx *ctx)
+/* Gives ctx's connection back to its shard. NULL-safe in ctx->conn. */
+static void token_ctx_release(struct token_ctx *ctx)
 {
     if (ctx->conn != NULL)
         shard_release(ctx->shard, ctx->conn);
@@ -227,8 +228,8 @@ const struct token_store token_store_mysql = {
 
 /* ---- policy -------------------------------------------------------------- */
 
-enum token_status token_store_issue(struct token_ctx *ctx, char token[IDS_TOKEN_BUF],
-                                    const struct token_store **where)
+static enum token_status issue(struct token_ctx *ctx, char token[IDS_TOKEN_BUF],
+                               const struct token_store **where)
 {
     const struct token_store *store = &token_store_redis;
     int64_t ttl_ms = ttl_ms_of(ctx->srv);
@@ -256,8 +257,8 @@ enum token_status token_store_issue(struct token_ctx *ctx, char token[IDS_TOKEN_
     return TOKEN_OK;
 }
 
-enum token_status token_store_consume(struct token_ctx *ctx, const char *token,
-                                      struct token_receipt *rcpt)
+static enum token_status consume(struct token_ctx *ctx, const char *token,
+                                 struct token_receipt *rcpt)
 {
     const struct token_store *store = &token_store_redis;
     int64_t remaining_ms = 0;
@@ -282,7 +283,7 @@ enum token_status token_store_consume(struct token_ctx *ctx, const char *token,
     return TOKEN_OK;
 }
 
-void token_store_restore(struct token_ctx *ctx, const struct token_receipt *rcpt)
+static void restore(struct token_ctx *ctx, const struct token_receipt *rcpt)
 {
     const struct token_store *store = rcpt->store;
     enum token_status st;
@@ -304,4 +305,30 @@ void token_store_restore(struct token_ctx *ctx, const struct token_receipt *rcpt
     else
         log_info("token restored after a failure", "token_store=%s remaining_ms=%lld",
                  store->name, (long long)rcpt->remaining_ms);
+}
+
+/* Each call gives back the connection it borrowed before it returns, so
+ * that its caller never holds one. */
+enum token_status token_store_issue(struct token_ctx *ctx, char token[IDS_TOKEN_BUF],
+                                    const struct token_store **where)
+{
+    enum token_status st = issue(ctx, token, where);
+
+    token_ctx_release(ctx);
+    return st;
+}
+
+enum token_status token_store_consume(struct token_ctx *ctx, const char *token,
+                                      struct token_receipt *rcpt)
+{
+    enum token_status st = consume(ctx, token, rcpt);
+
+    token_ctx_release(ctx);
+    return st;
+}
+
+void token_store_restore(struct token_ctx *ctx, const struct token_receipt *rcpt)
+{
+    restore(ctx, rcpt);
+    token_ctx_release(ctx);
 }

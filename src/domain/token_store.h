@@ -23,8 +23,10 @@ enum token_status {
 
 /* What a store works with: the server context and a MySQL connection that
  * is borrowed on first use. Sharded, a token's MySQL row lives on
- * shard_place(token), so conn may come from any shard's pool: whoever made
- * the context releases it with token_ctx_release. One thread at a time. */
+ * shard_place(token), so conn may come from any shard's pool. The
+ * connection is given back before token_store_issue, _consume and
+ * _restore return: a caller never holds one. Zero it but for srv; one
+ * thread at a time. */
 struct token_ctx {
     struct server *srv;
     struct db_conn *conn;         /* NULL until a MySQL call needs one */
@@ -52,9 +54,6 @@ struct token_receipt {
     char token[IDS_TOKEN_BUF];
     int64_t remaining_ms;
 };
-
-/* Gives ctx's connection back to its pool. NULL-safe in ctx->conn. */
-void token_ctx_release(struct token_ctx *ctx);
 
 /* Draws a new token into token and stores it for redis.token_ttl_s: in
  * Redis, or in MySQL when Redis cannot take it. *where (may be NULL) names

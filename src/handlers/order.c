@@ -255,7 +255,6 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
         goto out;
     if (lock_or_reply(srv, &lk, rq.order.sku, resp) != 0)
         goto out;
-    token_ctx_release(&ctx);                  /* the create borrows its own, one at a time */
     rq.order.hook = idempotency_hook(&ir, resp, render_created);
     r = orders_route_create(&rt, &rq.order, ir.shard, &o, &fail);
     render_create(srv, req, r, &o, &rcpt, &fail, resp);
@@ -265,6 +264,5 @@ out:
      * token again. */
     if (http_resp_retryable(resp))
         token_store_restore(&ctx, &rcpt);
-    token_ctx_release(&ctx);                  /* idempotency_end borrows on the key's shard */
     idempotency_end(srv, req, &ir, resp);
 }

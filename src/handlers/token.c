@@ -33,5 +33,4 @@ void handle_token_apply(struct server *srv, const struct http_req *req, struct h
     http_reply_json(resp, 200, o);
 out:
     cJSON_Delete(o);
-    token_ctx_release(&ctx);
 }
