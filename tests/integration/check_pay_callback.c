@@ -17,6 +17,7 @@
 #define TC_TIMEOUT_S   30
 #define SLOW_TIMEOUT_S 120
 #define SIG_WINDOW_S   300
+#define READY_WAIT_MS  20000     /* the background prober sees a change within this */
 
 #define A16 "AAAAAAAAAAAAAAAA"
 #define ID64 A16 A16 A16 A16      /* longest valid identifier */
@@ -51,6 +52,21 @@ static long long outbox_rows(void)
 }
 
 /* Asserts that a rejected callback left order_no (WAIT_PAY) untouched. */
+/* Polls /readyz until it answers want, for at most READY_WAIT_MS:
+ * readiness is what the background prober last found. r holds the last
+ * reply. */
+static void await_readyz(int want, struct h_resp *r)
+{
+    struct h_deadline d = h_deadline_in(READY_WAIT_MS);
+
+    for (;;) {
+        h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, r);
+        if (r->status == want || !h_deadline_wait(&d))
+            return;
+        h_resp_free(r);
+    }
+}
+
 static void assert_nothing_written(const char *order_no)
 {
     ck_assert_msg(records() == 0, "expected no payment_record, found %lld", records());
@@ -683,7 +699,7 @@ START_TEST(mysql_outage_answers_503_and_loses_nothing)
     ck_assert_msg(strtol(retry, &end, 10) > 0 && *end == '\0',
                   "expected Retry-After to be positive seconds, got \"%s\"", retry);
     h_resp_free(&r);
-    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    await_readyz(503, &r);
     h_assert_status(&r, 503);
     h_assert_json(&r);
     h_resp_free(&r);
@@ -700,7 +716,7 @@ START_TEST(mysql_outage_answers_503_and_loses_nothing)
     h_callback(h_port(), "O2", "P2", PRICE, &r);
     assert_success(&r, "O2", "P2", "PAID", 0);
     h_resp_free(&r);
-    h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
+    await_readyz(200, &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
     ck_assert_int_eq(2, records());
