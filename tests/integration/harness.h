@@ -5,7 +5,11 @@
  *
  * Failures of the setup helpers (SQL, Redis, scripts) are Check assertions,
  * so call them from a test or a fixture. Only h_storm runs threads; the
- * function it calls must not use ck_assert. */
+ * function it calls must not use ck_assert.
+ *
+ * The one header of the harness; its parts live in harness/ (process,
+ * http, callback, json, db, redis, services, tools, log, storm, orders,
+ * raw, util), sharing harness/internal.h among themselves only. */
 #ifndef PAYCALLBACK_TEST_HARNESS_H
 #define PAYCALLBACK_TEST_HARNESS_H
 
@@ -97,6 +101,10 @@ struct h_deadline {
 
 /* Milliseconds on the monotonic clock. */
 long long h_now_ms(void);
+
+/* The monotonic clock in microseconds, for measured (never asserted)
+ * latencies. */
+long long h_now_us(void);
 
 /* A deadline timeout_ms from now. */
 struct h_deadline h_deadline_in(int timeout_ms);
@@ -415,10 +423,6 @@ size_t h_raw_read_all(int fd, char *buf, size_t sz, int *eof);
 /* 1 when the peer has closed or reset fd (checked without blocking and
  * without consuming data), else 0. */
 int h_raw_closed(int fd);
-
-/* The monotonic clock in microseconds, for measured (never asserted)
- * latencies. */
-long long h_now_us(void);
 
 /* ---- suite fixtures ------------------------------------------------------ */
 

@@ -83,6 +83,21 @@ void h_fixture_server_up(void)
     h_fixture_server_up_env(NULL);
 }
 
+void h_fixture_sharded_up(void)
+{
+    const char *env[] = { h_shards_env(), NULL };
+
+    h_fixture_server_up_env(env);
+}
+
+void h_fixture_sharded_half_down_up(void)
+{
+    const char *env[] = { h_shards_half_down_env(), "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200",
+                          NULL };
+
+    h_fixture_server_up_env(env);
+}
+
 void h_fixture_server_down(void)
 {
     int st = h_server_stop(h_srv);

@@ -1,4 +1,5 @@
-/* harness/raw.c - raw connections, and the sharded server fixtures. */
+/* harness/raw.c - raw connections: a socket from a chosen source address, and
+ * reading or probing it without the HTTP client. */
 #include "../harness.h"
 #include "internal.h"
 
@@ -65,24 +66,4 @@ int h_raw_closed(int fd)
     ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
 
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-long long h_now_us(void)
-{
-    return now_us();
-}
-
-void h_fixture_sharded_up(void)
-{
-    const char *env[] = { h_shards_env(), NULL };
-
-    h_fixture_server_up_env(env);
-}
-
-void h_fixture_sharded_half_down_up(void)
-{
-    const char *env[] = { h_shards_half_down_env(), "PAYCALLBACK_MYSQL_CONNECT_TIMEOUT_MS=200",
-                          NULL };
-
-    h_fixture_server_up_env(env);
 }

@@ -36,6 +36,11 @@ long long h_now_ms(void)
     return now_us() / 1000;
 }
 
+long long h_now_us(void)
+{
+    return now_us();
+}
+
 struct h_deadline h_deadline_in(int timeout_ms)
 {
     struct h_deadline d = { h_now_ms() + timeout_ms };
