@@ -166,7 +166,7 @@ static void build(struct gw_request *rq, const struct gw_pay *p, enum gw_twist t
     snprintf(fen, sizeof fen, "%lld", p->amount_cents);
     transaction(tx, sizeof tx, t == GW_OTHER_APP ? "1900000000" : MCHID, p->pay_no, p->order_no,
                 fen, t == GW_OTHER_CURRENCY ? "USD" : "CNY",
-                p->state != NULL ? p->state : "SUCCESS");
+                p->state != NULL ? p->state : t == GW_NUL ? "SUCCESS\\u0000x" : "SUCCESS");
     notification(rq->body, sizeof rq->body, tx, APIV3_KEY);
     sign(&h, t == GW_FOREIGN_KEY ? impostor : platform_new, SERIAL_NEW,
          t == GW_STALE ? ts - 306 : ts, rq->body);
@@ -191,7 +191,8 @@ static const struct gw_driver driver = {
     .name = "wechat",
     .currency = "CNY",
     .twists = GW_CAN(GW_FOREIGN_KEY) | GW_CAN(GW_ALTERED) | GW_CAN(GW_UNSIGNED) |
-              GW_CAN(GW_STALE) | GW_CAN(GW_OTHER_APP) | GW_CAN(GW_OTHER_CURRENCY),
+              GW_CAN(GW_STALE) | GW_CAN(GW_OTHER_APP) | GW_CAN(GW_OTHER_CURRENCY) |
+              GW_CAN(GW_NUL),
     .altered_price = PRICE,                      /* the event id is altered */
     .idle = idle_states,
     .malformed = malformed,

@@ -256,6 +256,21 @@ START_TEST(malformed_notifications_are_refused)
 }
 END_TEST
 
+/* A parser that stops at the \u0000 would read the paying state; the
+ * service reads strings whole and refuses the notification. */
+START_TEST(nul_in_a_signed_notification_is_refused_and_pays_nothing)
+{
+    struct h_resp r;
+
+    h_db_insert_order_in("O1", GW_PRICE, drv->currency);
+    gw_post(&paying, GW_NUL, &r);
+    gw_assert_refused(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+    h_assert_nothing_paid();
+    ck_assert_int_eq(1, h_order_status("O1"));
+}
+END_TEST
+
 /* ---- unmatched payments are refused --------------------------------------- */
 
 START_TEST(notification_in_another_currency_is_amount_mismatch)
@@ -359,6 +374,7 @@ static const struct scenario {
     { GW_REFUSED, GW_STALE, &stale_notification_is_refused },
     { GW_REFUSED, GW_OTHER_APP, &notification_for_another_app_is_refused },
     { GW_REFUSED, NEEDS_MALFORMED, &malformed_notifications_are_refused },
+    { GW_REFUSED, GW_NUL, &nul_in_a_signed_notification_is_refused_and_pays_nothing },
     { GW_UNMATCHED, GW_OTHER_CURRENCY, &notification_in_another_currency_is_amount_mismatch },
     { GW_UNMATCHED, GW_GOOD, &notification_with_another_amount_is_amount_mismatch },
     { GW_UNMATCHED, GW_GOOD, &notification_for_an_unknown_order_is_refused },

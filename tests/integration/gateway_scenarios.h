@@ -27,6 +27,7 @@ enum gw_twist {
     GW_STALE,          /* signed longer ago than the profile's tolerance */
     GW_OTHER_APP,      /* signed right, for another app or merchant */
     GW_OTHER_CURRENCY, /* paid in another currency than the order's */
+    GW_NUL,            /* signed, with a \u0000 cutting the paying state short */
     GW_TWISTS
 };
 
