@@ -98,12 +98,15 @@ static void render(const struct gateway_callback_kind *k, const struct http_req 
         fail(k, resp, API_AMOUNT_MISMATCH, "amount or currency differs from the order's");
         break;
     case PAY_UNAVAILABLE:
-        if (f->no_conn) {                     /* the pool's own wait: not a MySQL failure */
+        if (f->no_conn)                       /* the pool's own wait: not a MySQL failure */
             fail(k, resp, API_UNAVAILABLE, "database busy, retry later");
-            break;
+        else {
+            route_log_failure(f, req->request_id);
+            fail(k, resp, API_UNAVAILABLE, "database unavailable, retry later");
         }
-        route_log_failure(f, req->request_id);
-        fail(k, resp, API_UNAVAILABLE, "database unavailable, retry later");
+        /* In the gateway's own format, but marked like every shard outage. */
+        if (f->shard != NULL && f->shard->set != NULL && f->shard->set->sharded)
+            http_mark_shard_outage(resp, f->shard->label);
         break;
     case PAY_ERROR:
         route_log_failure(f, req->request_id);

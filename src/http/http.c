@@ -322,6 +322,12 @@ void http_reply_shard_outage(struct http_resp *resp, const char *shard, const ch
         snprintf(resp->shard_outage, sizeof(resp->shard_outage), "%s", shard);
 }
 
+void http_mark_shard_outage(struct http_resp *resp, const char *shard)
+{
+    if (resp->status == 503)
+        snprintf(resp->shard_outage, sizeof(resp->shard_outage), "%s", shard);
+}
+
 void http_reply_json_unavailable(struct http_resp *resp, const struct cJSON *obj)
 {
     http_reply_json(resp, 503, obj);

@@ -99,6 +99,10 @@ void http_reply_unavailable(struct http_resp *resp, const char *message);
 void http_reply_shard_outage(struct http_resp *resp, const char *shard, const char *message,
                              int retry_after_s);
 
+/* Adds X-Shard-Outage: shard to the 503 just set in another format (a
+ * gateway's own answer). Nothing for another status. */
+void http_mark_shard_outage(struct http_resp *resp, const char *shard);
+
 /* 503 with obj as the body (an error body plus whatever the caller adds,
  * as /readyz does), code UNAVAILABLE and Retry-After: 1; retryable. */
 void http_reply_json_unavailable(struct http_resp *resp, const struct cJSON *obj);

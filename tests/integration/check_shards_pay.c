@@ -730,6 +730,12 @@ START_TEST(a_hung_shard_fails_alone_and_fast)
     ck_assert_int_eq(HUNG_CALLS / 2, rows_on(1, "pay_no_registry", "1"));
     ck_assert_int_gt(h_metric("paycallback_shard_fast_fails_total{shard=\"2\"}"), 0);
 
+    /* A gateway's notification for the hung shard: its own format, marked. */
+    post_stripe("pi_hung", "S02-HUNG1", &r);
+    ck_assert_int_eq(503, r.status);
+    ck_assert_str_eq("2", h_resp_header(&r, "X-Shard-Outage"));
+    h_resp_free(&r);
+
     /* The answer names the outage in its body too, with Retry-After. */
     ck_assert_int_eq(0, h_callback(h_port(), "S02-HUNG1", "PAY-HUNG-X", PRICE, &r));
     h_assert_error(&r, 503, "UNAVAILABLE");
