@@ -107,6 +107,8 @@ static const struct cfg_key keys[] = {
     I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "1800"),
     I("reconcile", "outbox_lag_s", reconcile_outbox_lag_s, 1, 31536000, "300"),
     I("reconcile", "query_batch", reconcile_query_batch, 1, 1000, "50"),
+    I("reconcile", "payment_window_s", reconcile_payment_window_s, 0, 31536000, "86400"),
+    I("reconcile", "expire_batch", reconcile_expire_batch, 1, 1000, "100"),
     I("retention", "outbox_days", retention_outbox_days, 1, 36500, "7"),
     I("retention", "payment_days", retention_payment_days, 0, 36500, "0"),
     I("retention", "batch", retention_batch, 1, 10000, "500"),

@@ -128,6 +128,9 @@ struct config {
     int reconcile_wait_pay_age_s; /* a WAIT_PAY order older than this is reported */
     int reconcile_outbox_lag_s;   /* an undelivered event older than this is reported */
     int reconcile_query_batch;    /* stale orders one pass asks the query endpoints about */
+    int reconcile_payment_window_s; /* 0: unpaid orders never expire; else a WAIT_PAY order
+                                     older than this is closed once found unpaid */
+    int reconcile_expire_batch;   /* orders past the window one pass takes per shard */
 
     int retention_outbox_days;    /* delivered events are purged after this */
     int retention_payment_days;   /* 0: payment records are kept; else >= CFG_PAYMENT_DAYS_MIN */

@@ -318,15 +318,21 @@ out:
     return st;
 }
 
-static enum db_status write_event(struct db_conn *c, const struct order_change *ch, int to)
+/* The event of a move; reason (an identifier-like word, or NULL) is
+ * added to the payload as it is. */
+static enum db_status write_event(struct db_conn *c, const struct order_change *ch, int to,
+                                  const char *reason)
 {
     char payload[OUTBOX_PAYLOAD_MAX];
     const char *type = outbox_type_for_status(to);
 
     if (type == NULL)
         return db_fail(c, "no event for a move to status %d", to);
-    snprintf(payload, sizeof(payload), "{\"order_no\":\"%s\",\"from\":\"%s\",\"to\":\"%s\"}",
-             ch->order.order_no, order_state_name(ch->from), order_state_name(to));
+    snprintf(payload, sizeof(payload),
+             "{\"order_no\":\"%s\",\"from\":\"%s\",\"to\":\"%s\"%s%s%s}",
+             ch->order.order_no, order_state_name(ch->from), order_state_name(to),
+             reason != NULL ? ",\"reason\":\"" : "", reason != NULL ? reason : "",
+             reason != NULL ? "\"" : "");
     return outbox_append(c, type, ch->order.order_no, payload);
 }
 
@@ -384,7 +390,7 @@ static enum db_status transition_txn(struct db_conn *c, void *arg)
         if (ch->from == ORDER_PAID && (st = mark_refunds(c, ch)) != DB_OK)
             return st;
     }
-    if ((st = write_event(c, ch, to)) != DB_OK)
+    if ((st = write_event(c, ch, to, j->req->reason)) != DB_OK)
         return st;
     ch->order.status = to;
     return run_hook(c, j->req->hook, ch, &j->result);

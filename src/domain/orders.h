@@ -84,7 +84,11 @@ struct order_transition_req {
     const struct orders_hook *hook;   /* may be NULL */
     int only_from;                /* 0: from any status the table allows; else only from
                                      this one (ORDERS_ILLEGAL otherwise, nothing written) */
+    const char *reason;           /* NULL, or why, as "reason" in the event's payload
+                                     (ORDERS_REASON_EXPIRED: the payment window ran out) */
 };
+
+#define ORDERS_REASON_EXPIRED "payment_window_expired"
 
 /* A payment a cancel turned REFUND_REQUIRED. */
 struct order_refund {

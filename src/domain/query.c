@@ -550,24 +550,55 @@ static CURL *curl_create(void)
     return curl;
 }
 
+/* Asks every endpoint about each of the n orders in order_nos, the
+ * caller holding q->round, into items (or a scratch item each). */
+static enum query_round_result ask_orders(struct query *q, struct server *srv,
+                                          const struct query_round *run,
+                                          const char (*order_nos)[ID_BUF], size_t n,
+                                          struct query_item *items, size_t *nitems,
+                                          struct query_summary *sum)
+{
+    enum query_round_result res = QUERY_ROUND_OK;
+    struct answer_buf *b = malloc(sizeof(*b));
+    struct query_item scratch;
+    CURL *curl = curl_create();
+    size_t i;
+
+    if (b == NULL || curl == NULL) {
+        log_error("order query: out of memory", "request_id=%s", run->request_id);
+        res = QUERY_ROUND_ERROR;
+        goto out;
+    }
+    for (i = 0; i < n && res == QUERY_ROUND_OK && !atomic_load(&q->stop); i++) {
+        struct query_item *it = items != NULL ? &items[i] : &scratch;
+
+        memset(it, 0, sizeof(*it));
+        memcpy(it->order_no, order_nos[i], sizeof(it->order_no));
+        res = one_order(q, srv, curl, b, order_nos[i], run, it, sum);
+        if (nitems != NULL && items != NULL)
+            *nitems = i + 1;
+    }
+    sum->stopped = atomic_load(&q->stop);
+out:
+    curl_easy_cleanup(curl);
+    free(b);
+    return res;
+}
+
 enum query_round_result query_run(struct query *q, struct server *srv,
                                   const struct query_round *run, size_t *nitems,
                                   struct query_summary *sum)
 {
     char (*order_nos)[ID_BUF] = NULL;
-    struct answer_buf *b = NULL;
-    struct query_item scratch;
     enum query_round_result res;
-    CURL *curl = NULL;
-    size_t n = 0, i;
+    size_t n = 0;
 
     memset(sum, 0, sizeof(*sum));
     if (nitems != NULL)
         *nitems = 0;
     if (pthread_mutex_trylock(&q->round) != 0)
         return QUERY_ROUND_BUSY;
-    if ((order_nos = calloc(run->limit ? run->limit : 1, sizeof(*order_nos))) == NULL ||
-        (b = malloc(sizeof(*b))) == NULL || (curl = curl_create()) == NULL) {
+    if ((order_nos = calloc(run->limit ? run->limit : 1, sizeof(*order_nos))) == NULL) {
         log_error("order query: out of memory", "request_id=%s", run->request_id);
         res = QUERY_ROUND_ERROR;
         goto out;
@@ -575,20 +606,40 @@ enum query_round_result query_run(struct query *q, struct server *srv,
     if ((res = list_orders(q, srv, run, order_nos, &n)) != QUERY_ROUND_OK)
         goto out;
     sum->orders = n;
-    for (i = 0; i < n && res == QUERY_ROUND_OK && !atomic_load(&q->stop); i++) {
-        struct query_item *it = run->items != NULL ? &run->items[i] : &scratch;
-
-        memset(it, 0, sizeof(*it));
-        memcpy(it->order_no, order_nos[i], sizeof(it->order_no));
-        res = one_order(q, srv, curl, b, order_nos[i], run, it, sum);
-        if (nitems != NULL && run->items != NULL)
-            *nitems = i + 1;
-    }
-    sum->stopped = atomic_load(&q->stop);
+    res = ask_orders(q, srv, run, (const char (*)[ID_BUF])order_nos, n, run->items, nitems, sum);
 out:
     pthread_mutex_unlock(&q->round);
-    curl_easy_cleanup(curl);
-    free(b);
     free(order_nos);
     return res;
+}
+
+enum query_round_result query_orders(struct query *q, struct server *srv,
+                                     const char (*order_nos)[ID_BUF], size_t n,
+                                     const char *request_id, struct query_item *items,
+                                     struct query_summary *sum)
+{
+    const struct query_round run = { .limit = n, .request_id = request_id };
+    enum query_round_result res;
+
+    memset(sum, 0, sizeof(*sum));
+    memset(items, 0, n * sizeof(*items));
+    if (pthread_mutex_trylock(&q->round) != 0)
+        return QUERY_ROUND_BUSY;
+    sum->orders = n;
+    res = ask_orders(q, srv, &run, order_nos, n, items, NULL, sum);
+    pthread_mutex_unlock(&q->round);
+    return res;
+}
+
+bool query_item_unpaid(const struct query *q, const struct query_item *it)
+{
+    size_t i;
+
+    if (q == NULL || q->n == 0 || it->nasked != q->n)
+        return false;
+    for (i = 0; i < it->nasked; i++)
+        if (it->answer[i] != QUERY_NOTPAY && it->answer[i] != QUERY_CLOSED &&
+            it->answer[i] != QUERY_NOT_FOUND)
+            return false;
+    return true;
 }

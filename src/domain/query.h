@@ -143,4 +143,20 @@ enum query_round_result query_run(struct query *q, struct server *srv,
                                   const struct query_round *run, size_t *nitems,
                                   struct query_summary *sum);
 
+/* Asks every endpoint about each of the n orders of order_nos (no
+ * database connection held) and applies each PAID answer, as a round
+ * does; items (n entries) get what each endpoint said. Shares the
+ * one-round-at-a-time rule of query_run: QUERY_ROUND_BUSY at once when a
+ * round runs. The payment window's expiry asks this way before it closes
+ * an order. Any thread. */
+enum query_round_result query_orders(struct query *q, struct server *srv,
+                                     const char (*order_nos)[ID_BUF], size_t n,
+                                     const char *request_id, struct query_item *items,
+                                     struct query_summary *sum);
+
+/* True when every endpoint of q was asked about it->order_no and each
+ * answered NOTPAY, CLOSED or NOT_FOUND: no gateway has a payment for it.
+ * False with no endpoint, a PAID answer, a failed or a missing one. */
+bool query_item_unpaid(const struct query *q, const struct query_item *it);
+
 #endif

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "expiry.h"
 #include "log.h"
 #include "metrics.h"
 #include "order_state.h"
@@ -361,7 +362,7 @@ static void query_pass(struct server *srv)
 /* What one pass counted on one shard. */
 struct shard_counts {
     struct outbox_stats ob;
-    int64_t stale, refunds;
+    int64_t stale, refunds, overdue;
 };
 
 /* Counts and purges one shard over a connection of its own. 0, or -1
@@ -373,6 +374,8 @@ static int pass_shard(struct server *srv, const struct shard *sh, struct shard_c
     const char *pw[] = { db_param_int(wait_pay, ORDER_WAIT_PAY),
                          db_param_int(age, cfg->reconcile_wait_pay_age_s) };
     const char *pr[] = { db_param_int(required, PAYMENT_REFUND_REQUIRED) };
+    char window[DB_INT_BUF];
+    const char *po[] = { wait_pay, db_param_int(window, cfg->reconcile_payment_window_s) };
     struct db_conn *c = shard_acquire(sh, RECONCILE_DB_WAIT_MS);
     enum db_status st = DB_UNAVAILABLE;
 
@@ -380,6 +383,8 @@ static int pass_shard(struct server *srv, const struct shard *sh, struct shard_c
     if (c == NULL ||
         (st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &out->ob)) != DB_OK ||
         (st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &out->stale)) != DB_OK ||
+        (cfg->reconcile_payment_window_s > 0 &&
+         (st = count(c, ST_WAIT_PAY_COUNT, po, 2, &out->overdue)) != DB_OK) ||
         (st = count(c, ST_REFUND_COUNT, pr, 1, &out->refunds)) != DB_OK ||
         (st = reconcile_purge(c, cfg, srv->m)) != DB_OK) {
         if (srv->shards.sharded)
@@ -410,9 +415,14 @@ static void pass(struct reconcile *r)
 {
     struct server *srv = r->srv;
     struct shard_counts one, sum;
+    struct expiry_summary ex;
     size_t i, answered = 0;
 
     query_pass(srv);                          /* no connection held while it asks */
+    expiry_pass(srv, &ex);
+    if (ex.expired > 0 || ex.deferred > 0)
+        log_info("payment window pass", "listed=%zu expired=%zu deferred=%zu paid=%zu",
+                 ex.listed, ex.expired, ex.deferred, ex.paid);
     memset(&sum, 0, sizeof(sum));
     for (i = 0; i < srv->shards.n; i++) {
         if (pass_shard(srv, &srv->shards.s[i], &one) != 0)
@@ -425,6 +435,7 @@ static void pass(struct reconcile *r)
             sum.ob.oldest_pending_ms = one.ob.oldest_pending_ms;
         sum.stale += one.stale;
         sum.refunds += one.refunds;
+        sum.overdue += one.overdue;
     }
     for (i = 0; i < srv->shards.n; i++)
         purge_orphans(r, i);
@@ -436,6 +447,7 @@ static void pass(struct reconcile *r)
     metrics_set_gauge(srv->m, G_OUTBOX_OLDEST_MS, sum.ob.oldest_pending_ms);
     metrics_set_gauge(srv->m, G_WAIT_PAY_STALE, sum.stale);
     metrics_set_gauge(srv->m, G_REFUND_UNSETTLED, sum.refunds);
+    metrics_set_gauge(srv->m, G_WAIT_PAY_OVERDUE, sum.overdue);
     if (answered == srv->shards.n)
         metrics_set_gauge(srv->m, G_RECONCILE_LAST_RUN_S, (int64_t)time(NULL));
     if (sum.stale > 0 || sum.refunds > 0 || sum.ob.dead > 0 || sum.ob.lagging > 0)

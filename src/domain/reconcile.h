@@ -6,7 +6,8 @@
  * purges, in small batches, what is past its retention window. A thread
  * runs a pass every reconcile.interval_s: it first asks the configured
  * query endpoints about the next reconcile.query_batch stale orders
- * (query.h), then publishes the counts as gauges; the operator API runs
+ * (query.h), then closes the unpaid orders past the payment window
+ * (expiry.h), then publishes the counts as gauges; the operator API runs
  * the report on demand. Knows nothing of HTTP. */
 #ifndef PAYCALLBACK_RECONCILE_H
 #define PAYCALLBACK_RECONCILE_H

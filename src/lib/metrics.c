@@ -152,6 +152,11 @@ static const struct {
     [M_QUERY_MALFORMED] = { "paycallback_reconcile_queries_total", "answer=\"malformed\"", NULL },
     [M_QUERY_ERROR] = { "paycallback_reconcile_queries_total", "answer=\"error\"", NULL },
     [M_QUERY_TIMEOUT] = { "paycallback_reconcile_queries_total", "answer=\"timeout\"", NULL },
+    [M_ORDERS_EXPIRED] = { "paycallback_orders_expired_total", NULL,
+                           "Unpaid orders closed past reconcile.payment_window_s (stock returned)." },
+    [M_EXPIRY_DEFERRED] = { "paycallback_order_expiry_deferred_total", NULL,
+                            "Orders past the payment window left open because a gateway could "
+                            "not confirm them unpaid." },
 };
 
 static const struct {
@@ -169,6 +174,8 @@ static const struct {
                            "WAIT_PAY orders older than reconcile.wait_pay_age_s.", 0 },
     [G_REFUND_UNSETTLED] = { "paycallback_reconcile_refund_unsettled",
                              "REFUND_REQUIRED payments not settled yet.", 0 },
+    [G_WAIT_PAY_OVERDUE] = { "paycallback_reconcile_wait_pay_overdue",
+                             "WAIT_PAY orders still open past reconcile.payment_window_s.", 0 },
     [G_RECONCILE_LAST_RUN_S] = { "paycallback_reconcile_last_success_timestamp_seconds",
                                  "Unix time of the last complete reconciliation pass.", 0 },
     [G_RELOAD_OK] = { "paycallback_config_last_reload_successful",

@@ -55,6 +55,8 @@ enum metric_counter {
     M_QUERY_MALFORMED,            /* ... answered 200 with a body that breaks the contract */
     M_QUERY_ERROR,                /* ... not connected, or answered another HTTP status */
     M_QUERY_TIMEOUT,              /* ... past the endpoint's query timeout */
+    M_ORDERS_EXPIRED,             /* WAIT_PAY orders closed past reconcile.payment_window_s */
+    M_EXPIRY_DEFERRED,            /* ... left open: a gateway could not confirm them unpaid */
     M_COUNT
 };
 
@@ -66,6 +68,8 @@ enum metric_gauge {
     G_OUTBOX_OLDEST_MS,           /* age of the oldest pending event */
     G_WAIT_PAY_STALE,             /* WAIT_PAY orders older than reconcile.wait_pay_age_s */
     G_REFUND_UNSETTLED,           /* REFUND_REQUIRED payments nobody settled yet */
+    G_WAIT_PAY_OVERDUE,           /* WAIT_PAY orders past reconcile.payment_window_s after the
+                                     pass's expiry (0 when the window is off) */
     G_RECONCILE_LAST_RUN_S,       /* unix time of the last successful pass */
     G_RELOAD_OK,                  /* 1 when the last SIGHUP reload (or the start) succeeded */
     G_COUNT
