@@ -78,6 +78,7 @@ ROUTE_SOURCE = os.path.join(ROOT, "src", "http", "http.c")
 #   { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },
 ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+(?:,\s*([\w|\s]+?))?\s*\}')
 OPERATOR_FLAG = "ROUTE_OPERATOR"
+CALLER_FLAG = "ROUTE_CALLER"      # the key is optional: security lists {} and the scheme
 OPERATOR_SCHEME = "operatorKey"
 
 
@@ -107,6 +108,12 @@ def check_security(doc, problems):
                                 f"{OPERATOR_SCHEME}")
             if "401" not in (op.get("responses") or {}):
                 problems.append(f"{m.upper()} {p} needs an operator key but documents no 401")
+        elif CALLER_FLAG in flags:
+            if OPERATOR_SCHEME not in schemes or {} not in (op.get("security") or []):
+                problems.append(f"{m.upper()} {p} takes an optional operator key: security must "
+                                f"list {{}} and {OPERATOR_SCHEME}")
+            if "401" not in (op.get("responses") or {}):
+                problems.append(f"{m.upper()} {p} checks a key it is sent but documents no 401")
         elif OPERATOR_SCHEME in schemes:
             problems.append(f"{m.upper()} {p} is open but documented as needing an operator key")
 

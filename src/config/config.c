@@ -103,6 +103,7 @@ static const struct cfg_key keys[] = {
     I("webhook", "workers", webhook_workers, 1, 16, "1"),
     I("webhook", "batch", webhook_batch, 1, 100, "16"),
     I("webhook", "poll_ms", webhook_poll_ms, 10, 60000, "200"),
+    I("orders", "max_open_per_user", orders_max_open_per_user, 0, 100000, "20"),
     I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60"),
     I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "1800"),
     I("reconcile", "outbox_lag_s", reconcile_outbox_lag_s, 1, 31536000, "300"),

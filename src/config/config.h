@@ -124,6 +124,8 @@ struct config {
     int webhook_batch;            /* events one relay claims at once */
     int webhook_poll_ms;          /* idle relay's look for new events */
 
+    int orders_max_open_per_user; /* 0: no cap; else WAIT_PAY orders one user_id may hold */
+
     int reconcile_interval_s;     /* the periodic reconciliation and retention pass */
     int reconcile_wait_pay_age_s; /* a WAIT_PAY order older than this is reported */
     int reconcile_outbox_lag_s;   /* an undelivered event older than this is reported */

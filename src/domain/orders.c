@@ -95,6 +95,34 @@ static enum db_status stock_price(struct db_conn *c, const char *sku, int64_t *p
     return DB_OK;
 }
 
+/* The cap on a user's unpaid orders, counted with the new one inserted:
+ * past it, *result is ORDERS_TOO_MANY_OPEN and the body rolls back. The
+ * count is a plain read (no lock: a locking read would serialise, and
+ * deadlock, a user's concurrent creates), so creates of one user that run
+ * at the same moment do not see each other: the cap may be passed by at
+ * most the creates in flight together. */
+static enum db_status check_open(struct db_conn *c, const struct order_create_req *rq,
+                                 enum orders_result *result)
+{
+    char wait_pay[DB_INT_BUF];
+    const char *p[] = { rq->user_id, db_param_int(wait_pay, ORDER_WAIT_PAY) };
+    struct db_row row;
+    int64_t open = 0;
+    bool found = false;
+    enum db_status st;
+
+    if (rq->max_open <= 0)
+        return DB_OK;
+    if ((st = db_query_one(c, ST_ORDER_OPEN_COUNT, p, 2, &row, &found)) != DB_OK)
+        return st;
+    if (!found || db_row_int(&row, 0, 0, INT64_MAX, &open) != 0)
+        return db_fail(c, "malformed count of user %s's open orders", rq->user_id);
+    if (open <= rq->max_open)
+        return DB_OK;
+    *result = ORDERS_TOO_MANY_OPEN;
+    return DB_ROLLBACK;
+}
+
 /* The transaction body; re-runnable: it resets its outputs and draws a new
  * order_no each time. */
 static enum db_status create_txn(struct db_conn *c, void *arg)
@@ -134,6 +162,8 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
         return DB_ROLLBACK;
     }
     if (st != DB_OK)
+        return st;
+    if ((st = check_open(c, rq, &j->result)) != DB_OK)
         return st;
     if ((st = db_exec(c, ST_STOCK_TAKE, take, 3, &rows)) != DB_OK)
         return st;
@@ -477,7 +507,7 @@ enum orders_result orders_view(struct db_conn *c, const char *order_no, struct o
 const char *orders_result_str(enum orders_result r)
 {
     static const char *const names[] = { "OK", "DUPLICATE", "NOT_FOUND", "NO_SKU", "NO_STOCK",
-                                         "TOO_LARGE", "ILLEGAL", "ABORTED", "UNAVAILABLE",
+                                         "TOO_LARGE", "TOO_MANY_OPEN", "ILLEGAL", "ABORTED", "UNAVAILABLE",
                                          "ERROR" };
 
     return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "UNKNOWN";

@@ -33,6 +33,7 @@ enum orders_result {
     ORDERS_NO_SKU,                /* create: the sku is not in stock */
     ORDERS_NO_STOCK,              /* create: not enough stock for the quantity */
     ORDERS_TOO_LARGE,             /* create: price x quantity past DECIMAL(12,2) */
+    ORDERS_TOO_MANY_OPEN,         /* create: the user holds max_open unpaid orders already */
     ORDERS_ILLEGAL,               /* transition: the state table forbids it */
     ORDERS_ABORTED,               /* the caller's hook rolled the effect back */
     ORDERS_UNAVAILABLE,           /* MySQL unreachable or busy: retry later; nothing written */
@@ -65,6 +66,8 @@ struct order_create_req {
     const char *order_no;         /* NULL: a number is drawn (one database); else the order
                                      gets this one, which the checkout registry bound to
                                      (user_id, request_id) before (sharded) */
+    int64_t max_open;             /* 0: no cap; else a new order is refused while user_id
+                                     has this many WAIT_PAY orders (on this database) */
 };
 
 /* What the checkout registry of a sharded service holds for one
@@ -126,8 +129,12 @@ struct order_detail {
  * or, when no order has this request, that two random order numbers
  * collided: another is drawn (a few times, then ORDERS_ERROR; with a
  * req->order_no given there is no other to draw: ORDERS_ERROR). Returns
+ * With req->max_open set, the user's WAIT_PAY orders are counted after
+ * the insert (so that a repeat of a request still answers with its
+ * order; creates of one user in flight together may pass the cap by
+ * their number), and a new order past the cap is rolled back: ORDERS_TOO_MANY_OPEN, nothing written. Returns
  * ORDERS_OK (*out is the new order), ORDERS_DUPLICATE, ORDERS_NO_SKU,
- * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_ABORTED (req->hook),
+ * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_TOO_MANY_OPEN, ORDERS_ABORTED (req->hook),
  * ORDERS_UNAVAILABLE or ORDERS_ERROR. */
 enum orders_result orders_create(struct db_conn *c, const struct order_create_req *req,
                                  struct order_view *out);

@@ -210,6 +210,13 @@ static void render_create(struct server *srv, const struct http_req *req, enum o
     case ORDERS_NO_STOCK:
         api_reply(resp, API_OUT_OF_STOCK, "not enough stock for this quantity");
         break;
+    case ORDERS_TOO_MANY_OPEN:
+        metrics_inc(srv->m, M_OPEN_ORDER_CAP);
+        log_info("order refused: too many unpaid orders", "max_open_per_user=%d request_id=%s",
+                 srv->cfg->orders_max_open_per_user, req->request_id);
+        api_reply(resp, API_TOO_MANY_OPEN_ORDERS, "this user_id holds the most unpaid orders "
+                  "allowed (orders.max_open_per_user): pay or cancel one first");
+        break;
     case ORDERS_TOO_LARGE:
         api_reply(resp, API_BAD_REQUEST,
                   "quantity times the price exceeds the largest amount");
@@ -222,8 +229,10 @@ static void render_create(struct server *srv, const struct http_req *req, enum o
     }
 }
 
-/* With an Idempotency-Key: the caller is the shopper (user_id), so two
- * shoppers' keys never meet. Claims the key or answers from its record;
+/* With an Idempotency-Key: the caller is the authenticated key when the
+ * request carries one (a shop backend: its keys are its own, whatever
+ * user_id the body names), else the shopper (user_id), so two callers'
+ * keys never meet. Claims the key or answers from its record;
  * sharded, the record lives on shard_place(scope), whatever the sku, so a
  * key reused for another sku is still seen. */
 static int claim_key_or_reply(struct server *srv, const struct http_req *req,
@@ -231,7 +240,10 @@ static int claim_key_or_reply(struct server *srv, const struct http_req *req,
 {
     char scope[IDEM_SCOPE_MAX + 1];
 
-    snprintf(scope, sizeof(scope), "user:%s", rq->order.user_id);
+    if (req->caller[0] != '\0')
+        snprintf(scope, sizeof(scope), "key:%s", req->caller);
+    else
+        snprintf(scope, sizeof(scope), "user:%s", rq->order.user_id);
     return idempotency_begin_or_reply(srv, req, scope, ir, resp);
 }
 
@@ -250,6 +262,7 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
     if (idempotency_key_or_reply(req, &ir, resp) != 0 ||
         parse_or_reply(req, ir.on, &rq, resp) != 0)
         goto out;
+    rq.order.max_open = srv->cfg->orders_max_open_per_user;
     if (ir.on ? claim_key_or_reply(srv, req, &rq, &ir, resp) != 0
               : consume_or_reply(srv, &ctx, &rq, &rcpt, req, resp) != 0)
         goto out;

@@ -55,6 +55,7 @@
 #define ROUTE_QUOTA_TOKEN (1u << 1) /* counted in the client's quota.token_* bucket */
 #define ROUTE_QUOTA_ORDER (1u << 2) /* counted in the client's quota.order_* bucket */
 #define ROUTE_NO_HEAD  (1u << 3)  /* a GET that writes: HEAD is not GET without a body here */
+#define ROUTE_CALLER   (1u << 4)  /* a key is optional; one sent must be valid (then caller) */
 
 struct route {
     const char *method;
@@ -71,7 +72,7 @@ static const struct route routes[] = {
     { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },
     { "GET", "/token/apply", handle_token_apply, ROUTE_QUOTA_TOKEN | ROUTE_NO_HEAD },
     { "POST", "/token/apply", handle_token_apply, ROUTE_QUOTA_TOKEN },
-    { "POST", "/order/create", handle_order_create, ROUTE_QUOTA_ORDER },
+    { "POST", "/order/create", handle_order_create, ROUTE_QUOTA_ORDER | ROUTE_CALLER },
     { "GET", "/order/{order_no}", handle_order_get, ROUTE_OPERATOR },
     { "POST", "/order/{order_no}/ship", handle_order_ship, ROUTE_OPERATOR },
     { "POST", "/order/{order_no}/finish", handle_order_finish, ROUTE_OPERATOR },
@@ -696,7 +697,9 @@ static int prepare_request(struct req_state *rs, const char *method)
                                sizeof(rs->allow));
     if (rs->route == NROUTES)
         return -1;
-    if ((routes[rs->route].flags & ROUTE_OPERATOR) &&
+    if (((routes[rs->route].flags & ROUTE_OPERATOR) ||
+         ((routes[rs->route].flags & ROUTE_CALLER) &&
+          http_req_header(req, "Authorization") != NULL)) &&
         auth_require_or_reply(&req->keys->cfg, req, &rs->resp) != 0)
         return -1;                                /* 401 set; the handler never runs */
     if (quota_or_reply(rs) != 0)

@@ -152,6 +152,9 @@ static const struct {
     [M_QUERY_MALFORMED] = { "paycallback_reconcile_queries_total", "answer=\"malformed\"", NULL },
     [M_QUERY_ERROR] = { "paycallback_reconcile_queries_total", "answer=\"error\"", NULL },
     [M_QUERY_TIMEOUT] = { "paycallback_reconcile_queries_total", "answer=\"timeout\"", NULL },
+    [M_OPEN_ORDER_CAP] = { "paycallback_open_order_cap_refusals_total", NULL,
+                           "Order creates refused because the user_id held "
+                           "orders.max_open_per_user unpaid orders (409 TOO_MANY_OPEN_ORDERS)." },
     [M_ORDERS_EXPIRED] = { "paycallback_orders_expired_total", NULL,
                            "Unpaid orders closed past reconcile.payment_window_s (stock returned)." },
     [M_EXPIRY_DEFERRED] = { "paycallback_order_expiry_deferred_total", NULL,

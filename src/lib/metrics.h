@@ -55,6 +55,7 @@ enum metric_counter {
     M_QUERY_MALFORMED,            /* ... answered 200 with a body that breaks the contract */
     M_QUERY_ERROR,                /* ... not connected, or answered another HTTP status */
     M_QUERY_TIMEOUT,              /* ... past the endpoint's query timeout */
+    M_OPEN_ORDER_CAP,             /* creates refused: orders.max_open_per_user reached (409) */
     M_ORDERS_EXPIRED,             /* WAIT_PAY orders closed past reconcile.payment_window_s */
     M_EXPIRY_DEFERRED,            /* ... left open: a gateway could not confirm them unpaid */
     M_COUNT

@@ -33,7 +33,8 @@ static long long running_keys(void)
 }
 
 /* POST /order/create with Idempotency-Key: key (no header when NULL) and
- * no token. No assertions: safe from threads. */
+ * no token, from an anonymous caller (no Authorization: the key's scope
+ * is the user_id). No assertions: safe from threads. */
 static int create_keyed(int port, const char *key, const char *user_id, const char *request_id,
                         int quantity, struct h_resp *r)
 {
@@ -46,7 +47,7 @@ static int create_keyed(int port, const char *key, const char *user_id, const ch
     snprintf(body, sizeof body,
              "{\"user_id\":\"%s\",\"request_id\":\"%s\",\"sku\":\"SHOE-42\",\"quantity\":%d}",
              user_id, request_id, quantity);
-    return h_http(port, "POST", "/order/create", headers, body, strlen(body), r);
+    return h_http_key(port, NULL, "POST", "/order/create", headers, body, strlen(body), r);
 }
 
 static void assert_replayed(const struct h_resp *r, int replayed)
@@ -316,6 +317,51 @@ START_TEST(transition_keys_of_two_operator_keys_do_not_collide)
 }
 END_TEST
 
+/* POST /order/create with Idempotency-Key: key, from the caller of
+ * operator key auth (NULL: anonymous). */
+static void create_as(const char *auth, const char *key, const char *user_id, struct h_resp *r)
+{
+    char body[256], hdr[300];
+    const char *headers[] = { "Content-Type: application/json", hdr, NULL };
+
+    snprintf(hdr, sizeof hdr, "Idempotency-Key: %s", key);
+    snprintf(body, sizeof body, "{\"user_id\":\"%s\",\"request_id\":\"r-%s\","
+             "\"sku\":\"SHOE-42\",\"quantity\":1}", user_id, user_id);
+    h_http_key(h_port(), auth, "POST", "/order/create", headers, body, strlen(body), r);
+}
+
+/* A shop backend's keys belong to its operator key, whatever user_id the
+ * body names: nobody else, anonymous or another key, can claim them, and
+ * its own key reused for another user is a mismatch, not a second order. */
+START_TEST(a_create_key_is_scoped_by_the_authenticated_caller)
+{
+    struct h_resp a, b, c, d, e;
+
+    create_as(NULL, "shop-k1", "alice", &a);                 /* anonymous: scope user:alice */
+    h_assert_status(&a, 201);
+    create_as(KEY_OPS, "shop-k1", "alice", &b);              /* scope key:ops: not a replay */
+    h_assert_status(&b, 200);                                /* the same checkout's order */
+    assert_replayed(&b, 0);
+    create_as(KEY_OPS, "shop-k1", "bob", &c);                /* same key, another payload */
+    h_assert_error(&c, 422, "IDEMPOTENCY_KEY_MISMATCH");
+    create_as(KEY_ERP, "shop-k1", "bob", &d);                /* another key's scope */
+    h_assert_status(&d, 201);
+    assert_replayed(&d, 0);
+    create_as("wrong-key-0123456789abcdef", "shop-k2", "carol", &e);
+    h_assert_error(&e, 401, "UNAUTHORIZED");
+    ck_assert_int_eq(2, orders());
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key WHERE scope = 'key:ops'"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key WHERE scope = 'key:erp'"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key WHERE scope = "
+                                       "'user:alice'"));
+    h_resp_free(&a);
+    h_resp_free(&b);
+    h_resp_free(&c);
+    h_resp_free(&d);
+    h_resp_free(&e);
+}
+END_TEST
+
 /* ---- a first attempt held in flight -------------------------------------- */
 
 struct attempt {
@@ -502,6 +548,7 @@ static Suite *idempotency_suite(void)
     tc = h_tcase_with("two operator keys", TC_TIMEOUT_S, two_keys_server_up,
                       h_fixture_server_down);
     tcase_add_test(tc, transition_keys_of_two_operator_keys_do_not_collide);
+    tcase_add_test(tc, a_create_key_is_scoped_by_the_authenticated_caller);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("two instances on one database", TC_TIMEOUT_S);

@@ -90,7 +90,9 @@ static void create_keyed(const char *key, const char *user_id, const char *reque
     snprintf(body, sizeof body,
              "{\"user_id\":\"%s\",\"request_id\":\"%s\",\"sku\":\"%s\",\"quantity\":1}",
              user_id, request_id, sku);
-    ck_assert_int_eq(0, h_http(h_port(), "POST", "/order/create", headers, body, strlen(body), r));
+    /* Anonymous: the key's scope is user:<user_id>, which places its record. */
+    ck_assert_int_eq(0, h_http_key(h_port(), NULL, "POST", "/order/create", headers, body,
+                                   strlen(body), r));
 }
 
 /* POST /order/{no}/{verb}, or GET /order/{no} when verb is NULL. */
