@@ -80,6 +80,10 @@ ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+(?:,\s*([\w|\s]+?))?
 OPERATOR_FLAG = "ROUTE_OPERATOR"
 CALLER_FLAG = "ROUTE_CALLER"      # the key is optional: security lists {} and the scheme
 OPERATOR_SCHEME = "operatorKey"
+# The scope flags of the route table (ROUTE_OPERATOR | ROUTE_READ) and the
+# scope names the operation documents as x-required-scope.
+SCOPE_FLAGS = {"ROUTE_READ": "read", "ROUTE_ORDERS": "orders", "ROUTE_REFUNDS": "refunds",
+               "ROUTE_EVENTS": "events", "ROUTE_METRICS": "metrics", "ROUTE_AUDIT": "audit"}
 
 
 def route_table():
@@ -108,6 +112,15 @@ def check_security(doc, problems):
                                 f"{OPERATOR_SCHEME}")
             if "401" not in (op.get("responses") or {}):
                 problems.append(f"{m.upper()} {p} needs an operator key but documents no 401")
+            named = [f.strip() for f in flags.split("|")]
+            scope = [v for k, v in SCOPE_FLAGS.items() if k in named]
+            if len(scope) != 1:
+                problems.append(f"{m.upper()} {p}: the route table names no single scope")
+            elif op.get("x-required-scope") != scope[0]:
+                problems.append(f"{m.upper()} {p} needs the scope {scope[0]}: x-required-scope "
+                                f"says {op.get('x-required-scope')!r}")
+            if "403" not in (op.get("responses") or {}):
+                problems.append(f"{m.upper()} {p} checks a scope but documents no 403")
         elif CALLER_FLAG in flags:
             if OPERATOR_SCHEME not in schemes or {} not in (op.get("security") or []):
                 problems.append(f"{m.upper()} {p} takes an optional operator key: security must "

@@ -230,8 +230,35 @@ static int valid_key_value(const char *s, size_t n)
     return i == n && s[0] != '=';
 }
 
+static const char *const scope_names[CFG_SCOPES_N] = { "read", "orders", "refunds", "events",
+                                                       "metrics", "audit" };
+
+const char *cfg_scope_name(unsigned bit)
+{
+    for (int i = 0; i < CFG_SCOPES_N; i++)
+        if (bit == (1u << i))
+            return scope_names[i];
+    return NULL;
+}
+
+/* Adds the scope named by the n bytes at s to *scopes. 0, or -1 with the
+ * reason (naming the key by its name). */
+static int add_scope(const char *s, size_t n, unsigned *scopes, const char *origin,
+                     const char *key_name, char *err, size_t errsz)
+{
+    for (int i = 0; i < CFG_SCOPES_N; i++)
+        if (strlen(scope_names[i]) == n && memcmp(scope_names[i], s, n) == 0) {
+            *scopes |= 1u << i;
+            return 0;
+        }
+    snprintf(err, errsz, "%s: auth key \"%s\": unknown scope \"%.*s\" (read, orders, refunds, "
+             "events, metrics, audit)", origin, key_name, (int)(n < 32 ? n : 32), s);
+    return -1;
+}
+
 /* Appends one credential after checking it; the messages name the key by
- * its name or position, never print it. 0, or -1 with the reason. */
+ * its name or position, never print it. 0, or -1 with the reason. The
+ * key's scopes are set to CFG_SCOPE_ALL; the caller narrows them. */
 static int add_auth_key(struct config *cfg, const char *name, size_t nlen, const char *key,
                         size_t klen, const char *origin, char *err, size_t errsz)
 {
@@ -270,6 +297,32 @@ static int add_auth_key(struct config *cfg, const char *name, size_t nlen, const
     memset(k, 0, sizeof(*k));
     memcpy(k->name, name, nlen);
     memcpy(k->key, key, klen);
+    k->scopes = CFG_SCOPE_ALL;
+    return 0;
+}
+
+/* The scopes of the last key added, from the '+'-separated list of n
+ * bytes at s (environment form). An empty list is refused: a key that
+ * opens nothing is a mistake. 0, or -1. */
+static int set_scopes_text(struct config *cfg, const char *s, size_t n, const char *origin,
+                           char *err, size_t errsz)
+{
+    struct cfg_auth_key *k = &cfg->auth_keys[cfg->auth_nkeys - 1];
+    const char *end = s + n, *p = s, *q;
+
+    k->scopes = 0;
+    while (p < end) {
+        q = memchr(p, '+', (size_t)(end - p));
+        if (q == NULL)
+            q = end;
+        if (add_scope(p, (size_t)(q - p), &k->scopes, origin, k->name, err, errsz) != 0)
+            return -1;
+        p = q + 1;
+    }
+    if (k->scopes == 0) {
+        snprintf(err, errsz, "%s: auth key \"%s\" names no scope", origin, k->name);
+        return -1;
+    }
     return 0;
 }
 
@@ -279,12 +332,13 @@ static void clear_auth_keys(struct config *cfg)
     cfg->auth_nkeys = 0;
 }
 
-/* The environment form, "name:key,name:key" ("" is an empty list). It
- * replaces the file's list as a whole. */
+/* The environment form, "name:key,name:key" ("" is an empty list), each
+ * entry optionally "name:key:scope+scope". It replaces the file's list as
+ * a whole. */
 static int set_keys_text(struct config *cfg, const char *text, const char *origin, char *err,
                          size_t errsz)
 {
-    const char *p = text, *end, *colon;
+    const char *p = text, *end, *colon, *second;
 
     clear_auth_keys(cfg);
     while (*p != '\0') {
@@ -295,8 +349,13 @@ static int set_keys_text(struct config *cfg, const char *text, const char *origi
                      cfg->auth_nkeys + 1);
             return -1;
         }
-        if (add_auth_key(cfg, p, (size_t)(colon - p), colon + 1, (size_t)(end - colon - 1),
-                         origin, err, errsz) != 0)
+        second = memchr(colon + 1, ':', (size_t)(end - colon - 1));
+        if (add_auth_key(cfg, p, (size_t)(colon - p), colon + 1,
+                         (size_t)((second != NULL ? second : end) - colon - 1), origin, err,
+                         errsz) != 0)
+            return -1;
+        if (second != NULL &&
+            set_scopes_text(cfg, second + 1, (size_t)(end - second - 1), origin, err, errsz) != 0)
             return -1;
         p = *end == ',' ? end + 1 : end;
     }
@@ -317,8 +376,36 @@ static const char *key_member(const cJSON *entry, const char *name, int pos, con
     return m->valuestring;
 }
 
-/* The file form: [{"name": "ops", "key": "..."}, ...], each object with
- * exactly those two members. */
+/* The "scopes" member of a file entry: an array of scope names, at least
+ * one. 0, or -1. */
+static int set_scopes_json(struct config *cfg, const cJSON *arr, const char *file, char *err,
+                           size_t errsz)
+{
+    struct cfg_auth_key *k = &cfg->auth_keys[cfg->auth_nkeys - 1];
+    const cJSON *s;
+
+    k->scopes = 0;
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
+        snprintf(err, errsz, "%s: auth key \"%s\": scopes must be a non-empty array of names",
+                 file, k->name);
+        return -1;
+    }
+    cJSON_ArrayForEach(s, arr) {
+        if (!cJSON_IsString(s) ||
+            add_scope(s->valuestring, strlen(s->valuestring), &k->scopes, file, k->name, err,
+                      errsz) != 0) {
+            if (!cJSON_IsString(s))
+                snprintf(err, errsz, "%s: auth key \"%s\": scopes must be strings", file,
+                         k->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The file form: [{"name": "ops", "key": "...", "scopes": [...]}, ...],
+ * each object with name and key, and scopes optionally (absent: every
+ * scope, as before keys had scopes). */
 static int set_keys_json(struct config *cfg, const cJSON *item, const char *file, char *err,
                          size_t errsz)
 {
@@ -339,7 +426,8 @@ static int set_keys_json(struct config *cfg, const cJSON *item, const char *file
             return -1;
         }
         cJSON_ArrayForEach(m, entry) {
-            if (strcmp(m->string, "name") != 0 && strcmp(m->string, "key") != 0) {
+            if (strcmp(m->string, "name") != 0 && strcmp(m->string, "key") != 0 &&
+                strcmp(m->string, "scopes") != 0) {
                 snprintf(err, errsz, "%s: unknown key \"auth.keys[%d].%.32s\"", file, pos - 1,
                          m->string);
                 return -1;
@@ -348,6 +436,9 @@ static int set_keys_json(struct config *cfg, const cJSON *item, const char *file
         if ((name = key_member(entry, "name", pos, file, err, errsz)) == NULL ||
             (key = key_member(entry, "key", pos, file, err, errsz)) == NULL ||
             add_auth_key(cfg, name, strlen(name), key, strlen(key), file, err, errsz) != 0)
+            return -1;
+        if ((m = cJSON_GetObjectItemCaseSensitive(entry, "scopes")) != NULL &&
+            set_scopes_json(cfg, m, file, err, errsz) != 0)
             return -1;
     }
     return 0;

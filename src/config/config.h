@@ -28,7 +28,24 @@
 struct cfg_auth_key {
     char name[CFG_AUTH_NAME_MAX];
     char key[CFG_AUTH_KEY_MAX];
+    unsigned scopes;              /* CFG_SCOPE_* the key holds; CFG_SCOPE_ALL when the
+                                     configuration names none */
 };
+
+/* What an operator key may do, checked per route (http.c's route table):
+ * a key without the route's scope is answered 403. */
+#define CFG_SCOPE_READ    (1u << 0)  /* GET orders, events, refunds, the reconciliation report */
+#define CFG_SCOPE_ORDERS  (1u << 1)  /* ship, finish, cancel, cancel-stale, the query of orders */
+#define CFG_SCOPE_REFUNDS (1u << 2)  /* settle a refund */
+#define CFG_SCOPE_EVENTS  (1u << 3)  /* send a dead event again */
+#define CFG_SCOPE_METRICS (1u << 4)  /* GET /metrics */
+#define CFG_SCOPE_AUDIT   (1u << 5)  /* GET /ops/audit */
+#define CFG_SCOPE_ALL     ((1u << 6) - 1)
+#define CFG_SCOPES_N      6
+
+/* The name of scope bit (one CFG_SCOPE_* flag): "read", "orders", ...;
+ * NULL for anything else. */
+const char *cfg_scope_name(unsigned bit);
 
 #define CFG_SHARDS_MAX   8          /* mysql.shards entries */
 #define CFG_SHARD_ID_MAX 99         /* a shard id is written into order numbers: 2 digits */

@@ -15,6 +15,7 @@ struct http_resp;
     X(BAD_REQUEST, 400, "the request is malformed")                                              \
     X(BAD_SIGNATURE, 401, "the signature does not verify")                                       \
     X(UNAUTHORIZED, 401, "a valid operator key is required")                                     \
+    X(FORBIDDEN, 403, "this key lacks the scope this route needs")                               \
     X(NOT_FOUND, 404, "no such route")                                                           \
     X(METHOD_NOT_ALLOWED, 405, "method not allowed on this route")                               \
     X(REQUEST_TIMEOUT, 408, "the request did not arrive in time")                                \

@@ -4,11 +4,13 @@
 #include "auth.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include <openssl/crypto.h>
 
+#include "api_error.h"
 #include "config.h"
 #include "http.h"
 
@@ -56,14 +58,15 @@ static int find_key(const struct config *cfg, const char *token, size_t len)
     return found;
 }
 
-enum auth_status auth_check(const struct config *cfg, const char *authorization,
-                            const char **name)
+/* auth_check with the matching key itself in *key (NULL unless AUTH_OK). */
+static enum auth_status check_key(const struct config *cfg, const char *authorization,
+                                  const struct cfg_auth_key **key)
 {
     const char *token;
     size_t len = 0;
     int i;
 
-    *name = NULL;
+    *key = NULL;
     if (authorization == NULL || authorization[0] == '\0')
         return AUTH_MISSING;
     if ((token = bearer_token(authorization, &len)) == NULL)
@@ -72,8 +75,18 @@ enum auth_status auth_check(const struct config *cfg, const char *authorization,
         return AUTH_UNKNOWN_KEY;
     if ((i = find_key(cfg, token, len)) < 0)
         return AUTH_UNKNOWN_KEY;
-    *name = cfg->auth_keys[i].name;
+    *key = &cfg->auth_keys[i];
     return AUTH_OK;
+}
+
+enum auth_status auth_check(const struct config *cfg, const char *authorization,
+                            const char **name)
+{
+    const struct cfg_auth_key *key;
+    enum auth_status st = check_key(cfg, authorization, &key);
+
+    *name = key != NULL ? key->name : NULL;
+    return st;
 }
 
 const char *auth_status_str(enum auth_status st)
@@ -94,17 +107,31 @@ const char *auth_status_str(enum auth_status st)
 int auth_require_or_reply(const struct config *cfg, struct http_req *req,
                           struct http_resp *resp)
 {
-    const char *name = NULL;
-    enum auth_status st = auth_check(cfg, http_req_header(req, "Authorization"), &name);
+    const struct cfg_auth_key *key = NULL;
+    enum auth_status st = check_key(cfg, http_req_header(req, "Authorization"), &key);
 
     if (st == AUTH_OK) {
-        memcpy(req->caller, name, strlen(name) + 1);
+        memcpy(req->caller, key->name, strlen(key->name) + 1);
+        req->scopes = key->scopes;
         return 0;
     }
     req->caller[0] = '\0';
+    req->scopes = 0;
     http_reply_error(resp, 401, "UNAUTHORIZED", auth_status_str(st));
     http_reply_challenge(resp, st == AUTH_MISSING      ? "Bearer"
                                : st == AUTH_MALFORMED ? "Bearer error=\"invalid_request\""
                                                       : "Bearer error=\"invalid_token\"");
+    return -1;
+}
+
+int auth_scope_or_reply(const struct http_req *req, unsigned scope, struct http_resp *resp)
+{
+    char msg[96];
+
+    if (scope == 0 || (req->scopes & scope) == scope)
+        return 0;
+    snprintf(msg, sizeof(msg), "this key lacks the scope '%s' this route needs",
+             cfg_scope_name(scope) != NULL ? cfg_scope_name(scope) : "?");
+    api_reply(resp, API_FORBIDDEN, msg);
     return -1;
 }

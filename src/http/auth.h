@@ -36,4 +36,9 @@ const char *auth_status_str(enum auth_status st);
 int auth_require_or_reply(const struct config *cfg, struct http_req *req,
                           struct http_resp *resp);
 
+/* After auth_require_or_reply: 0 when the caller's key holds scope (one
+ * CFG_SCOPE_* flag; 0 needs none); otherwise replies 403 FORBIDDEN naming
+ * the scope and returns -1. */
+int auth_scope_or_reply(const struct http_req *req, unsigned scope, struct http_resp *resp);
+
 #endif

@@ -56,6 +56,15 @@
 #define ROUTE_QUOTA_ORDER (1u << 2) /* counted in the client's quota.order_* bucket */
 #define ROUTE_NO_HEAD  (1u << 3)  /* a GET that writes: HEAD is not GET without a body here */
 #define ROUTE_CALLER   (1u << 4)  /* a key is optional; one sent must be valid (then caller) */
+/* The scope an operator route needs (auth_scope_or_reply), in the flags'
+ * upper bits: ROUTE_OPERATOR | ROUTE_READ, ... */
+#define ROUTE_SCOPE_SHIFT 8
+#define ROUTE_READ    (CFG_SCOPE_READ << ROUTE_SCOPE_SHIFT)
+#define ROUTE_ORDERS  (CFG_SCOPE_ORDERS << ROUTE_SCOPE_SHIFT)
+#define ROUTE_REFUNDS (CFG_SCOPE_REFUNDS << ROUTE_SCOPE_SHIFT)
+#define ROUTE_EVENTS  (CFG_SCOPE_EVENTS << ROUTE_SCOPE_SHIFT)
+#define ROUTE_METRICS (CFG_SCOPE_METRICS << ROUTE_SCOPE_SHIFT)
+#define ROUTE_AUDIT   (CFG_SCOPE_AUDIT << ROUTE_SCOPE_SHIFT)
 
 struct route {
     const char *method;
@@ -69,22 +78,23 @@ static const struct route routes[] = {
     { "POST", "/pay/callback/{gateway}", handle_gateway_callback, 0 },
     { "GET", "/healthz", handle_healthz, 0 },
     { "GET", "/readyz", handle_readyz, 0 },
-    { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },
+    { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR | ROUTE_METRICS },
     { "GET", "/token/apply", handle_token_apply, ROUTE_QUOTA_TOKEN | ROUTE_NO_HEAD },
     { "POST", "/token/apply", handle_token_apply, ROUTE_QUOTA_TOKEN },
     { "POST", "/order/create", handle_order_create, ROUTE_QUOTA_ORDER | ROUTE_CALLER },
-    { "GET", "/order/{order_no}", handle_order_get, ROUTE_OPERATOR },
-    { "POST", "/order/{order_no}/ship", handle_order_ship, ROUTE_OPERATOR },
-    { "POST", "/order/{order_no}/finish", handle_order_finish, ROUTE_OPERATOR },
-    { "POST", "/order/{order_no}/cancel", handle_order_cancel, ROUTE_OPERATOR },
-    { "GET", "/ops/reconcile", handle_ops_reconcile, ROUTE_OPERATOR },
-    { "POST", "/ops/reconcile/query", handle_ops_reconcile_query, ROUTE_OPERATOR },
-    { "GET", "/ops/outbox", handle_ops_outbox_list, ROUTE_OPERATOR },
-    { "GET", "/ops/outbox/{id}", handle_ops_outbox_get, ROUTE_OPERATOR },
-    { "POST", "/ops/outbox/{id}/retry", handle_ops_outbox_retry, ROUTE_OPERATOR },
-    { "GET", "/ops/refunds", handle_ops_refunds_list, ROUTE_OPERATOR },
-    { "POST", "/ops/refunds/{pay_no}/settle", handle_ops_refund_settle, ROUTE_OPERATOR },
-    { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, ROUTE_OPERATOR },
+    { "GET", "/order/{order_no}", handle_order_get, ROUTE_OPERATOR | ROUTE_READ },
+    { "POST", "/order/{order_no}/ship", handle_order_ship, ROUTE_OPERATOR | ROUTE_ORDERS },
+    { "POST", "/order/{order_no}/finish", handle_order_finish, ROUTE_OPERATOR | ROUTE_ORDERS },
+    { "POST", "/order/{order_no}/cancel", handle_order_cancel, ROUTE_OPERATOR | ROUTE_ORDERS },
+    { "GET", "/ops/reconcile", handle_ops_reconcile, ROUTE_OPERATOR | ROUTE_READ },
+    { "POST", "/ops/reconcile/query", handle_ops_reconcile_query, ROUTE_OPERATOR | ROUTE_ORDERS },
+    { "GET", "/ops/outbox", handle_ops_outbox_list, ROUTE_OPERATOR | ROUTE_READ },
+    { "GET", "/ops/outbox/{id}", handle_ops_outbox_get, ROUTE_OPERATOR | ROUTE_READ },
+    { "POST", "/ops/outbox/{id}/retry", handle_ops_outbox_retry, ROUTE_OPERATOR | ROUTE_EVENTS },
+    { "GET", "/ops/refunds", handle_ops_refunds_list, ROUTE_OPERATOR | ROUTE_READ },
+    { "POST", "/ops/refunds/{pay_no}/settle", handle_ops_refund_settle,
+      ROUTE_OPERATOR | ROUTE_REFUNDS },
+    { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, ROUTE_OPERATOR | ROUTE_ORDERS },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -702,6 +712,9 @@ static int prepare_request(struct req_state *rs, const char *method)
           http_req_header(req, "Authorization") != NULL)) &&
         auth_require_or_reply(&req->keys->cfg, req, &rs->resp) != 0)
         return -1;                                /* 401 set; the handler never runs */
+    if ((routes[rs->route].flags & ROUTE_OPERATOR) &&
+        auth_scope_or_reply(req, routes[rs->route].flags >> ROUTE_SCOPE_SHIFT, &rs->resp) != 0)
+        return -1;                                /* 403 set */
     if (quota_or_reply(rs) != 0)
         return -1;                                /* 429 set */
     if (routes[rs->route].fn == handle_healthz)

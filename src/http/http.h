@@ -25,6 +25,7 @@ struct http_req {
     char request_id[HTTP_REQ_ID_MAX];
     char caller[HTTP_CALLER_MAX]; /* name of the operator key that authenticated the
                                      request (operator routes), else "" */
+    unsigned scopes;              /* that key's CFG_SCOPE_* flags, else 0 */
     const struct keyring *keys;   /* the secrets and keys of this request, taken when its
                                      headers arrived: a reload never changes them mid-way */
     void *conn;                   /* opaque: for http_req_header only */

@@ -549,6 +549,43 @@ START_TEST(cfg_load_refuses_duplicate_names_and_keys)
 }
 END_TEST
 
+START_TEST(cfg_load_reads_key_scopes_and_defaults_to_every_scope)
+{
+    const char *env[] = { "PAYCALLBACK_AUTH_KEYS=prom:" OPS_KEY ":metrics,shop:" SHOP_KEY
+                          ":read+orders,all:" OPS_KEY "x", NULL };
+    struct config cfg;
+
+    ck_assert_int_eq(0, load_flags(&cfg, WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY
+                                         "\", \"scopes\": [\"refunds\", \"audit\"]}, "
+                                         "{\"name\": \"any\", \"key\": \"" SHOP_KEY "\"}]}}",
+                                   NULL, 0));
+    ck_assert_uint_eq(CFG_SCOPE_REFUNDS | CFG_SCOPE_AUDIT, cfg.auth_keys[0].scopes);
+    ck_assert_uint_eq(CFG_SCOPE_ALL, cfg.auth_keys[1].scopes);
+    ck_assert_int_eq(0, load_flags(&cfg, WITH_KEYS "[]}}", env, 0));
+    ck_assert_int_eq(3, cfg.auth_nkeys);
+    ck_assert_str_eq(OPS_KEY, cfg.auth_keys[0].key);
+    ck_assert_uint_eq(CFG_SCOPE_METRICS, cfg.auth_keys[0].scopes);
+    ck_assert_uint_eq(CFG_SCOPE_READ | CFG_SCOPE_ORDERS, cfg.auth_keys[1].scopes);
+    ck_assert_uint_eq(CFG_SCOPE_ALL, cfg.auth_keys[2].scopes);
+    ck_assert_str_eq("audit", cfg_scope_name(CFG_SCOPE_AUDIT));
+    ck_assert_ptr_null(cfg_scope_name(CFG_SCOPE_READ | CFG_SCOPE_ORDERS));
+}
+END_TEST
+
+START_TEST(cfg_load_refuses_unknown_and_empty_scopes)
+{
+    const char *bogus[] = { "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY ":read+admin", NULL };
+    const char *empty[] = { "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY ":", NULL };
+
+    refused("{}", bogus, "auth key \"ops\": unknown scope \"admin\"");
+    refused("{}", empty, "auth key \"ops\" names no scope");
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"scopes\": []}]}}",
+            NULL, "scopes must be a non-empty array");
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"scopes\": [7]}]}}",
+            NULL, "scopes must be strings");
+}
+END_TEST
+
 /* ---- what SIGHUP may change -------------------------------------------------- */
 
 
@@ -730,6 +767,8 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_refuses_the_development_key_outside_development);
     tcase_add_test(tc, cfg_load_refuses_bad_keys_without_printing_them);
     tcase_add_test(tc, cfg_load_refuses_duplicate_names_and_keys);
+    tcase_add_test(tc, cfg_load_reads_key_scopes_and_defaults_to_every_scope);
+    tcase_add_test(tc, cfg_load_refuses_unknown_and_empty_scopes);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("shards");
