@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "ids.h"
 #include "log.h"
 #include "money.h"
@@ -366,6 +367,23 @@ static enum db_status write_event(struct db_conn *c, const struct order_change *
     return outbox_append(c, type, ch->order.order_no, payload);
 }
 
+/* The audit row of a change an operator key made (req->actor set). */
+static enum db_status audit_transition(struct db_conn *c, const struct order_transition_req *req,
+                                       int from)
+{
+    char detail[64];
+    const char *action = req->to == ORDER_SHIPPED    ? "order.ship"
+                         : req->to == ORDER_FINISHED ? "order.finish"
+                                                     : "order.cancel";
+
+    if (req->actor == NULL || req->actor[0] == '\0')
+        return DB_OK;
+    snprintf(detail, sizeof(detail), "%s -> %s", order_state_name(from),
+             order_state_name(req->to));
+    return audit_append(c, req->actor, action, req->order_no, detail,
+                        req->request_id != NULL ? req->request_id : "");
+}
+
 /* Locks the order row into ch->order; *found false when there is none. */
 static enum db_status lock_row(struct db_conn *c, const char *order_no, struct order_change *ch,
                                bool *found)
@@ -420,7 +438,8 @@ static enum db_status transition_txn(struct db_conn *c, void *arg)
         if (ch->from == ORDER_PAID && (st = mark_refunds(c, ch)) != DB_OK)
             return st;
     }
-    if ((st = write_event(c, ch, to, j->req->reason)) != DB_OK)
+    if ((st = write_event(c, ch, to, j->req->reason)) != DB_OK ||
+        (st = audit_transition(c, j->req, ch->from)) != DB_OK)
         return st;
     ch->order.status = to;
     return run_hook(c, j->req->hook, ch, &j->result);

@@ -89,6 +89,10 @@ struct order_transition_req {
                                      this one (ORDERS_ILLEGAL otherwise, nothing written) */
     const char *reason;           /* NULL, or why, as "reason" in the event's payload
                                      (ORDERS_REASON_EXPIRED: the payment window ran out) */
+    const char *actor;            /* NULL, or the operator key's name: the change gets an
+                                     audit_log row "order.<ship|finish|cancel>" in its
+                                     transaction */
+    const char *request_id;       /* the audit row's request id (with actor) */
 };
 
 #define ORDERS_REASON_EXPIRED "payment_window_expired"

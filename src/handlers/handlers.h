@@ -20,7 +20,8 @@ void handle_order_ship(struct server *srv, const struct http_req *req, struct ht
 void handle_order_finish(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_order_cancel(struct server *srv, const struct http_req *req, struct http_resp *resp);
 
-/* The operator API (operator_outbox.c, operator_refunds.c, operator_reconcile.c). */
+/* The operator API (operator_outbox.c, operator_refunds.c, operator_reconcile.c,
+ * operator_audit.c). */
 void handle_ops_reconcile(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_outbox_list(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struct http_resp *resp);
@@ -30,5 +31,6 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
 void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
                                 struct http_resp *resp);
 void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_ops_audit_list(struct server *srv, const struct http_req *req, struct http_resp *resp);
 
 #endif

@@ -119,7 +119,8 @@ static void transition_and_reply(struct server *srv, const struct http_req *req,
                                  struct http_resp *resp, int to)
 {
     const struct route rt = route_of(srv, req->request_id);
-    struct order_transition_req tr = { .order_no = req->param, .to = to };
+    struct order_transition_req tr = { .order_no = req->param, .to = to, .actor = req->caller,
+                                       .request_id = req->request_id };
     struct idempotency ir = { .on = false };
     struct route_failure fail;
     struct order_change ch;

@@ -95,6 +95,7 @@ static const struct route routes[] = {
     { "POST", "/ops/refunds/{pay_no}/settle", handle_ops_refund_settle,
       ROUTE_OPERATOR | ROUTE_REFUNDS },
     { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, ROUTE_OPERATOR | ROUTE_ORDERS },
+    { "GET", "/ops/audit", handle_ops_audit_list, ROUTE_OPERATOR | ROUTE_AUDIT },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 

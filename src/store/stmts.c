@@ -143,6 +143,10 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_AUDIT_INSERT] =
         "INSERT INTO audit_log (actor, action, subject, detail, request_id) "
         "VALUES (?, ?, ?, ?, ?)",
+    [ST_AUDIT_LIST] =
+        "SELECT id, actor, action, subject, detail, request_id, " ISO_TIME("create_time") " "
+        "FROM audit_log WHERE id > ? AND (? IS NULL OR actor = ?) "
+        "AND (? IS NULL OR action = ?) AND (? IS NULL OR subject = ?) ORDER BY id LIMIT ?",
     [ST_IDEM_CLAIM] =
         "INSERT INTO idem_key (scope, idem_key, fingerprint, state, owner, lease_until, expires_at) "
         "VALUES (?, ?, ?, ?, ?, NOW(3) + INTERVAL ? * 1000 MICROSECOND, NOW(3) + INTERVAL ? SECOND)",

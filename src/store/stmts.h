@@ -67,6 +67,8 @@ enum db_stmt {
     ST_REFUND_SETTLE,             /* settled, reference, actor, pay_no, required */
     ST_PAY_PURGE,                 /* days, paid, settled, batch */
     ST_AUDIT_INSERT,              /* actor, action, subject, detail, request_id */
+    ST_AUDIT_LIST,                /* after_id, actor x2, action x2, subject x2, limit (NULL: any)
+                                     -> enum audit_col */
     /* Idempotency-Key records (idem.c) */
     ST_IDEM_CLAIM,                /* scope, key, fingerprint, state, owner, lease_ms, ttl_s */
     ST_IDEM_GET,                  /* scope, key -> enum idem_col */
@@ -176,6 +178,10 @@ enum stale_order_col { SOC_ORDER_NO, SOC_USER_ID, SOC_AMOUNT, SOC_CREATE_TIME };
 /* ST_WAIT_PAY_QUERY: stale orders after a (create_time, id) cursor, in
  * that order; CURSOR_TIME is written so that it can be bound back. */
 enum query_order_col { QOC_ORDER_NO, QOC_ID, QOC_CURSOR_TIME };
+
+/* ST_AUDIT_LIST */
+enum audit_col { AUC_ID, AUC_ACTOR, AUC_ACTION, AUC_SUBJECT, AUC_DETAIL, AUC_REQUEST_ID,
+                 AUC_CREATE_TIME };
 
 /* ST_REFUND_LIST, ST_REFUND_LOCK */
 enum refund_col { RFC_PAY_NO, RFC_ORDER_NO, RFC_AMOUNT, RFC_STATUS, RFC_CREATE_TIME,

@@ -1,7 +1,9 @@
-/* check_operator_scopes.c - least privilege, against the real binary and
- * MariaDB: a key with scopes is refused (403, nothing written) on every
- * operator route outside them and served inside them; a key without
- * scopes opens every route. */
+/* check_operator_scopes.c - least privilege and the audit log, against the
+ * real binary and MariaDB: a key with scopes is refused (403, nothing
+ * written) on every operator route outside them and served inside them; a
+ * key without scopes opens every route; every ship, finish and cancel an
+ * operator key makes through the order routes is an audit row with the
+ * key's name, and GET /ops/audit lists the rows with filters and pages. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +15,14 @@
 #define TC_TIMEOUT_S 60
 #define READ_KEY    "read-key-0123456789abcdef"
 #define SHIP_KEY    "ship-key-0123456789abcdef"
+#define AUDIT_KEY   "audit-key-0123456789abcdef"
 #define ALL_KEY     "all-key-0123456789abcdef"
 
 static void scoped_up(void)
 {
     static const char *const env[] = {
         "PAYCALLBACK_AUTH_KEYS=reader:" READ_KEY ":read,shipper:" SHIP_KEY ":orders,"
-        "ops:" ALL_KEY,
+        "auditor:" AUDIT_KEY ":audit+read,ops:" ALL_KEY,
         NULL,
     };
 
@@ -43,6 +46,7 @@ static const struct {
     { "GET", "/ops/refunds", "read" },
     { "POST", "/ops/refunds/SCP1/settle", "refunds" },
     { "POST", "/ops/orders/cancel-stale", "orders" },
+    { "GET", "/ops/audit", "audit" },
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -77,6 +81,7 @@ START_TEST(a_scoped_key_is_refused_outside_its_scope_and_writes_nothing)
         }
     }
     ck_assert_int_eq(2, h_order_status("SC1"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log"));
     ck_assert_int_eq(0, h_outbox_rows());
 }
 END_TEST
@@ -103,6 +108,75 @@ START_TEST(a_key_is_served_inside_its_scope_and_a_key_without_scopes_everywhere)
 }
 END_TEST
 
+/* The audit rows of ship, finish and cancel through the order routes. */
+START_TEST(ship_finish_and_cancel_by_an_operator_key_are_audited)
+{
+    struct h_resp r;
+
+    h_db_insert_order("SA1", "u1", "899.00", 2);
+    h_db_insert_order("SA2", "u1", "899.00", 1);
+    h_http_key(h_port(), SHIP_KEY, "POST", "/order/SA1/ship", NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    h_http_key(h_port(), SHIP_KEY, "POST", "/order/SA1/finish", NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    h_http_key(h_port(), ALL_KEY, "POST", "/order/SA2/cancel", NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    /* A repeat changes nothing and is not audited again. */
+    h_http_key(h_port(), SHIP_KEY, "POST", "/order/SA1/finish", NULL, "", 0, &r);
+    h_assert_bool(&r, "duplicate", 1);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE actor = 'shipper' "
+                                       "AND action = 'order.ship' AND subject = 'SA1' AND "
+                                       "detail = 'PAID -> SHIPPED' AND request_id <> ''"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE actor = 'shipper' "
+                                       "AND action = 'order.finish' AND subject = 'SA1'"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE actor = 'ops' "
+                                       "AND action = 'order.cancel' AND subject = 'SA2' AND "
+                                       "detail = 'WAIT_PAY -> CANCELED'"));
+    ck_assert_int_eq(3, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log"));
+}
+END_TEST
+
+START_TEST(the_audit_log_is_listed_with_filters_and_pages)
+{
+    struct h_resp r;
+    char *next;
+    char path[128];
+
+    for (int i = 1; i <= 3; i++)
+        h_db_exec("INSERT INTO audit_log (actor, action, subject, detail, request_id) VALUES "
+                  "('%s', 'order.ship', 'SL%d', 'PAID -> SHIPPED', 'rq%d')",
+                  i == 3 ? "ops" : "shipper", i, i);
+    h_http_key(h_port(), AUDIT_KEY, "GET", "/ops/audit?actor=shipper&limit=1", NULL, NULL, 0,
+               &r);
+    h_assert_status(&r, 200);
+    ck_assert_msg(strstr(r.body, "\"subject\":\"SL1\"") != NULL &&
+                  strstr(r.body, "\"actor\":\"shipper\"") != NULL &&
+                  strstr(r.body, "\"request_id\":\"rq1\"") != NULL &&
+                  strstr(r.body, "SL2") == NULL, "%s", r.body);
+    ck_assert_msg(strstr(r.body, "\"next_after\":") != NULL, "%s", r.body);
+    next = strstr(r.body, "\"next_after\":") + strlen("\"next_after\":");
+    snprintf(path, sizeof path, "/ops/audit?actor=shipper&limit=1&after=%d", atoi(next));
+    h_resp_free(&r);
+    h_http_key(h_port(), AUDIT_KEY, "GET", path, NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ck_assert_msg(strstr(r.body, "SL2") != NULL && strstr(r.body, "SL1") == NULL &&
+                  strstr(r.body, "SL3") == NULL, "%s", r.body);
+    h_resp_free(&r);
+    h_http_key(h_port(), AUDIT_KEY, "GET", "/ops/audit?subject=SL3", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ck_assert_msg(strstr(r.body, "\"actor\":\"ops\"") != NULL && strstr(r.body, "SL1") == NULL &&
+                  strstr(r.body, "next_after") == NULL, "%s", r.body);
+    h_resp_free(&r);
+    h_http_key(h_port(), AUDIT_KEY, "GET", "/ops/audit?limit=0", NULL, NULL, 0, &r);
+    h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+}
+END_TEST
+
 static Suite *scopes_suite(void)
 {
     Suite *s = suite_create("operator_scopes");
@@ -110,6 +184,8 @@ static Suite *scopes_suite(void)
 
     tcase_add_test(tc, a_scoped_key_is_refused_outside_its_scope_and_writes_nothing);
     tcase_add_test(tc, a_key_is_served_inside_its_scope_and_a_key_without_scopes_everywhere);
+    tcase_add_test(tc, ship_finish_and_cancel_by_an_operator_key_are_audited);
+    tcase_add_test(tc, the_audit_log_is_listed_with_filters_and_pages);
     suite_add_tcase(s, tc);
     return s;
 }
