@@ -32,6 +32,13 @@ paycallback_outbox_dead > 0\tpaycallback_outbox_dead > 5
 (rate(paycallback_reconcile_queries_total[15m])) > 0.5\t(rate(paycallback_reconcile_queries_total[15m])) > 0.7
 increase(paycallback_shard_outbox_claim_failures_total[5m]) > 0\tincrease(paycallback_shard_outbox_claim_failures_total[5m]) > 50
 paycallback_shard_reconcile_last_success_timestamp_seconds > 900\tpaycallback_shard_reconcile_last_success_timestamp_seconds > 1800
+rate(paycallback_gateway_notifications_total[10m]))) > 0.5\trate(paycallback_gateway_notifications_total[10m]))) > 1
+(rate(paycallback_http_requests_total{route="/pay/callback"}[10m])) > 0.5\t(rate(paycallback_http_requests_total{route="/pay/callback"}[10m])) > 1
+paycallback_reconcile_wait_pay_overdue > 0\tpaycallback_reconcile_wait_pay_overdue > 5
+paycallback_reconcile_refund_unsettled > 0\tpaycallback_reconcile_refund_unsettled > 1
+increase(paycallback_idempotency_busy_total[15m])) > 10\tincrease(paycallback_idempotency_busy_total[15m])) > 20
+{code="429"}[5m])) > 1\t{code="429"}[5m])) > 5
+increase(paycallback_open_order_cap_refusals_total[15m]) > 20\tincrease(paycallback_open_order_cap_refusals_total[15m]) > 40
 severity: critical\tseverity: warning'
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -27,8 +27,8 @@ static const uint64_t bucket_us[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100
 #define NBUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
 
 /* Status codes counted one by one; anything else goes in "other". */
-static const int codes[] = { 200, 201, 204, 400, 401, 403, 404, 405, 408, 409, 413, 414, 422, 431,
-                             500, 501, 503, 505 };
+static const int codes[] = { 200, 201, 204, 400, 401, 403, 404, 405, 408, 409, 413, 414, 422,
+                             429, 431, 500, 501, 503, 505 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 
 struct route_stats {
