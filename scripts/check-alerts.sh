@@ -37,7 +37,7 @@ rate(paycallback_gateway_notifications_total[10m]))) > 0.5\trate(paycallback_gat
 paycallback_reconcile_wait_pay_overdue > 0\tpaycallback_reconcile_wait_pay_overdue > 5
 paycallback_reconcile_refund_unsettled > 0\tpaycallback_reconcile_refund_unsettled > 1
 increase(paycallback_idempotency_busy_total[15m])) > 10\tincrease(paycallback_idempotency_busy_total[15m])) > 20
-{code="429"}[5m])) > 1\t{code="429"}[5m])) > 5
+rate(paycallback_http_quota_refusals_total[5m])) > 1\trate(paycallback_http_quota_refusals_total[5m])) > 5
 increase(paycallback_open_order_cap_refusals_total[15m]) > 20\tincrease(paycallback_open_order_cap_refusals_total[15m]) > 40
 severity: critical\tseverity: warning'
 tmp=$(mktemp -d)
