@@ -29,17 +29,17 @@ static MYSQL *db_open(void)
     mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
     mysql_options(m, MYSQL_OPT_READ_TIMEOUT, &io_s);
     mysql_options(m, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
-    if (mysql_real_connect(m, H_HOST, test_env("PCB_TEST_MYSQL_USER", H_DB_USER),
-                           test_env("PCB_TEST_MYSQL_PASSWORD", H_DB_PASSWORD),
-                           test_env("PCB_TEST_MYSQL_DB", H_TEST_DB),
-                           test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT), NULL, 0) == NULL ||
+    if (mysql_real_connect(m, H_HOST, hi_test_env("PCB_TEST_MYSQL_USER", H_DB_USER),
+                           hi_test_env("PCB_TEST_MYSQL_PASSWORD", H_DB_PASSWORD),
+                           hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB),
+                           hi_test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT), NULL, 0) == NULL ||
         mysql_query(m, "SET SESSION lock_wait_timeout = " H_DB_LOCK_WAIT_S ", "
                        "innodb_lock_wait_timeout = " H_DB_LOCK_WAIT_S) != 0) {
         snprintf(err, sizeof err, "%s", mysql_error(m));
         mysql_close(m);
         ck_abort_msg("cannot connect to mysql %s:%u/%s: %s", H_HOST,
-                     test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT),
-                     test_env("PCB_TEST_MYSQL_DB", H_TEST_DB), err);
+                     hi_test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT),
+                     hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB), err);
     }
     return m;
 }
@@ -72,7 +72,7 @@ void h_db_exec(const char *fmt, ...)
     MYSQL *m;
 
     va_start(ap, fmt);
-    sql = vformat(fmt, ap);
+    sql = hi_vformat(fmt, ap);
     va_end(ap);
     ck_assert_msg(sql != NULL, "out of memory");
     m = db_open();
@@ -101,7 +101,7 @@ long long h_db_scalar_ll(const char *fmt, ...)
     long long v;
 
     va_start(ap, fmt);
-    sql = vformat(fmt, ap);
+    sql = hi_vformat(fmt, ap);
     va_end(ap);
     ck_assert_msg(sql != NULL, "out of memory");
     s = db_scalar(sql);
@@ -117,7 +117,7 @@ char *h_db_scalar_str(const char *fmt, ...)
     char *sql, *s;
 
     va_start(ap, fmt);
-    sql = vformat(fmt, ap);
+    sql = hi_vformat(fmt, ap);
     va_end(ap);
     ck_assert_msg(sql != NULL, "out of memory");
     s = db_scalar(sql);
@@ -141,7 +141,7 @@ void h_db_reset(void)
         "INSERT INTO stock (sku, price, num) VALUES "
         "('SHOE-42', 899.00, 100), ('SOCK-01', 19.90, 500), ('HAT-7', 129.50, 10)",
     };
-    const char *db = test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
+    const char *db = hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
     char use[160];
     MYSQL *m = db_open();
 
@@ -157,9 +157,9 @@ void h_db_reset(void)
 
 /* A server of one database refuses to start on a database that holds a
  * shard map, which a sharded server of an earlier suite left there. */
-void forget_shard_maps(void)
+void hi_forget_shard_maps(void)
 {
-    const char *db = test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
+    const char *db = hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
     char sql[160];
     MYSQL *m = db_open();
 
@@ -173,8 +173,8 @@ void forget_shard_maps(void)
 const char *h_shards_env(void)
 {
     static char env[512];
-    const char *db = test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
-    unsigned int port = test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT);
+    const char *db = hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
+    unsigned int port = hi_test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT);
 
     snprintf(env, sizeof env, "PAYCALLBACK_MYSQL_SHARDS=1=" H_HOST ":%u/%s,2=" H_HOST ":%u/%s"
              H_SHARD2_SUFFIX, port, db, port, db);
@@ -196,7 +196,7 @@ const char *h_shard_db(int id)
 {
     static char db1[64], db2[80];
 
-    copy_str(db1, sizeof db1, test_env("PCB_TEST_MYSQL_DB", H_TEST_DB));
+    hi_copy_str(db1, sizeof db1, hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB));
     snprintf(db2, sizeof db2, "%s" H_SHARD2_SUFFIX, db1);
     return id == 1 ? db1 : db2;
 }
@@ -204,8 +204,8 @@ const char *h_shard_db(int id)
 const char *h_shards_half_down_env(void)
 {
     static char env[512];
-    const char *db = test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
-    unsigned int port = test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT);
+    const char *db = hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
+    unsigned int port = hi_test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT);
 
     snprintf(env, sizeof env, "PAYCALLBACK_MYSQL_SHARDS=1=" H_HOST ":%u/%s,2=" H_HOST ":1/%s"
              H_SHARD2_SUFFIX, port, db, db);
@@ -258,7 +258,7 @@ void h_db_sql(struct h_db *db, const char *fmt, ...)
     char *sql;
 
     va_start(ap, fmt);
-    sql = vformat(fmt, ap);
+    sql = hi_vformat(fmt, ap);
     va_end(ap);
     ck_assert_msg(sql != NULL, "out of memory");
     mysql_free_result(db_run(db->m, sql));

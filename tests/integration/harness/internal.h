@@ -2,7 +2,8 @@
  * settings every part reads, the environment vector of a child process, and
  * the helpers of util.c and process.c that other parts call. The tests
  * include ../harness.h only. Nothing here uses src/: the harness tests the
- * contract. */
+ * contract. The helpers are hi_*, so that no name of src/, linked into the
+ * same binaries, can ever collide with one. */
 #ifndef PAYCALLBACK_TEST_HARNESS_INTERNAL_H
 #define PAYCALLBACK_TEST_HARNESS_INTERNAL_H
 
@@ -25,23 +26,23 @@ struct envv {
     size_t n, cap;
 };
 
-long long now_us(void);
-void sleep_ms(int ms);
-char *vformat(const char *fmt, va_list ap);
-void copy_str(char *buf, size_t sz, const char *src);
-void root_dir(char *buf, size_t sz);
-void suite_name(char *buf, size_t sz);
-int open_log(void);
-void log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void child_stdio(int logfd);
-const char *test_env(const char *name, const char *dflt);
-unsigned int test_port(const char *name, unsigned int dflt);
-void env_free(struct envv *e);
-int base_env(struct envv *e);
-int server_env(struct envv *e, const char *const *extra_env);
-void server_bin(const char *root, char *buf, size_t sz);
-int reap_pid(pid_t pid, int timeout_ms);
+long long hi_now_us(void);
+void hi_sleep_ms(int ms);
+char *hi_vformat(const char *fmt, va_list ap);
+void hi_copy_str(char *buf, size_t sz, const char *src);
+void hi_root_dir(char *buf, size_t sz);
+void hi_suite_name(char *buf, size_t sz);
+int hi_open_log(void);
+void hi_log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hi_child_stdio(int logfd);
+const char *hi_test_env(const char *name, const char *dflt);
+unsigned int hi_test_port(const char *name, unsigned int dflt);
+void hi_env_free(struct envv *e);
+int hi_base_env(struct envv *e);
+int hi_server_env(struct envv *e, const char *const *extra_env);
+void hi_server_bin(const char *root, char *buf, size_t sz);
+int hi_reap_pid(pid_t pid, int timeout_ms);
 /* Empties shard_map in the test database and its _s2 twin (db.c). */
-void forget_shard_maps(void);
+void hi_forget_shard_maps(void);
 
 #endif

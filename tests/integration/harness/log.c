@@ -20,8 +20,8 @@ static char *read_log(void)
     ssize_t n = 0, got;
     int fd;
 
-    root_dir(root, sizeof root);
-    suite_name(suite, sizeof suite);
+    hi_root_dir(root, sizeof root);
+    hi_suite_name(suite, sizeof suite);
     snprintf(path, sizeof path, "%s/var/test-logs/%s.log", root, suite);
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return NULL;
@@ -55,15 +55,15 @@ static char *find_line(const char *log, const char *const *parts)
 
 char *h_log_find(const char *const *parts, int timeout_ms)
 {
-    long long deadline = now_us() + (long long)timeout_ms * 1000;
+    long long deadline = hi_now_us() + (long long)timeout_ms * 1000;
     char *log, *line;
 
     for (;;) {
         log = read_log();
         line = find_line(log, parts);
         free(log);
-        if (line != NULL || now_us() >= deadline)
+        if (line != NULL || hi_now_us() >= deadline)
             return line;
-        sleep_ms(H_POLL_MS);
+        hi_sleep_ms(H_POLL_MS);
     }
 }

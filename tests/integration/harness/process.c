@@ -59,7 +59,7 @@ static int env_put(struct envv *e, const char *kv)
     return 0;
 }
 
-void env_free(struct envv *e)
+void hi_env_free(struct envv *e)
 {
     for (size_t i = 0; i < e->n; i++)
         free(e->v[i]);
@@ -80,31 +80,31 @@ static int env_set(struct envv *e, const char *key, const char *value)
 
 /* Our environment with the private MySQL and Redis ports of the tests
  * (the names the server and scripts/services.sh read). 0 or -1. */
-int base_env(struct envv *e)
+int hi_base_env(struct envv *e)
 {
     char port[16];
     int rc = 0;
 
     for (char **p = environ; *p != NULL; p++)
         rc |= env_put(e, *p);
-    snprintf(port, sizeof port, "%u", test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT));
+    snprintf(port, sizeof port, "%u", hi_test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT));
     rc |= env_set(e, "PAYCALLBACK_MYSQL_PORT", port);
-    snprintf(port, sizeof port, "%u", test_port("PCB_TEST_REDIS_PORT", H_REDIS_PORT));
+    snprintf(port, sizeof port, "%u", hi_test_port("PCB_TEST_REDIS_PORT", H_REDIS_PORT));
     rc |= env_set(e, "PAYCALLBACK_REDIS_PORT", port);
     return rc == 0 ? 0 : -1;
 }
 
 /* Builds the server's environment: ours, then the test overrides, then
  * extra_env. 0 or -1. */
-int server_env(struct envv *e, const char *const *extra_env)
+int hi_server_env(struct envv *e, const char *const *extra_env)
 {
-    int rc = base_env(e);
+    int rc = hi_base_env(e);
 
     rc |= env_set(e, "PAYCALLBACK_LISTEN_PORT", "0");
-    rc |= env_set(e, "PAYCALLBACK_MYSQL_DATABASE", test_env("PCB_TEST_MYSQL_DB", H_TEST_DB));
-    rc |= env_set(e, "PAYCALLBACK_MYSQL_USER", test_env("PCB_TEST_MYSQL_USER", H_DB_USER));
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_DATABASE", hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB));
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_USER", hi_test_env("PCB_TEST_MYSQL_USER", H_DB_USER));
     rc |= env_set(e, "PAYCALLBACK_MYSQL_PASSWORD",
-                  test_env("PCB_TEST_MYSQL_PASSWORD", H_DB_PASSWORD));
+                  hi_test_env("PCB_TEST_MYSQL_PASSWORD", H_DB_PASSWORD));
     rc |= env_set(e, "PAYCALLBACK_REDIS_DB", "9");
     rc |= env_set(e, "PAYCALLBACK_DEV", "1");     /* the shipped development secret */
     for (size_t i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
@@ -114,7 +114,7 @@ int server_env(struct envv *e, const char *const *extra_env)
 
 /* Resolves the binary: $PCB_BIN or build/paycallback, relative
  * paths taken from root. */
-void server_bin(const char *root, char *buf, size_t sz)
+void hi_server_bin(const char *root, char *buf, size_t sz)
 {
     const char *bin = getenv("PCB_BIN");
 
@@ -165,11 +165,11 @@ static void describe_status(int wstatus, char *buf, size_t sz)
  * process has then been reaped). */
 static int wait_for_port(pid_t pid, const char *port_file, int timeout_ms)
 {
-    long long deadline = now_us() + (long long)timeout_ms * 1000;
+    long long deadline = hi_now_us() + (long long)timeout_ms * 1000;
     int wstatus, port = 0;
     char why[64];
 
-    while (now_us() < deadline) {
+    while (hi_now_us() < deadline) {
         if ((port = read_port_file(port_file)) != 0) {
             if (port > 0)
                 return port;
@@ -182,7 +182,7 @@ static int wait_for_port(pid_t pid, const char *port_file, int timeout_ms)
                     "see var/test-logs/\n", why);
             return -1;
         }
-        sleep_ms(H_POLL_MS);
+        hi_sleep_ms(H_POLL_MS);
     }
     if (port == 0)
         fprintf(stderr, "harness: server wrote no port within %d ms; see var/test-logs/\n",
@@ -217,15 +217,15 @@ struct h_server *h_server_start_config(const char *config_path, const char *cons
     int logfd = -1, timeout_ms;
     pid_t parent = getpid(), pid;
 
-    root_dir(root, sizeof root);
-    server_bin(root, bin, sizeof bin);
+    hi_root_dir(root, sizeof root);
+    hi_server_bin(root, bin, sizeof bin);
     if (config_path != NULL)
         snprintf(cfg, sizeof cfg, "%s", config_path);
     else
         snprintf(cfg, sizeof cfg, "%s/config/paycallback.json", root);
     timeout_ms = strstr(bin, "/asan/") != NULL ? H_START_TIMEOUT_ASAN_MS : H_START_TIMEOUT_MS;
     if (!sharded_env(extra_env))
-        forget_shard_maps();
+        hi_forget_shard_maps();
     if (access(bin, X_OK) != 0) {
         fprintf(stderr, "harness: cannot execute %s: %s\n", bin, strerror(errno));
         return NULL;
@@ -235,18 +235,18 @@ struct h_server *h_server_start_config(const char *config_path, const char *cons
         return NULL;
     }
     snprintf(port_file, sizeof port_file, "%s/port", tmpdir);
-    if ((logfd = open_log()) < 0) {
+    if ((logfd = hi_open_log()) < 0) {
         fprintf(stderr, "harness: cannot open var/test-logs: %s\n", strerror(errno));
         goto out;
     }
-    if (server_env(&env, extra_env) != 0 || (s = calloc(1, sizeof *s)) == NULL) {
+    if (hi_server_env(&env, extra_env) != 0 || (s = calloc(1, sizeof *s)) == NULL) {
         fprintf(stderr, "harness: out of memory\n");
         goto out;
     }
-    log_line(logfd, "=== harness: starting %s", bin);
+    hi_log_line(logfd, "=== harness: starting %s", bin);
     for (size_t i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
-        log_line(logfd, " %s", extra_env[i]);
-    log_line(logfd, " ===\n");
+        hi_log_line(logfd, " %s", extra_env[i]);
+    hi_log_line(logfd, " ===\n");
     if ((pid = fork()) < 0) {
         fprintf(stderr, "harness: fork: %s\n", strerror(errno));
         free(s);
@@ -258,7 +258,7 @@ struct h_server *h_server_start_config(const char *config_path, const char *cons
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(127);
-        child_stdio(logfd);
+        hi_child_stdio(logfd);
         if (chdir(root) != 0)
             _exit(127);
         execve(bin, argv, env.v);
@@ -276,7 +276,7 @@ out:
     rmdir(tmpdir);
     if (logfd >= 0)
         close(logfd);
-    env_free(&env);
+    hi_env_free(&env);
     return s;
 }
 
@@ -299,14 +299,14 @@ int h_server_signal(struct h_server *s, int sig)
 
 /* Waits up to timeout_ms for child pid to exit and SIGKILLs it past that.
  * The exit code, 128 + signal, or -1 when it had to be killed. */
-int reap_pid(pid_t pid, int timeout_ms)
+int hi_reap_pid(pid_t pid, int timeout_ms)
 {
-    long long deadline = now_us() + (long long)timeout_ms * 1000;
+    long long deadline = hi_now_us() + (long long)timeout_ms * 1000;
     int wstatus, rc = -1;
     pid_t r = 0;
 
-    while ((r = waitpid(pid, &wstatus, WNOHANG)) == 0 && now_us() < deadline)
-        sleep_ms(H_POLL_MS);
+    while ((r = waitpid(pid, &wstatus, WNOHANG)) == 0 && hi_now_us() < deadline)
+        hi_sleep_ms(H_POLL_MS);
     if (r == 0) {
         fprintf(stderr, "harness: process %d still running after %d ms, killing it\n",
                 (int)pid, timeout_ms);
@@ -320,10 +320,10 @@ int reap_pid(pid_t pid, int timeout_ms)
     return rc;
 }
 
-/* reap_pid for a server, then frees s. */
+/* hi_reap_pid for a server, then frees s. */
 static int reap(struct h_server *s, int timeout_ms)
 {
-    int rc = reap_pid(s->pid, timeout_ms);
+    int rc = hi_reap_pid(s->pid, timeout_ms);
 
     free(s);
     return rc;

@@ -15,7 +15,7 @@
 static redisContext *rds_open(char *err, size_t errsz)
 {
     struct timeval tv = { H_REDIS_TIMEOUT_S, 0 };
-    unsigned int port = test_port("PCB_TEST_REDIS_PORT", H_REDIS_PORT);
+    unsigned int port = hi_test_port("PCB_TEST_REDIS_PORT", H_REDIS_PORT);
     redisContext *c = redisConnectWithTimeout(H_HOST, (int)port, tv);
     redisReply *r = NULL;
 

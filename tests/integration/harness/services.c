@@ -18,18 +18,18 @@ void h_services(const char *cmd)
     char root[PATH_MAX], script[PATH_MAX + 32];
     char *const argv[] = { script, (char *)cmd, NULL };
     struct envv env = { 0 };
-    int logfd = open_log(), wstatus = 0;
+    int logfd = hi_open_log(), wstatus = 0;
     pid_t pid;
 
-    root_dir(root, sizeof root);
+    hi_root_dir(root, sizeof root);
     snprintf(script, sizeof script, "%s/scripts/services.sh", root);
     ck_assert_msg(logfd >= 0, "cannot open var/test-logs: %s", strerror(errno));
-    ck_assert_msg(base_env(&env) == 0, "out of memory");
-    log_line(logfd, "=== harness: %s %s ===\n", script, cmd);
+    ck_assert_msg(hi_base_env(&env) == 0, "out of memory");
+    hi_log_line(logfd, "=== harness: %s %s ===\n", script, cmd);
     pid = fork();
     if (pid == 0) {
         /* Daemons it starts must not hold the runner's stdout open. */
-        child_stdio(logfd);
+        hi_child_stdio(logfd);
         if (chdir(root) != 0)
             _exit(127);
         execve(script, argv, env.v);
@@ -37,7 +37,7 @@ void h_services(const char *cmd)
         _exit(127);
     }
     close(logfd);
-    env_free(&env);
+    hi_env_free(&env);
     ck_assert_msg(pid > 0, "fork: %s", strerror(errno));
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
         ;
@@ -90,11 +90,11 @@ void h_run_signal(const char *const *args, const char *const *extra_env, int tim
     pid_t pid;
 
     memset(out, 0, sizeof *out);
-    root_dir(root, sizeof root);
-    server_bin(root, bin, sizeof bin);
+    hi_root_dir(root, sizeof root);
+    hi_server_bin(root, bin, sizeof bin);
     ck_assert_msg(access(bin, X_OK) == 0, "cannot execute %s: %s", bin, strerror(errno));
     ck_assert_msg(ofd >= 0 && efd >= 0, "cannot create temporary files: %s", strerror(errno));
-    ck_assert_msg(server_env(&env, extra_env) == 0, "out of memory");
+    ck_assert_msg(hi_server_env(&env, extra_env) == 0, "out of memory");
     argv[n++] = bin;
     for (size_t i = 0; args != NULL && args[i] != NULL && n < H_HEADERS_MAX - 1; i++)
         argv[n++] = (char *)args[i];
@@ -114,7 +114,7 @@ void h_run_signal(const char *const *args, const char *const *extra_env, int tim
         fprintf(stderr, "harness: cannot exec %s: %s\n", bin, strerror(errno));
         _exit(127);
     }
-    env_free(&env);
+    hi_env_free(&env);
     ck_assert_msg(pid > 0, "fork: %s", strerror(errno));
     if (when != NULL) {
         struct h_deadline d = h_deadline_in(timeout_ms);
@@ -131,7 +131,7 @@ void h_run_signal(const char *const *args, const char *const *extra_env, int tim
         if (info.si_pid == 0)
             kill(pid, sig);
     }
-    out->status = reap_pid(pid, timeout_ms);
+    out->status = hi_reap_pid(pid, timeout_ms);
     out->out = read_all_fd(ofd);
     out->err = read_all_fd(efd);
     close(ofd);

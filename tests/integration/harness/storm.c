@@ -45,10 +45,10 @@ static void *storm_worker(void *p)
 
         if (i >= s->total)
             break;
-        t0 = now_us();
+        t0 = hi_now_us();
         if (s->fn(i, s->arg) != 0)
             atomic_fetch_add(&s->errors, 1);
-        s->lat_us[i] = now_us() - t0;
+        s->lat_us[i] = hi_now_us() - t0;
     }
     return NULL;
 }
@@ -95,10 +95,10 @@ int h_storm(int threads, int total, h_storm_fn fn, void *arg,
     s.go = started == threads ? 1 : -1;
     pthread_cond_broadcast(&s.cv);
     pthread_mutex_unlock(&s.mu);
-    t0 = now_us();
+    t0 = hi_now_us();
     for (int i = 0; i < started; i++)
         pthread_join(tid[i], NULL);
-    t1 = now_us();
+    t1 = hi_now_us();
     if (started != threads)
         goto out;
     qsort(s.lat_us, (size_t)total, sizeof *s.lat_us, cmp_ll);

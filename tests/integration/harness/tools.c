@@ -35,7 +35,7 @@ void h_tool_start(struct h_tool *t, const char *script, const char *const *extra
     const char *argv[8 + H_TOOL_ARGS_MAX];
     int n = 0;
 
-    root_dir(root, sizeof root);
+    hi_root_dir(root, sizeof root);
     snprintf(path, sizeof path, "%s/tests/tools/%s", root, script);
     snprintf(t->dir, sizeof t->dir, "/tmp/pcb-tool-XXXXXX");
     ck_assert_msg(mkdtemp(t->dir) != NULL, "mkdtemp: %s", strerror(errno));

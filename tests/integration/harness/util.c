@@ -15,7 +15,7 @@
 
 #include <sys/stat.h>
 
-long long now_us(void)
+long long hi_now_us(void)
 {
     struct timespec ts;
 
@@ -23,7 +23,7 @@ long long now_us(void)
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-void sleep_ms(int ms)
+void hi_sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
@@ -33,12 +33,12 @@ void sleep_ms(int ms)
 
 long long h_now_ms(void)
 {
-    return now_us() / 1000;
+    return hi_now_us() / 1000;
 }
 
 long long h_now_us(void)
 {
-    return now_us();
+    return hi_now_us();
 }
 
 struct h_deadline h_deadline_in(int timeout_ms)
@@ -54,7 +54,7 @@ int h_deadline_wait(struct h_deadline *d)
 
     if (left <= 0)
         return 0;
-    sleep_ms(left < H_POLL_MS ? (int)left : H_POLL_MS);
+    hi_sleep_ms(left < H_POLL_MS ? (int)left : H_POLL_MS);
     return 1;
 }
 
@@ -62,11 +62,11 @@ void h_client_backoff(int attempt, int salt)
 {
     int ms = 5 * (attempt < 8 ? attempt : 8) + (int)((unsigned)salt * 997u % 10u);
 
-    sleep_ms(ms);
+    hi_sleep_ms(ms);
 }
 
 /* printf into a malloc'd string. NULL only when out of memory. */
-char *vformat(const char *fmt, va_list ap)
+char *hi_vformat(const char *fmt, va_list ap)
 {
     va_list ap2;
     char *s;
@@ -82,7 +82,7 @@ char *vformat(const char *fmt, va_list ap)
 }
 
 /* Copies src into buf, cut to fit. */
-void copy_str(char *buf, size_t sz, const char *src)
+void hi_copy_str(char *buf, size_t sz, const char *src)
 {
     size_t n = strlen(src);
 
@@ -93,18 +93,18 @@ void copy_str(char *buf, size_t sz, const char *src)
 }
 
 /* The project root: $PCB_ROOT, else the current directory. */
-void root_dir(char *buf, size_t sz)
+void hi_root_dir(char *buf, size_t sz)
 {
     const char *r = getenv("PCB_ROOT");
 
     if (r != NULL && r[0] != '\0')
-        copy_str(buf, sz, r);
+        hi_copy_str(buf, sz, r);
     else if (getcwd(buf, sz) == NULL)
         snprintf(buf, sz, ".");
 }
 
 /* The test binary's name ("check_pay_callback"), for the log file name. */
-void suite_name(char *buf, size_t sz)
+void hi_suite_name(char *buf, size_t sz)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -116,17 +116,17 @@ void suite_name(char *buf, size_t sz)
     }
     exe[n] = '\0';
     slash = strrchr(exe, '/');
-    copy_str(buf, sz, slash != NULL ? slash + 1 : exe);
+    hi_copy_str(buf, sz, slash != NULL ? slash + 1 : exe);
 }
 
 /* Opens var/test-logs/<suite>.log for appending (close-on-exec), creating
  * the directories. -1 on failure. */
-int open_log(void)
+int hi_open_log(void)
 {
     char root[PATH_MAX], suite[128], path[PATH_MAX + 160];
 
-    root_dir(root, sizeof root);
-    suite_name(suite, sizeof suite);
+    hi_root_dir(root, sizeof root);
+    hi_suite_name(suite, sizeof suite);
     snprintf(path, sizeof path, "%s/var", root);
     mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/var/test-logs", root);
@@ -135,7 +135,7 @@ int open_log(void)
     return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
 
-void log_line(int fd, const char *fmt, ...)
+void hi_log_line(int fd, const char *fmt, ...)
 {
     char line[PATH_MAX + 256];
     va_list ap;
@@ -150,7 +150,7 @@ void log_line(int fd, const char *fmt, ...)
 
 /* In a freshly forked child: stdin from /dev/null, stdout and stderr to
  * logfd, every other descriptor closed. */
-void child_stdio(int logfd)
+void hi_child_stdio(int logfd)
 {
     int devnull = open("/dev/null", O_RDONLY);
 
@@ -163,7 +163,7 @@ void child_stdio(int logfd)
 }
 
 /* The value of a test setting ($PCB_TEST_*), or dflt. */
-const char *test_env(const char *name, const char *dflt)
+const char *hi_test_env(const char *name, const char *dflt)
 {
     const char *s = getenv(name);
 
@@ -171,9 +171,9 @@ const char *test_env(const char *name, const char *dflt)
 }
 
 /* A port from a test setting, or dflt when unset or out of range. */
-unsigned int test_port(const char *name, unsigned int dflt)
+unsigned int hi_test_port(const char *name, unsigned int dflt)
 {
-    long v = strtol(test_env(name, "0"), NULL, 10);
+    long v = strtol(hi_test_env(name, "0"), NULL, 10);
 
     return v > 0 && v < 65536 ? (unsigned int)v : dflt;
 }
