@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "http.h"
-#include "jsonutil.h"
+#include "json_reply.h"
 #include "validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

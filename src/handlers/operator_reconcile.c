@@ -12,7 +12,7 @@
 #include "common.h"
 #include "config.h"
 #include "handlers.h"
-#include "jsonutil.h"
+#include "json_reply.h"
 #include "log.h"
 #include "money.h"
 #include "operator.h"

@@ -11,7 +11,7 @@
 #include "api_error.h"
 #include "common.h"
 #include "handlers.h"
-#include "jsonutil.h"
+#include "json_reply.h"
 #include "log.h"
 #include "operator.h"
 #include "order_state.h"

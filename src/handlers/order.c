@@ -27,7 +27,7 @@
 #include "handlers.h"
 #include "idempotency.h"
 #include "ids.h"
-#include "jsonutil.h"
+#include "json_reply.h"
 #include "log.h"
 #include "metrics.h"
 #include "money.h"

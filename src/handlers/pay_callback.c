@@ -11,7 +11,7 @@
 #include "common.h"
 #include "config.h"
 #include "handlers.h"
-#include "jsonutil.h"
+#include "json_reply.h"
 #include "keyring.h"
 #include "log.h"
 #include "money.h"

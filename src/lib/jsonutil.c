@@ -1,32 +1,13 @@
-/* jsonutil.c - strict reading of request bodies with cJSON: one object,
- * fields of the right JSON type, identifiers and money checked against the
- * contract. Each helper replies 400 naming the field; none truncates. */
+/* jsonutil.c - strict reading of JSON documents with cJSON: one object,
+ * no NUL, no member twice, integers exactly. Knows nothing of HTTP: the
+ * request bodies (handlers/json_reply.c), the configuration file and the
+ * gateways' answers are all read with it. */
 #include "jsonutil.h"
 
-#include <inttypes.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
-
-#include "http.h"
-#include "money.h"
-#include "validate.h"
-
-#define JSON_MSG_MAX     192      /* bytes of one error message */
-#define JSON_PROBLEM_MAX 96       /* bytes of its part after the field name */
-
-/* Every reply here is the same 400, its message the field name followed
- * by what is wrong with it ("amount is required"). */
-static void reply_field(struct http_resp *resp, const char *name,
-                        const char *problem)
-{
-    char msg[JSON_MSG_MAX];
-
-    snprintf(msg, sizeof(msg), "%s %s", name, problem);
-    http_reply_error(resp, 400, "BAD_REQUEST", msg);
-}
 
 static bool is_json_space(char c)
 {
@@ -86,24 +67,6 @@ fail:
     return JSON_NOT_OBJECT;
 }
 
-struct cJSON *json_parse_object_or_reply(const char *body, size_t len,
-                                         struct http_resp *resp)
-{
-    cJSON *root = NULL;
-
-    switch (json_parse_object(body, len, &root)) {
-    case JSON_OK:
-        return root;
-    case JSON_NUL:
-        http_reply_error(resp, 400, "BAD_REQUEST",
-                         "body must not contain NUL characters");
-        return NULL;
-    default:
-        http_reply_error(resp, 400, "BAD_REQUEST", "body must be a JSON object");
-        return NULL;
-    }
-}
-
 const char *json_duplicate_key(const struct cJSON *obj)
 {
     const cJSON *a, *b;
@@ -117,11 +80,7 @@ const char *json_duplicate_key(const struct cJSON *obj)
     return NULL;
 }
 
-/* Finds the member called name (case-sensitive). Returns 0 with *item set
- * (NULL when absent), or -1 when the name appears more than once: cJSON
- * would quietly take the first while a gateway or log reader may take the
- * last, and two readings of one "amount" must never both be possible. */
-static int get_member(const cJSON *obj, const char *name, const cJSON **item)
+int json_member(const struct cJSON *obj, const char *name, const struct cJSON **item)
 {
     const cJSON *child;
 
@@ -135,61 +94,6 @@ static int get_member(const cJSON *obj, const char *name, const cJSON **item)
     }
     return 0;
 }
-
-/* Looks up name and checks presence and uniqueness. Returns the member,
- * or NULL after replying 400. */
-static const cJSON *member_or_reply(const cJSON *obj, const char *name,
-                                    struct http_resp *resp)
-{
-    const cJSON *item = NULL;
-
-    if (obj == NULL || !cJSON_IsObject(obj)) {
-        http_reply_error(resp, 400, "BAD_REQUEST", "body must be a JSON object");
-        return NULL;
-    }
-    if (get_member(obj, name, &item) != 0) {
-        reply_field(resp, name, "must appear only once");
-        return NULL;
-    }
-    if (item == NULL) {
-        reply_field(resp, name, "is required");
-        return NULL;
-    }
-    return item;
-}
-
-int json_get_id_or_reply(const struct cJSON *obj, const char *name, char *out,
-                         struct http_resp *resp)
-{
-    const cJSON *item;
-
-    out[0] = '\0';
-    if ((item = member_or_reply(obj, name, resp)) == NULL)
-        return -1;
-    if (!cJSON_IsString(item) || !validate_id(item->valuestring)) {
-        reply_field(resp, name, "must be 1..64 characters of [A-Za-z0-9_.:-]");
-        return -1;
-    }
-    memcpy(out, item->valuestring, strlen(item->valuestring) + 1);
-    return 0;
-}
-
-int json_get_money_or_reply(const struct cJSON *obj, const char *name,
-                            int64_t *cents, struct http_resp *resp)
-{
-    const cJSON *item;
-
-    *cents = 0;
-    if ((item = member_or_reply(obj, name, resp)) == NULL)
-        return -1;
-    if (!cJSON_IsString(item) ||
-        money_parse(item->valuestring, cents) != MONEY_OK) {
-        reply_field(resp, name, "must be a decimal string like \"899.00\"");
-        return -1;
-    }
-    return 0;
-}
-
 /* The range test comes before the conversion because converting a double
  * outside int64_t is undefined; the comparison is false for NaN, and the
  * infinity cJSON makes of 1e400 is outside every range. Only then is the
@@ -215,23 +119,4 @@ enum json_status json_int_value(const struct cJSON *item, int64_t min, int64_t m
         return JSON_RANGE;
     *out = v;
     return JSON_OK;
-}
-
-/* Strings such as "1" are refused: the contract says integer. */
-int json_get_int_or_reply(const struct cJSON *obj, const char *name,
-                          int64_t min, int64_t max, int64_t *out,
-                          struct http_resp *resp)
-{
-    const cJSON *item;
-    char problem[JSON_PROBLEM_MAX];
-
-    *out = 0;
-    if ((item = member_or_reply(obj, name, resp)) == NULL)
-        return -1;
-    if (json_int_value(item, min, max, out) == JSON_OK)
-        return 0;
-    snprintf(problem, sizeof(problem),
-             "must be an integer from %" PRId64 " to %" PRId64, min, max);
-    reply_field(resp, name, problem);
-    return -1;
 }

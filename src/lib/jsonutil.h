@@ -1,5 +1,6 @@
-/* jsonutil.h - strict field extraction from cJSON request bodies, each
- * writing a 400 reply on failure (the _or_reply convention).
+/* jsonutil.h - strict reading of JSON documents with cJSON (request
+ * bodies, the configuration file, gateway answers). Pure: no HTTP; the
+ * handlers' _or_reply readers are handlers/json_reply.h.
  * cJSON rules: free only the root with cJSON_Delete. */
 #ifndef PAYCALLBACK_JSONUTIL_H
 #define PAYCALLBACK_JSONUTIL_H
@@ -8,7 +9,6 @@
 #include <stdint.h>
 
 struct cJSON;
-struct http_resp;
 
 /* What the pure readers below found. */
 enum json_status {
@@ -32,29 +32,17 @@ enum json_status json_parse_object(const char *text, size_t len, struct cJSON **
  * may take the last: such a document has no single meaning. */
 const char *json_duplicate_key(const struct cJSON *obj);
 
+/* Finds the member called name of obj (case-sensitive). Returns 0 with
+ * *item set (NULL when absent), or -1 when the name appears more than
+ * once: cJSON would quietly take the first while a gateway or log reader
+ * may take the last, and two readings of one "amount" must never both be
+ * possible. */
+int json_member(const struct cJSON *obj, const char *name, const struct cJSON **item);
+
 /* Reads item as an integer in [min, max]: JSON_OK with *out set, or
  * JSON_NOT_NUMBER, JSON_RANGE or JSON_FRACTION with *out 0. The range is
  * checked on the double before any conversion. */
 enum json_status json_int_value(const struct cJSON *item, int64_t min, int64_t max,
                                 int64_t *out);
-
-/* Parses body as a JSON object. Returns the root (caller frees with
- * cJSON_Delete), or NULL after replying 400 BAD_REQUEST. */
-struct cJSON *json_parse_object_or_reply(const char *body, size_t len,
-                                         struct http_resp *resp);
-
-/* Copies the identifier field name (1..64 of [A-Za-z0-9_.:-]) into out
- * (ID_BUF bytes). Returns 0, or -1 after replying 400 naming the field. */
-int json_get_id_or_reply(const struct cJSON *obj, const char *name, char *out,
-                         struct http_resp *resp);
-
-/* Reads a money string field into cents. 0, or -1 after a 400. */
-int json_get_money_or_reply(const struct cJSON *obj, const char *name,
-                            int64_t *cents, struct http_resp *resp);
-
-/* Reads an integer field in [min, max]. 0, or -1 after a 400. */
-int json_get_int_or_reply(const struct cJSON *obj, const char *name,
-                          int64_t min, int64_t max, int64_t *out,
-                          struct http_resp *resp);
 
 #endif

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "http.h"
+#include "json_reply.h"
 #include "jsonutil.h"
 #include "validate.h"
 #include "../check_main.h"
