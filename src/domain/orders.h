@@ -17,13 +17,28 @@
 #include <stdint.h>
 
 #include "db.h"
-#include "order_view.h"
 #include "validate.h"
 
 #define ORDERS_QTY_MIN       1
 #define ORDERS_QTY_MAX       1000
 #define ORDERS_PAYMENTS_MAX  32   /* payments shown by orders_view; more are not expected */
 #define ORDERS_REFUNDS_MAX   8    /* payments named by one cancel */
+
+#define ORDER_TIME_BUF 40         /* "2024-05-01T12:30:45.123000Z" */
+
+/* An order as plain data, as orders.c reads it from the database (the
+ * handlers render it: handlers/order_view.h). */
+struct order_view {
+    char order_no[ID_BUF];
+    char user_id[ID_BUF];
+    char checkout_id[ID_BUF];     /* the client's "request_id" (JSON and SQL) */
+    char sku[ID_BUF];
+    int64_t quantity;
+    int64_t amount_cents;
+    int status;                   /* enum order_status */
+    char create_time[ORDER_TIME_BUF];
+    char update_time[ORDER_TIME_BUF];
+};
 
 enum orders_result {
     ORDERS_OK,                    /* created / moved / found */

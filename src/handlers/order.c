@@ -31,6 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "money.h"
+#include "order_view.h"
 #include "orders_route.h"
 #include "redis.h"
 #include "server.h"

@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "money.h"
 #include "order_state.h"
+#include "order_view.h"
 #include "orders_route.h"
 #include "server.h"
 #include "validate.h"
