@@ -26,6 +26,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "migrate.h"
+#include "pay.h"
 #include "query.h"
 #include "reconcile.h"
 #include "redis.h"
@@ -520,7 +521,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "paycallback: cannot start the shard probers\n");
         goto out;
     }
-    gateways_register_metrics(gws, srv.m);
+    pay_register_gateway_metrics(gws, srv.m);
     metrics_set_build_info(srv.m, PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT);
     metrics_set_gauge(srv.m, G_RELOAD_OK, 1);
     if (http_start(&srv, &port) != 0) {

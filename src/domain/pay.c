@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gateway.h"
+#include "gateway_notice.h"
 #include "log.h"
 #include "metrics.h"
 #include "money.h"
@@ -435,6 +437,27 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
     case PAY_ERROR:
         break;                                /* the caller logs these with db_errstr */
     }
+}
+
+/* Result label values of the gateway counters, in enum pay_result order,
+ * then IGNORED. */
+static const char *const gateway_result_labels[] = {
+    "PAID", "REFUND_REQUIRED", "REPLAY", "CONFLICT", "NOT_FOUND", "MISMATCH", "UNAVAILABLE",
+    "ERROR", "IGNORED"
+};
+_Static_assert(sizeof(gateway_result_labels) / sizeof(gateway_result_labels[0]) ==
+                   PAY_RESULT_IGNORED + 1,
+               "IGNORED follows enum pay_result");
+
+void pay_register_gateway_metrics(const struct gateways *g, struct metrics *m)
+{
+    size_t nnames = 0, nreasons = 0;
+    const char *const *names = gateways_names(g, &nnames);
+    const char *const *reasons = gateway_failure_reasons(&nreasons);
+
+    metrics_set_gateways(m, names, nnames, gateway_result_labels,
+                         sizeof(gateway_result_labels) / sizeof(gateway_result_labels[0]),
+                         reasons, nreasons);
 }
 
 const char *pay_result_str(enum pay_result r)

@@ -19,6 +19,7 @@
 #include "db.h"
 #include "validate.h"
 
+struct gateways;
 struct metrics;
 struct seen;
 struct shard;
@@ -116,5 +117,16 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
 
 /* "PAID", "REPLAY", ... for logs. Never NULL. */
 const char *pay_result_str(enum pay_result r);
+
+/* The result label of a verified gateway notification that pays nothing
+ * (a closed trade, another event type): acknowledged, nothing applied.
+ * The other results are the enum pay_result values. */
+#define PAY_RESULT_IGNORED (PAY_ERROR + 1)
+
+/* Gives metrics the gateway names and the label values of their counters:
+ * results (enum pay_result, then PAY_RESULT_IGNORED) and refusal reasons
+ * (enum gateway_status from GATEWAY_MALFORMED on, counted at st - 1). Call
+ * once before the HTTP threads start; g must outlive m's use of it. */
+void pay_register_gateway_metrics(const struct gateways *g, struct metrics *m);
 
 #endif

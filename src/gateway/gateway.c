@@ -10,8 +10,6 @@
 #include <openssl/crypto.h>
 
 #include "config.h"
-#include "metrics.h"
-#include "pay.h"
 #include "pubkey.h"
 
 struct gateways {
@@ -20,12 +18,6 @@ struct gateways {
     size_t n;
     const char *names[GATEWAYS_MAX];                       /* metrics labels */
 };
-
-/* Result label values, in enum pay_result order, then IGNORED. */
-static const char *const result_labels[] = { "PAID", "REFUND_REQUIRED", "REPLAY", "CONFLICT",
-                                             "NOT_FOUND", "MISMATCH", "UNAVAILABLE", "ERROR",
-                                             "IGNORED" };
-_Static_assert(PAY_ERROR + 1 == GATEWAY_RESULT_IGNORED, "IGNORED follows enum pay_result");
 
 static struct pubkey *load_key(const struct gateway_key_cfg *k, char *err, size_t errsz)
 {
@@ -145,11 +137,8 @@ const struct gateway *gateways_at(const struct gateways *g, size_t i)
     return g == NULL || i >= g->n ? NULL : &g->gw[i];
 }
 
-void gateways_register_metrics(const struct gateways *g, struct metrics *m)
+const char *const *gateways_names(const struct gateways *g, size_t *n)
 {
-    size_t nreasons = 0;
-    const char *const *reasons = gateway_failure_reasons(&nreasons);
-
-    metrics_set_gateways(m, g->names, g->n, result_labels,
-                         sizeof(result_labels) / sizeof(result_labels[0]), reasons, nreasons);
+    *n = g->n;
+    return g->names;
 }

@@ -11,7 +11,6 @@
 #include "gateway_wechat.h"
 
 struct config;
-struct metrics;
 struct pubkey;
 
 #define GATEWAY_SECRET_MAX 256
@@ -47,15 +46,9 @@ const struct gateway *gateways_find(const struct gateways *g, const char *name);
 size_t gateways_count(const struct gateways *g);
 const struct gateway *gateways_at(const struct gateways *g, size_t i);
 
-/* The result label of a verified notification that pays nothing (a closed
- * trade, another event type): acknowledged, nothing applied. The other
- * results are the enum pay_result values. */
-#define GATEWAY_RESULT_IGNORED 8
-
-/* Gives metrics the gateway names and the label values of their counters:
- * results (enum pay_result, then GATEWAY_RESULT_IGNORED) and refusal
- * reasons (enum gateway_status from GATEWAY_MALFORMED on, counted at st - 1). Call
- * once before the HTTP threads start; g must outlive m's use of it. */
-void gateways_register_metrics(const struct gateways *g, struct metrics *m);
+/* The gateway names, in registry order (i-th is gateways_at(g, i)), for
+ * metrics labels; *n is set to their number. Borrowed until
+ * gateways_destroy. */
+const char *const *gateways_names(const struct gateways *g, size_t *n);
 
 #endif

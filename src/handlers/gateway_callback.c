@@ -154,7 +154,7 @@ void handle_gateway_callback(struct server *srv, const struct http_req *req, str
         return;
     }
     if (!n.pays) {
-        metrics_gateway_result(srv->m, gw->index, GATEWAY_RESULT_IGNORED);
+        metrics_gateway_result(srv->m, gw->index, PAY_RESULT_IGNORED);
         log_info("gateway notification acknowledged, nothing to apply",
                  "gateway=%s state=%s request_id=%s", gw->cfg->name, n.state, req->request_id);
         k->ack(resp);
