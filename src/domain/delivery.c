@@ -47,7 +47,6 @@ struct delivery {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
-    bool kicked;
     int nrelays;
     struct relay *relays;
 };
@@ -250,7 +249,7 @@ static bool stopping(struct delivery *d)
     return s;
 }
 
-/* Sleeps up to ms, or until stopped or kicked. */
+/* Sleeps up to ms, or until stopped. */
 static void idle(struct delivery *d, int ms)
 {
     struct timespec until;
@@ -263,10 +262,9 @@ static void idle(struct delivery *d, int ms)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&d->mu);
-    while (!d->stop && !d->kicked)
+    while (!d->stop)
         if (pthread_cond_timedwait(&d->cv, &d->mu, &until) == ETIMEDOUT)
             break;
-    d->kicked = false;
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -437,16 +435,6 @@ fail:
     d->nrelays = nrelays;
     delivery_stop(d);
     return NULL;
-}
-
-void delivery_kick(struct delivery *d)
-{
-    if (d == NULL)
-        return;
-    pthread_mutex_lock(&d->mu);
-    d->kicked = true;
-    pthread_cond_broadcast(&d->cv);
-    pthread_mutex_unlock(&d->mu);
 }
 
 void delivery_stop(struct delivery *d)

@@ -37,10 +37,6 @@ struct delivery *delivery_start(struct server *srv);
  * threads are joined and everything is freed. NULL-safe. */
 void delivery_stop(struct delivery *d);
 
-/* Wakes the relays at once (after a commit that wrote an event), instead
- * of at their next poll. Any thread; NULL-safe. */
-void delivery_kick(struct delivery *d);
-
 /* The wait before attempt number attempt + 1, after attempt failures
  * (attempt >= 1): base_ms * 2^(attempt - 1), capped at max_ms, then
  * jittered into [d/2, d] with rnd (any 32-bit random value) so that many

@@ -276,15 +276,6 @@ enum db_status outbox_stats(struct db_conn *c, int lag_s, struct outbox_stats *o
     return DB_OK;
 }
 
-enum db_status outbox_purge(struct db_conn *c, int days, int batch, uint64_t *deleted)
-{
-    char state[DB_INT_BUF], d[DB_INT_BUF], b[DB_INT_BUF];
-    const char *p[] = { db_param_int(state, OUTBOX_DELIVERED), db_param_int(d, days),
-                        db_param_int(b, batch) };
-
-    return db_exec_retry(c, ST_OUTBOX_PURGE, p, 3, deleted);
-}
-
 static const char *const state_names[] = {
     [OUTBOX_PENDING] = "PENDING", [OUTBOX_DELIVERED] = "DELIVERED", [OUTBOX_DEAD] = "DEAD"
 };

@@ -121,11 +121,6 @@ enum db_status outbox_get(struct db_conn *c, uint64_t id, struct outbox_entry *o
  * pending events older than lag_s. */
 enum db_status outbox_stats(struct db_conn *c, int lag_s, struct outbox_stats *out);
 
-/* Deletes up to batch DELIVERED events published more than days ago;
- * *deleted gets the count. Small batches keep locks short: call again
- * while *deleted == batch. */
-enum db_status outbox_purge(struct db_conn *c, int days, int batch, uint64_t *deleted);
-
 /* "PENDING", "DELIVERED", "DEAD" or "UNKNOWN"; and back (-1 unknown). */
 const char *outbox_state_name(int state);
 int outbox_state_from_name(const char *name);

@@ -175,14 +175,6 @@ void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_
     *n = k;
 }
 
-const char *refunds_result_str(enum refunds_result r)
-{
-    static const char *const names[] = { "OK", "DUPLICATE", "NOT_FOUND", "NOT_REQUIRED",
-                                         "CONFLICT", "UNAVAILABLE", "ERROR" };
-
-    return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "UNKNOWN";
-}
-
 /* ---- routed ---------------------------------------------------------------- */
 
 /* A listing over the shards: each shard's oldest, merged into the oldest

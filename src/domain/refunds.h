@@ -66,8 +66,6 @@ enum refunds_result refunds_registry_order(struct db_conn *c, const char *pay_no
 void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_entry *b,
                    size_t nb, struct refund_entry *out, size_t max, size_t *n);
 
-const char *refunds_result_str(enum refunds_result r);
-
 /* ---- routed (route.h): the operator API's refund queue --------------------- */
 
 /* Lists up to limit (<= REFUNDS_LIST_MAX) payments in status across the

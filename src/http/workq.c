@@ -27,7 +27,6 @@ struct workq {
     pthread_cond_t watch_cv;          /* wakes the watchdog at stop */
     struct workq_job *head, *tail;    /* empty whenever a worker is idle */
     struct worker *idle;              /* idle workers, the last one to finish on top */
-    int waiting;
     int max_wait_ms;
     bool stop;
     int nthreads;
@@ -54,7 +53,6 @@ static struct workq_job *pop(struct workq *q)
         if (q->head == NULL)
             q->tail = NULL;
         j->next = NULL;
-        q->waiting--;
     }
     return j;
 }
@@ -192,22 +190,11 @@ int workq_push(struct workq *q, struct workq_job *job)
         else
             q->head = job;
         q->tail = job;
-        q->waiting++;
     }
     pthread_mutex_unlock(&q->mu);
     if (w != NULL)
         sem_post(&w->wake);
     return 0;
-}
-
-int workq_waiting(struct workq *q)
-{
-    int n;
-
-    pthread_mutex_lock(&q->mu);
-    n = q->waiting;
-    pthread_mutex_unlock(&q->mu);
-    return n;
 }
 
 void workq_destroy(struct workq *q)

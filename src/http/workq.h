@@ -30,9 +30,6 @@ struct workq *workq_create(int nthreads, int max_wait_ms);
  * is then untouched and still the caller's). */
 int workq_push(struct workq *q, struct workq_job *job);
 
-/* Jobs waiting for a thread right now. */
-int workq_waiting(struct workq *q);
-
 /* Stops the threads after the job each one runs, expires what is still
  * queued, joins, frees. NULL-safe. No workq_push may run beside it (or
  * after it: q is freed). */
