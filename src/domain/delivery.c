@@ -20,6 +20,7 @@
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "outbox.h"
 #include "server.h"
 #include "signature.h"
@@ -254,13 +255,7 @@ static void idle(struct delivery *d, int ms)
 {
     struct timespec until;
 
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    until = monotime_after_ms(ms);
     pthread_mutex_lock(&d->mu);
     while (!d->stop)
         if (pthread_cond_timedwait(&d->cv, &d->mu, &until) == ETIMEDOUT)

@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "order_state.h"
 #include "route.h"
 
@@ -247,14 +248,6 @@ static enum db_status claim_body(struct db_conn *c, void *arg)
     return DB_OK;
 }
 
-static long long now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
-
 static void pause_ms(long long ms)
 {
     struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
@@ -293,7 +286,7 @@ enum idem_result idem_begin(const struct route *rt, const struct idem_settings *
                             struct idem_claim *cl, struct idem_answer *ans, long long *waited_us)
 {
     struct claim_job j = { .set = set, .cl = cl, .ans = ans };
-    long long start = now_us(), elapsed = 0, pause = IDEM_POLL_MIN_MS;
+    long long start = monotime_us(), elapsed = 0, pause = IDEM_POLL_MIN_MS;
     const struct shard *sh = idem_shard(rt, cl);
     struct metrics *m = rt->m;
     struct route_failure fail;
@@ -315,7 +308,7 @@ enum idem_result idem_begin(const struct route *rt, const struct idem_settings *
     }
     for (;;) {
         r = claim_once(&h, sh, &j);
-        elapsed = now_us() - start;
+        elapsed = monotime_us() - start;
         if (r != IDEM_BUSY || elapsed >= (long long)set->wait_ms * 1000)
             break;
         if (!waited) {

@@ -14,6 +14,7 @@
 #include "expiry.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "order_state.h"
 #include "audit.h"
 #include "orders.h"
@@ -465,8 +466,7 @@ static void *reconcile_main(void *arg)
     while (!r->stop) {
         pthread_mutex_unlock(&r->mu);
         pass(r);
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += r->srv->cfg->reconcile_interval_s;
+        until = monotime_after_ms(r->srv->cfg->reconcile_interval_s * 1000LL);
         pthread_mutex_lock(&r->mu);
         while (!r->stop)
             if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)

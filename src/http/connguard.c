@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "metrics.h"
+#include "monotime.h"
 #include "netaddr.h"
 
 #define CG_BUCKETS       4096         /* per-address hash buckets */
@@ -47,14 +48,6 @@ struct connguard {
     struct connguard_conn *head, *tail;   /* newest first */
     struct addr_count *bucket[CG_BUCKETS];
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The key a connection from sa is counted by, and whether sa is a
  * trusted proxy. */
@@ -118,7 +111,7 @@ static int add_count(struct connguard *g, const struct netaddr *k, int delta)
  * for as long as the connection is registered here. */
 static void reap(struct connguard *g)
 {
-    long long now = now_ms(), d;
+    long long now = monotime_ms(), d;
 
     for (struct connguard_conn *c = g->head; c != NULL; c = c->next) {
         d = atomic_load(&c->deadline_ms);
@@ -139,12 +132,7 @@ static void *reaper_main(void *arg)
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
         reap(g);
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += CG_REAP_EVERY_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        until = monotime_after_ms(CG_REAP_EVERY_MS);
         pthread_cond_timedwait(&g->cv, &g->mu, &until);
     }
     pthread_mutex_unlock(&g->mu);
@@ -330,9 +318,9 @@ void connguard_phase(struct connguard_conn *c, enum connguard_phase p)
     if (c == NULL)
         return;
     if (p == CONNGUARD_HEADERS)
-        d = now_ms() + c->g->lim.header_ms;
+        d = monotime_ms() + c->g->lim.header_ms;
     else if (p == CONNGUARD_BODY)
-        d = now_ms() + c->g->lim.body_ms;
+        d = monotime_ms() + c->g->lim.body_ms;
     atomic_store(&c->phase, (int)p);
     atomic_store(&c->deadline_ms, d);
 }
@@ -344,7 +332,7 @@ bool connguard_expired(const struct connguard_conn *c)
     if (c == NULL)
         return false;
     d = atomic_load(&c->deadline_ms);
-    return d != 0 && now_ms() >= d;
+    return d != 0 && monotime_ms() >= d;
 }
 
 int connguard_count(struct connguard *g)

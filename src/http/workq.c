@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "monotime.h"
+
 #define WORKQ_WATCH_MIN_MS 10         /* shortest watchdog sleep */
 
 struct worker {
@@ -34,14 +36,6 @@ struct workq {
     bool watchdog_started;
     struct worker w[];
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Takes the oldest job off the queue. Called with mu held. */
 static struct workq_job *pop(struct workq *q)
@@ -86,7 +80,7 @@ static void *worker_main(void *arg)
     struct workq_job *j;
 
     while ((j = next_job(w)) != NULL) {
-        if (now_ms() - j->enqueued_ms > w->q->max_wait_ms)
+        if (monotime_ms() - j->enqueued_ms > w->q->max_wait_ms)
             j->expire(j);
         else
             j->run(j);
@@ -106,7 +100,7 @@ static void *watchdog_main(void *arg)
 
     pthread_mutex_lock(&q->mu);
     while (!q->stop) {
-        now = now_ms();
+        now = monotime_ms();
         if (q->head != NULL && now - q->head->enqueued_ms > q->max_wait_ms) {
             j = pop(q);
             pthread_mutex_unlock(&q->mu);
@@ -118,13 +112,7 @@ static void *watchdog_main(void *arg)
                                : now + q->max_wait_ms;
         if (wake < now + WORKQ_WATCH_MIN_MS)
             wake = now + WORKQ_WATCH_MIN_MS;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (wake - now) / 1000;
-        until.tv_nsec += ((wake - now) % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        until = monotime_after_ms(wake - now);
         pthread_cond_timedwait(&q->watch_cv, &q->mu, &until);
     }
     pthread_mutex_unlock(&q->mu);
@@ -174,7 +162,7 @@ int workq_push(struct workq *q, struct workq_job *job)
 {
     struct worker *w;
 
-    job->enqueued_ms = now_ms();
+    job->enqueued_ms = monotime_ms();
     job->next = NULL;
     pthread_mutex_lock(&q->mu);
     if (q->stop) {

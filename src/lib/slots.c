@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "monotime.h"
+
 struct slots {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -48,13 +50,7 @@ int slots_take(struct slots *s, int wait_ms, bool *waited)
 
     if (waited != NULL)
         *waited = false;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    deadline = monotime_after_ms(wait_ms);
     pthread_mutex_lock(&s->mu);
     while (s->nfree == 0) {
         if (waited != NULL)

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "slots.h"
 
 #define RDS_SHA_HEX_LEN     40
@@ -70,14 +71,6 @@ struct rds_pool {
     atomic_llong retry_at_ms;     /* while degraded: no attempt before this */
 };
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -118,7 +111,7 @@ static bool may_try(struct rds_pool *p, long long now)
 
 static void mark_down(struct rds_pool *p, const char *why)
 {
-    long long now = now_ms();
+    long long now = monotime_ms();
 
     metrics_inc(p->m, M_REDIS_ERRORS);
     atomic_store(&p->failed_at_ms, now);
@@ -213,7 +206,7 @@ static enum rds_status command(struct rds_pool *p, int argc, const char **argv,
                                redisReply **out)
 {
     char why[RDS_ERRSTR_MAX] = "";
-    long long t0 = now_ms();
+    long long t0 = monotime_ms();
     struct rds_conn *rc;
     redisReply *r = NULL;
     bool fresh = false;
@@ -442,7 +435,7 @@ static enum rds_status lock_try(struct rds_pool *p, const char *key, const char 
 enum rds_status rds_lock_acquire(struct rds_pool *p, const char *key, const char *value,
                                  int ttl_ms, int wait_ms)
 {
-    long long deadline = now_ms() + wait_ms;
+    long long deadline = monotime_ms() + wait_ms;
     char ttl[24];
     enum rds_status st;
     struct timespec ts;
@@ -451,7 +444,7 @@ enum rds_status rds_lock_acquire(struct rds_pool *p, const char *key, const char
     for (;;) {
         if ((st = lock_try(p, key, value, ttl)) != RDS_BUSY)
             return degraded_op(p, st);
-        if (now_ms() >= deadline)
+        if (monotime_ms() >= deadline)
             return RDS_BUSY;
         /* Jitter from the clock keeps waiters from retrying in lockstep. */
         clock_gettime(CLOCK_MONOTONIC, &ts);
