@@ -23,11 +23,6 @@
 
 #define ORDERS_NO_ATTEMPTS 3      /* fresh order_no after a (64-bit) collision */
 
-static enum orders_result from_db(enum db_status st)
-{
-    return st == DB_UNAVAILABLE || st == DB_RETRY ? ORDERS_UNAVAILABLE : ORDERS_ERROR;
-}
-
 /* Copies an identifier column; -1 unless it is a valid identifier. */
 static int row_id(const struct db_row *r, unsigned int col, char out[ID_BUF])
 {
@@ -211,12 +206,12 @@ enum orders_result orders_create(struct db_conn *c, const struct order_create_re
     for (int attempt = 0; attempt < ORDERS_NO_ATTEMPTS; attempt++) {
         st = db_txn(c, create_txn, &j);
         if (st != DB_OK && st != DB_ROLLBACK)
-            return from_db(st);
+            return DB_FAILURE(st, ORDERS_UNAVAILABLE, ORDERS_ERROR);
         if (j.result != ORDERS_DUPLICATE)
             return j.result;
         snprintf(drawn, sizeof(drawn), "%s", out->order_no);
         if ((st = load_by_request(c, req, out, &found)) != DB_OK)
-            return from_db(st);
+            return DB_FAILURE(st, ORDERS_UNAVAILABLE, ORDERS_ERROR);
         if (found)
             return ORDERS_DUPLICATE;
         if (req->order_no != NULL) {
@@ -242,7 +237,7 @@ enum orders_result orders_check_sku(struct db_conn *c, const char *sku, int64_t 
     enum db_status st;
 
     if ((st = db_query_retry(c, ST_STOCK_PRICE, p, 1, &row, 1, &n)) != DB_OK)
-        return from_db(st);
+        return DB_FAILURE(st, ORDERS_UNAVAILABLE, ORDERS_ERROR);
     if (n == 0)
         return ORDERS_NO_SKU;
     if (db_row_cents(&row, SPC_PRICE, &price) != 0) {
@@ -262,7 +257,7 @@ static enum orders_result checkout_read(struct db_conn *c, const struct order_cr
     enum db_status st = db_query_retry(c, ST_CHECKOUT_GET, p, 2, &row, 1, &n);
 
     if (st != DB_OK)
-        return from_db(st);
+        return DB_FAILURE(st, ORDERS_UNAVAILABLE, ORDERS_ERROR);
     if (n == 0 || row_id(&row, CKC_ORDER_NO, out->order_no) != 0 ||
         row_id(&row, CKC_SKU, out->sku) != 0 ||
         db_row_int(&row, CKC_QUANTITY, ORDERS_QTY_MIN, ORDERS_QTY_MAX, &out->quantity) != 0) {
@@ -286,7 +281,7 @@ enum orders_result orders_checkout_bind(struct db_conn *c, const struct order_cr
     if ((st = db_exec_retry(c, ST_CHECKOUT_INSERT, p, 5, NULL)) == DB_DUPLICATE)
         return checkout_read(c, req, out);
     if (st != DB_OK)
-        return from_db(st);
+        return DB_FAILURE(st, ORDERS_UNAVAILABLE, ORDERS_ERROR);
     snprintf(out->order_no, sizeof(out->order_no), "%s", order_no);
     snprintf(out->sku, sizeof(out->sku), "%s", req->sku);
     out->quantity = req->quantity;
@@ -454,7 +449,7 @@ enum orders_result orders_transition(struct db_conn *c, const struct order_trans
     memset(out, 0, sizeof(*out));
     st = db_txn(c, transition_txn, &j);
     if (st != DB_OK && st != DB_ROLLBACK)
-        return from_db(st);
+        return DB_FAILURE(st, ORDERS_UNAVAILABLE, ORDERS_ERROR);
     return j.result;
 }
 
@@ -519,7 +514,7 @@ enum orders_result orders_view(struct db_conn *c, const char *order_no, struct o
     memset(out, 0, sizeof(*out));
     st = db_txn(c, view_txn, &j);
     if (st != DB_OK && st != DB_ROLLBACK)
-        return from_db(st);
+        return DB_FAILURE(st, ORDERS_UNAVAILABLE, ORDERS_ERROR);
     return j.result;
 }
 

@@ -41,11 +41,6 @@ struct pay_call {
     bool found;
 };
 
-static enum pay_result from_db(enum db_status st)
-{
-    return st == DB_UNAVAILABLE || st == DB_RETRY ? PAY_UNAVAILABLE : PAY_ERROR;
-}
-
 /* Reads the record of req->pay_no into out->stored_*, out->outcome and
  * out->order_status. *found is false when there is none. */
 static enum db_status load_record(struct db_conn *c, const struct pay_request *req,
@@ -166,7 +161,7 @@ static enum pay_result check_currency(struct db_conn *c, const struct pay_reques
     if (req->currency[0] == '\0')
         return PAY_PAID;
     if ((st = db_query_one(c, ST_ORDER_CURRENCY, p, 1, &row, &found)) != DB_OK)
-        return from_db(st);
+        return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
     if (!found)
         return PAY_PAID;
     if (db_row_str(&row, OCC_CURRENCY, out->order_currency, sizeof(out->order_currency)) != 0 ||
@@ -191,7 +186,7 @@ static bool hinted(struct db_conn *c, const struct pay_request *req, struct pay_
     bool found = false;
 
     if ((st = load_record(c, req, out, &found)) != DB_OK) {
-        *r = from_db(st);
+        *r = DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
         return true;
     }
     if (found)
@@ -210,7 +205,7 @@ static enum pay_result call(struct db_conn *c, struct seen *recent, const struct
     if ((r = check_currency(c, req, out)) != PAY_PAID)
         return r;
     if ((st = db_retry(c, pay_call_body, &j)) != DB_OK)
-        return from_db(st);
+        return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
     if (!j.found) {
         db_fail(c, "%s answered no row", DB_PROC_PAY_CALLBACK);
         return PAY_ERROR;
@@ -262,9 +257,9 @@ static enum pay_result register_pay_no(struct db_conn *c, const struct pay_reque
     if (st == DB_OK)
         return PAY_PAID;
     if (st != DB_DUPLICATE)
-        return from_db(st);
+        return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
     if ((st = db_query_retry(c, ST_PAY_NO_OWNER, p, 1, &row, 1, &n)) != DB_OK)
-        return from_db(st);
+        return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
     if (n == 0 || db_row_str(&row, PNC_ORDER_NO, out->stored_order_no,
                              sizeof(out->stored_order_no)) != 0) {
         db_fail(c, "pay_no_registry row of pay_no %s is missing or malformed", req->pay_no);
@@ -292,7 +287,7 @@ static enum pay_result order_exists(struct route_hop *h, const char *order_no, c
     if (route_hop_to(h, sh, step) == NULL)
         return PAY_UNAVAILABLE;
     if ((st = db_query_retry(h->c, ST_ORDER_EXISTS, p, 1, &row, 1, &n)) != DB_OK)
-        return failed(h, from_db(st), step);
+        return failed(h, DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR), step);
     return n > 0 ? PAY_PAID : PAY_NOT_FOUND;
 }
 
@@ -311,7 +306,7 @@ static enum pay_result rebind(struct route_hop *h, const struct shard *reg,
     if (route_hop_to(h, reg, "pay_no registry") == NULL)
         return PAY_UNAVAILABLE;
     if ((st = db_exec_retry(h->c, ST_PAY_NO_REBIND, p, 3, &affected)) != DB_OK)
-        return failed(h, from_db(st), "pay_no registry");
+        return failed(h, DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR), "pay_no registry");
     if (affected == 1) {
         log_alert("PAY_NO_REBOUND", "pay_no=%s order_no=%s prior_order_no=%s reason=%s",
                   req->pay_no, req->order_no, prior, "prior order does not exist");

@@ -10,11 +10,6 @@
 #include "order_state.h"
 #include "route.h"
 
-static enum refunds_result from_db(enum db_status st)
-{
-    return st == DB_UNAVAILABLE || st == DB_RETRY ? REFUNDS_UNAVAILABLE : REFUNDS_ERROR;
-}
-
 static int opt_str(const struct db_row *r, unsigned int col, char *out, size_t outsz)
 {
     if (db_row_is_null(r, col)) {
@@ -66,7 +61,7 @@ enum refunds_result refunds_list(struct db_conn *c, int status, struct refund_en
             st = db_fail(c, "refunds: malformed payment row");
     free(rows);
     if (st != DB_OK)
-        return from_db(st);
+        return DB_FAILURE(st, REFUNDS_UNAVAILABLE, REFUNDS_ERROR);
     *n = got;
     return REFUNDS_OK;
 }
@@ -133,7 +128,7 @@ enum refunds_result refunds_settle(struct db_conn *c, const char *pay_no, const 
 
     if (st == DB_OK || st == DB_ROLLBACK)
         return j.result;
-    return from_db(st);
+    return DB_FAILURE(st, REFUNDS_UNAVAILABLE, REFUNDS_ERROR);
 }
 
 enum refunds_result refunds_registry_order(struct db_conn *c, const char *pay_no,
@@ -147,7 +142,7 @@ enum refunds_result refunds_registry_order(struct db_conn *c, const char *pay_no
     *found = false;
     order_no[0] = '\0';
     if ((st = db_query_retry(c, ST_PAY_NO_OWNER, p, 1, &row, 1, &n)) != DB_OK)
-        return from_db(st);
+        return DB_FAILURE(st, REFUNDS_UNAVAILABLE, REFUNDS_ERROR);
     if (n == 0)
         return REFUNDS_OK;
     if (db_row_str(&row, PNC_ORDER_NO, order_no, ID_BUF) != 0) {

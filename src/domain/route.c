@@ -18,7 +18,7 @@ struct route route_of(const struct server *srv, const char *request_id)
 
 bool route_retryable(enum db_status st)
 {
-    return st == DB_UNAVAILABLE || st == DB_RETRY;
+    return db_retryable(st);
 }
 
 /* A request that sh could not serve: counted in its

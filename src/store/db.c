@@ -762,6 +762,11 @@ void db_pool_interrupt(struct db_pool *p)
     mysql_close(my);
 }
 
+bool db_retryable(enum db_status st)
+{
+    return st == DB_UNAVAILABLE || st == DB_RETRY;
+}
+
 const char *db_status_str(enum db_status st)
 {
     static const char *const names[] = { "OK", "DUPLICATE", "RETRY", "UNAVAILABLE",

@@ -290,4 +290,13 @@ enum db_status db_probe(const struct config *cfg, const struct cfg_shard *at, ch
 /* "OK", "DUPLICATE", ... for logs. */
 const char *db_status_str(enum db_status st);
 
+/* True when a failed st means MySQL is unreachable or busy (DB_UNAVAILABLE,
+ * DB_RETRY after the retries): the caller answers "try again later" (503),
+ * nothing written. Any other failure is an error (500). */
+bool db_retryable(enum db_status st);
+
+/* A module's failure result for a failed st: its unavailable value when
+ * db_retryable(st), its error value otherwise. */
+#define DB_FAILURE(st, unavailable, error) (db_retryable(st) ? (unavailable) : (error))
+
 #endif
