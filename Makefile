@@ -9,8 +9,11 @@ ifneq ($(filter-out deps services stop clean lint test test-faults test-scale ru
 endif
 WARN   := -Wall -Wextra -Werror -Wstrict-prototypes -Wwrite-strings -Wshadow
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) $(addprefix -Isrc/,$(LAYERS)) -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+# Asked once per make (:=), not once per compile.
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) $(addprefix -Isrc/,$(LAYERS)) -I$(BUILD)/gen $(PKG_CFLAGS)
+LDLIBS += $(PKG_LIBS) -lpthread
 TEST_LDLIBS := $(shell pkg-config --libs check 2>/dev/null)
 BUILD  := build
 VERSION := 0.1.0
