@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "jsonutil.h"
 #include "netaddr.h"
 #include "validate.h"
@@ -124,7 +125,7 @@ static const struct cfg_key keys[] = {
     I("idempotency", "ttl_s", idem_ttl_s, 1, 30 * 86400, "86400"),
     K("auth", "keys", auth_keys),
 };
-#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+#define NKEYS (ARRAY_SIZE(keys))
 
 #undef FIELD
 #undef I

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "array.h"
 #include "currency.h"
 #include "validate.h"
 
@@ -24,7 +25,7 @@ static const char *const profile_members[] = {
 
 const char *gateway_kind_name(enum gateway_kind kind)
 {
-    return (size_t)kind < sizeof(kind_names) / sizeof(kind_names[0]) ? kind_names[kind] : "?";
+    return (size_t)kind < ARRAY_SIZE(kind_names) ? kind_names[kind] : "?";
 }
 
 static int valid_name(const char *s)
@@ -137,7 +138,7 @@ static int get_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char 
 
     if (get_str(obj, "kind", kind, sizeof(kind), where, err, errsz) != 0)
         return -1;
-    for (i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
+    for (i = 0; i < ARRAY_SIZE(kind_names); i++)
         if (strcmp(kind, kind_names[i]) == 0) {
             p->kind = (enum gateway_kind)i;
             return 0;
@@ -263,7 +264,7 @@ static int parse_profile(const cJSON *obj, struct gateway_profile_cfg *p, const 
         snprintf(err, errsz, "%s must be an object", where);
         return -1;
     }
-    if (check_members(obj, profile_members, sizeof(profile_members) / sizeof(profile_members[0]),
+    if (check_members(obj, profile_members, ARRAY_SIZE(profile_members),
                       where, err, errsz) != 0 ||
         get_str(obj, "name", p->name, sizeof(p->name), where, err, errsz) != 0 ||
         get_kind(obj, p, where, err, errsz) != 0 ||

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "config.h"
 #include "db.h"
 #include "keyring.h"
@@ -153,7 +154,7 @@ static enum attempt_result post_event(struct relay *r, const struct outbox_event
     snprintf(h_type, sizeof(h_type), "X-Event-Type: %s", ev->event_type);
     const char *lines[] = { "Content-Type: application/json", "Expect:", h_ts, h_sig, h_key,
                             h_type };
-    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
         if ((t = curl_slist_append(hdr, lines[i])) == NULL) {
             snprintf(err, errsz, "out of memory");
             goto out;

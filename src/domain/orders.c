@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "audit.h"
 #include "ids.h"
 #include "log.h"
@@ -524,5 +525,5 @@ const char *orders_result_str(enum orders_result r)
                                          "TOO_LARGE", "TOO_MANY_OPEN", "ILLEGAL", "ABORTED", "UNAVAILABLE",
                                          "ERROR" };
 
-    return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "UNKNOWN";
+    return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "UNKNOWN";
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "array.h"
 #include "gateway.h"
 #include "gateway_notice.h"
 #include "log.h"
@@ -440,7 +441,7 @@ static const char *const gateway_result_labels[] = {
     "PAID", "REFUND_REQUIRED", "REPLAY", "CONFLICT", "NOT_FOUND", "MISMATCH", "UNAVAILABLE",
     "ERROR", "IGNORED"
 };
-_Static_assert(sizeof(gateway_result_labels) / sizeof(gateway_result_labels[0]) ==
+_Static_assert(ARRAY_SIZE(gateway_result_labels) ==
                    PAY_RESULT_IGNORED + 1,
                "IGNORED follows enum pay_result");
 
@@ -451,7 +452,7 @@ void pay_register_gateway_metrics(const struct gateways *g, struct metrics *m)
     const char *const *reasons = gateway_failure_reasons(&nreasons);
 
     metrics_set_gateways(m, names, nnames, gateway_result_labels,
-                         sizeof(gateway_result_labels) / sizeof(gateway_result_labels[0]),
+                         ARRAY_SIZE(gateway_result_labels),
                          reasons, nreasons);
 }
 
@@ -460,5 +461,5 @@ const char *pay_result_str(enum pay_result r)
     static const char *const names[] = { "PAID", "REFUND_REQUIRED", "REPLAY", "CONFLICT",
                                          "NOT_FOUND", "MISMATCH", "UNAVAILABLE", "ERROR" };
 
-    return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "UNKNOWN";
+    return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "UNKNOWN";
 }

@@ -16,6 +16,7 @@
 
 #include <openssl/crypto.h>
 
+#include "array.h"
 #include "config.h"
 #include "db.h"
 #include "jsonutil.h"
@@ -60,7 +61,7 @@ static const char *const status_names[] = { "PAID", "NOTPAY", "CLOSED", "NOT_FOU
 
 const char *query_status_name(enum query_status st)
 {
-    return (unsigned)st < sizeof(status_names) / sizeof(status_names[0]) ? status_names[st]
+    return (unsigned)st < ARRAY_SIZE(status_names) ? status_names[st]
                                                                           : "UNKNOWN";
 }
 
@@ -309,7 +310,7 @@ static enum query_status ask(struct query *q, CURL *curl, const struct query_tar
     }
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", t->token);
     const char *lines[] = { auth, "Accept: application/json" };
-    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
         if ((h = curl_slist_append(hdr, lines[i])) == NULL) {
             snprintf(why, whysz, "out of memory");
             goto out;

@@ -5,6 +5,8 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
+#include "array.h"
+
 /* 2^53: every integer below it has an exact double. */
 #define GATEWAY_JSON_EXACT_MAX INT64_C(9007199254740992)
 
@@ -25,7 +27,7 @@ static const char *const reasons[] = {
 
 const char *gateway_status_reason(enum gateway_status st)
 {
-    return (size_t)st < sizeof(reasons) / sizeof(reasons[0]) ? reasons[st] : "unknown";
+    return (size_t)st < ARRAY_SIZE(reasons) ? reasons[st] : "unknown";
 }
 
 const char *const *gateway_failure_reasons(size_t *n)

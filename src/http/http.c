@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "api_error.h"
+#include "array.h"
 #include "auth.h"
 #include "config.h"
 #include "connguard.h"
@@ -97,7 +98,7 @@ static const struct route routes[] = {
     { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, ROUTE_OPERATOR | ROUTE_ORDERS },
     { "GET", "/ops/audit", handle_ops_audit_list, ROUTE_OPERATOR | ROUTE_AUDIT },
 };
-#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+#define NROUTES (ARRAY_SIZE(routes))
 
 static struct http_route_info route_info[NROUTES];
 

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "array.h"
+
 /* The largest amount DECIMAL(12,2) can hold, 9999999999.99, in cents. */
 #define CENTS_MAX INT64_C(999999999999)
 #define CENTS_EXPONENT 2
@@ -45,7 +47,7 @@ static const struct currency_info *lookup(const char *code, char out[CURRENCY_BU
     for (i = 0; i < 3; i++)
         out[i] = upper(code[i]);
     out[3] = '\0';
-    for (i = 0; i < sizeof(currencies) / sizeof(currencies[0]); i++)
+    for (i = 0; i < ARRAY_SIZE(currencies); i++)
         if (memcmp(currencies[i].code, out, CURRENCY_BUF) == 0)
             return &currencies[i];
     out[0] = '\0';

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
+
 #define LOG_LINE_MAX 2048
 
 static atomic_int min_level = LOG_INFO;
@@ -45,7 +47,7 @@ int log_set_format(const char *name)
 
 int log_level_parse(const char *s, enum log_level *out)
 {
-    for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(level_names); i++) {
         if (strcasecmp(s, level_names[i]) == 0) {
             *out = (enum log_level)i;
             return 0;

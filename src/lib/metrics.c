@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "http.h"
 
 /* The promise of metrics.h: an update is one instruction, never a lock. */
@@ -24,12 +25,12 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 /* Upper bounds of the latency buckets in microseconds; +Inf is implicit. */
 static const uint64_t bucket_us[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100000,
                                       250000, 500000, 1000000, 2500000, 5000000, 10000000 };
-#define NBUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
+#define NBUCKETS (ARRAY_SIZE(bucket_us))
 
 /* Status codes counted one by one; anything else goes in "other". */
 static const int codes[] = { 200, 201, 204, 400, 401, 403, 404, 405, 408, 409, 413, 414, 422,
                              429, 431, 500, 501, 503, 505 };
-#define NCODES (sizeof(codes) / sizeof(codes[0]))
+#define NCODES (ARRAY_SIZE(codes))
 
 struct route_stats {
     atomic_ullong by_code[NCODES + 1];

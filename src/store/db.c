@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "config.h"
 #include "metrics.h"
 #include "money.h"
@@ -119,7 +120,7 @@ static struct db_errmap classify(unsigned int err)
         e.drop = false;
         return e;
     }
-    for (size_t i = 0; i < sizeof(errmap) / sizeof(errmap[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(errmap); i++)
         if (errmap[i].err == err)
             return errmap[i];
     return e;
@@ -656,7 +657,7 @@ static const char *const schema_tables[] = { "orders", "payment_record", "stock"
                                              "idem_token", "audit_log", "idem_key",
                                              "pay_no_registry", "checkout_registry",
                                              "shard_map", "backfill_progress" };
-#define NSCHEMA_TABLES (sizeof(schema_tables) / sizeof(schema_tables[0]))
+#define NSCHEMA_TABLES (ARRAY_SIZE(schema_tables))
 
 /* Checks that the stored procedures of the version this build calls
  * exist in the current database (their names carry the version).
@@ -771,7 +772,7 @@ const char *db_status_str(enum db_status st)
 {
     static const char *const names[] = { "OK", "DUPLICATE", "RETRY", "UNAVAILABLE",
                                          "ERROR", "ROLLBACK" };
-    return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "UNKNOWN";
+    return (unsigned)st < ARRAY_SIZE(names) ? names[st] : "UNKNOWN";
 }
 
 struct db_pool *db_pool_create(const struct config *cfg, const struct cfg_shard *at,

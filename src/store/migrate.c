@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "array.h"
 #include "config.h"
 
 struct migration {
@@ -25,7 +26,7 @@ struct migration {
 
 #include "migrations.h"                     /* generated: migration_table_sql, migrations[] */
 
-#define NMIGRATIONS      (sizeof(migrations) / sizeof(migrations[0]))
+#define NMIGRATIONS      (ARRAY_SIZE(migrations))
 #define MIGRATE_IO_S     3600               /* an ALTER of a large table may take long */
 #define MIGRATE_DELIM_MAX 16
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
@@ -471,5 +472,5 @@ const char *rds_status_str(enum rds_status st)
 {
     static const char *const names[] = { "OK", "NOT_FOUND", "BUSY", "DOWN", "ERROR" };
 
-    return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "UNKNOWN";
+    return (unsigned)st < ARRAY_SIZE(names) ? names[st] : "UNKNOWN";
 }
