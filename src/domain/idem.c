@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hex.h"
 #include "log.h"
 #include "metrics.h"
 #include "monotime.h"
@@ -76,9 +77,7 @@ static void sha256_hex(const void *data, size_t len, char out[IDEM_FP_HEX + 1])
 
     if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1)
         mdlen = 0;                            /* leaves an empty string: never matches */
-    for (unsigned int i = 0; i < mdlen && i < IDEM_FP_HEX / 2; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-    out[2 * (mdlen < IDEM_FP_HEX / 2 ? mdlen : IDEM_FP_HEX / 2)] = '\0';
+    hex_encode(md, mdlen < IDEM_FP_HEX / 2 ? mdlen : IDEM_FP_HEX / 2, out);
 }
 
 void idem_fingerprint(const char *method, const char *path, const char *scope, const char *body,

@@ -32,6 +32,7 @@
 #include "connguard.h"
 #include "framing.h"
 #include "handlers.h"
+#include "hex.h"
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
@@ -388,8 +389,8 @@ static uint64_t mix64(uint64_t x)
 static void request_id(struct http_state *hs, struct MHD_Connection *conn,
                        char out[HTTP_REQ_ID_MAX])
 {
-    static const char hex[] = "0123456789abcdef";
     const char *v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    unsigned char b[8];
     uint64_t r;
 
     if (v != NULL && validate_id(v)) {
@@ -398,9 +399,9 @@ static void request_id(struct http_state *hs, struct MHD_Connection *conn,
     }
     r = mix64(hs->req_id_key + atomic_fetch_add_explicit(&hs->req_id_seq, 1,
                                                           memory_order_relaxed));
-    for (int i = 15; i >= 0; i--, r >>= 4)
-        out[i] = hex[r & 0xf];
-    out[16] = '\0';
+    for (int i = 7; i >= 0; i--, r >>= 8)
+        b[i] = (unsigned char)(r & 0xff);
+    hex_encode(b, sizeof(b), out);
 }
 
 /* 1 when a request with method may take route r: HEAD is GET without a

@@ -10,11 +10,12 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "hex.h"
+
 #define IDS_RANDOM_MAX_BYTES 64
 
 int ids_random_hex(char *out, size_t nbytes)
 {
-    static const char hex[] = "0123456789abcdef";
     unsigned char r[IDS_RANDOM_MAX_BYTES];
     ssize_t n;
 
@@ -25,11 +26,7 @@ int ids_random_hex(char *out, size_t nbytes)
         ;
     if (n != (ssize_t)nbytes)
         return -1;
-    for (size_t i = 0; i < nbytes; i++) {
-        out[2 * i] = hex[r[i] >> 4];
-        out[2 * i + 1] = hex[r[i] & 0x0f];
-    }
-    out[2 * nbytes] = '\0';
+    hex_encode(r, nbytes, out);
     return 0;
 }
 
@@ -42,14 +39,19 @@ int ids_order_no_at(char out[IDS_ORDER_NO_BUF], time_t now)
 {
     char tail[2 * IDS_ORDER_RAND_BYTES + 1];
     struct tm tm;
+    int n;
 
     out[0] = '\0';
     if (gmtime_r(&now, &tm) == NULL || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 1000)
         return -1;
     if (ids_random_hex(tail, IDS_ORDER_RAND_BYTES) != 0)
         return -1;
-    snprintf(out, IDS_ORDER_NO_BUF, "O%04d%02d%02d%02d%02d%02d%s", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, tail);
+    n = snprintf(out, IDS_ORDER_NO_BUF, "O%04d%02d%02d%02d%02d%02d%s", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, tail);
+    if (n != IDS_ORDER_NO_LEN) {
+        out[0] = '\0';
+        return -1;
+    }
     return 0;
 }
 

@@ -14,6 +14,8 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "hex.h"
+
 #define SIG_MAC_LEN   32          /* bytes of a SHA-256 MAC */
 #define SIG_TS_DIGITS_MAX 19      /* enough for any int64 unix time */
 
@@ -35,18 +37,6 @@ static int mac_message(EVP_MAC_CTX *ctx, const char *ts, const char *body,
         !EVP_MAC_update(ctx, (const unsigned char *)body, body_len))
         return -1;
     return 0;
-}
-
-static void to_hex(const unsigned char *in, size_t len, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 0x0f];
-    }
-    out[2 * len] = '\0';
 }
 
 /* A new HMAC-SHA256 context with secret's key schedule done: the fetch of
@@ -93,7 +83,7 @@ static int mac_hex(EVP_MAC_CTX *ctx, const char *ts, const char *body,
         return -1;
     if (!EVP_MAC_final(ctx, md, &md_len, sizeof(md)) || md_len != SIG_MAC_LEN)
         return -1;
-    to_hex(md, md_len, out);
+    hex_encode(md, md_len, out);
     return 0;
 }
 

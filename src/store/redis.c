@@ -22,6 +22,7 @@
 
 #include "array.h"
 #include "config.h"
+#include "hex.h"
 #include "log.h"
 #include "metrics.h"
 #include "monotime.h"
@@ -89,8 +90,7 @@ static int script_sha(const char *body, char out[RDS_SHA_HEX_LEN + 1])
     out[0] = '\0';
     if (EVP_Digest(body, strlen(body), md, &len, EVP_sha1(), NULL) != 1 || len != 20)
         return -1;
-    for (unsigned int i = 0; i < len; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    hex_encode(md, len, out);
     return 0;
 }
 
