@@ -82,6 +82,7 @@ static int parse_net(const char *s, size_t len, struct netaddr_net *out)
 {
     char text[NETADDR_TEXT_MAX + 8], *slash, *end;
     long prefix;
+    bool mapped;
 
     if (len == 0 || len >= sizeof(text))
         return -1;
@@ -96,10 +97,12 @@ static int parse_net(const char *s, size_t len, struct netaddr_net *out)
         if (slash[1] < '0' || slash[1] > '9')
             return -1;
         prefix = strtol(slash + 1, &end, 10);
-        if (*end != '\0' || prefix < 0 || prefix > out->addr.len * 8)
+        /* ::ffff:10.0.0.0/104 names the IPv4 network 10.0.0.0/8: an IPv4
+         * address written as IPv6 takes an IPv6 prefix. */
+        mapped = out->addr.len == 4 && strchr(text, ':') != NULL;
+        if (*end != '\0' || prefix < 0 || prefix > (mapped ? 128L : (long)out->addr.len * 8))
             return -1;
-        /* ::ffff:10.0.0.0/104 names the IPv4 network 10.0.0.0/8. */
-        if (out->addr.len == 4 && strchr(text, ':') != NULL)
+        if (mapped)
             prefix = prefix >= 96 ? prefix - 96 : -1;
         if (prefix < 0)
             return -1;

@@ -81,6 +81,10 @@ START_TEST(lists_hold_addresses_and_networks)
     ck_assert(netaddr_list_contains(&l, (a = addr("2001:db8:ffff::1"), &a)));
     ck_assert(!netaddr_list_contains(&l, (a = addr("2001:db9::1"), &a)));
     ck_assert(netaddr_list_contains(&l, (a = addr("::ffff:10.9.9.9"), &a)));
+    ck_assert_int_eq(0, netaddr_list_parse("::ffff:10.0.0.0/104", &l, err, sizeof(err)));
+    ck_assert_uint_eq(1, l.n);
+    ck_assert(netaddr_list_contains(&l, (a = addr("10.200.3.4"), &a)));
+    ck_assert(!netaddr_list_contains(&l, (a = addr("11.0.0.1"), &a)));
     ck_assert_int_eq(0, netaddr_list_parse("", &l, err, sizeof(err)));
     ck_assert_uint_eq(0, l.n);
     ck_assert(!netaddr_list_contains(&l, (a = addr("127.0.0.1"), &a)));
