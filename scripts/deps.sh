@@ -12,6 +12,7 @@ pkgs=(
 	curl openssl python3 python3-yaml python3-cryptography procps valgrind wrk
 	uuid-runtime  # uuidgen, used by the README walkthrough that make test-readme runs
 	clang libfuzzer-14-dev  # make fuzz
+	cppcheck clang-tidy clang-format  # make lint: the C checkers; the style file of the tree
 	dpkg-dev debhelper lintian systemd  # make deb and its check; systemd-analyze rates the unit
 	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
 )

@@ -281,7 +281,8 @@ out:
  * configured database. 0, or -1 with the reason in err. */
 static int probe_redis(const struct config *cfg, char *err, size_t errsz)
 {
-    struct timeval tv = { cfg->redis_timeout_ms / 1000, (cfg->redis_timeout_ms % 1000) * 1000 };
+    struct timeval tv = { cfg->redis_timeout_ms / 1000,
+                          (suseconds_t)(cfg->redis_timeout_ms % 1000) * 1000 };
     redisContext *c = redisConnectWithTimeout(cfg->redis_host, cfg->redis_port, tv);
     redisReply *r = NULL;
     int rc = -1;
@@ -500,6 +501,7 @@ int main(int argc, char **argv)
         rc = shardmap_write(&cfg, stdout, stderr);
         goto out;
     }
+    /* cppcheck-suppress redundantAssignment ; rc is the exit status of every goto out */
     if ((rc = check_schema_at_start(&cfg)) != 0)
         goto out;
     if (shardmap_check_start(&cfg, &map_epoch, err, sizeof(err)) != 0) {

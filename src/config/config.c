@@ -122,7 +122,7 @@ static const struct cfg_key keys[] = {
     I("quota", "order_burst", quota_order_burst, 1, 1000000, "100"),
     I("idempotency", "wait_ms", idem_wait_ms, 0, 60000, "5000"),
     I("idempotency", "lease_ms", idem_lease_ms, 100, 600000, "10000"),
-    I("idempotency", "ttl_s", idem_ttl_s, 1, 30 * 86400, "86400"),
+    I("idempotency", "ttl_s", idem_ttl_s, 1, 30L * 86400, "86400"),
     K("auth", "keys", auth_keys),
 };
 #define NKEYS (ARRAY_SIZE(keys))
@@ -1008,8 +1008,8 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
             return -1;
         }
     }
-    if (strcmp(cfg->log_level, "debug") && strcmp(cfg->log_level, "info") &&
-        strcmp(cfg->log_level, "warn") && strcmp(cfg->log_level, "error")) {
+    if (strcmp(cfg->log_level, "debug") != 0 && strcmp(cfg->log_level, "info") != 0 &&
+        strcmp(cfg->log_level, "warn") != 0 && strcmp(cfg->log_level, "error") != 0) {
         snprintf(err, errsz, "log_level must be debug, info, warn or error, got \"%s\"",
                  cfg->log_level);
         return -1;
@@ -1178,8 +1178,10 @@ static bool key_equal(const struct cfg_key *k, const struct config *a, const str
     case KEY_KEYS:
         break;
     }
-    return a->auth_nkeys == b->auth_nkeys &&
-           memcmp(a->auth_keys, b->auth_keys, sizeof(a->auth_keys)) == 0;
+    if (a->auth_nkeys != b->auth_nkeys)
+        return false;
+    /* NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): configs start zeroed */
+    return memcmp(a->auth_keys, b->auth_keys, sizeof(a->auth_keys)) == 0;
 }
 
 /* Appends name to the comma-separated list in buf (*used bytes of bufsz

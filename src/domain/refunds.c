@@ -264,7 +264,7 @@ enum refunds_result refunds_route_settle(const struct route *rt,
                                          struct refund_entry *e, struct route_failure *fail)
 {
     const struct shard *sh = rt->set->sharded ? registry_shard(rt, sr->pay_no) : &rt->set->s[0];
-    enum refunds_result r = REFUNDS_NOT_FOUND;
+    enum refunds_result r;
     struct route_hop h;
     bool missed = false;
     size_t i;

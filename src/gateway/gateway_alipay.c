@@ -34,6 +34,7 @@ char *gateway_alipay_sign_content(const struct form *f)
 
     if (f == NULL)
         return NULL;
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized as such */
     if ((sorted = malloc((f->n + 1) * sizeof(*sorted))) == NULL)
         return NULL;
     for (i = 0; i < f->n; i++) {
@@ -42,7 +43,7 @@ char *gateway_alipay_sign_content(const struct form *f)
         sorted[n++] = &f->field[i];
         len += strlen(f->field[i].key) + strlen(f->field[i].value) + 2;
     }
-    qsort(sorted, n, sizeof(*sorted), cmp_field);
+    qsort(sorted, n, sizeof(*sorted), cmp_field);  /* NOLINT(bugprone-sizeof-expression): as above */
     if ((out = malloc(len)) == NULL)
         goto out;
     out[0] = '\0';

@@ -120,7 +120,7 @@ enum gateway_status gateway_wechat_decrypt(const char *apiv3_key, const char *as
     }
     pt[n + fin] = '\0';
     *plain = (char *)pt;
-    *plain_len = (size_t)(n + fin);
+    *plain_len = (size_t)n + (size_t)fin;
     pt = NULL;
     st = GATEWAY_OK;
 out:

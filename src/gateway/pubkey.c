@@ -15,7 +15,7 @@
 #include "b64.h"
 
 #define PUBKEY_BITS_MIN 2048
-#define PUBKEY_FILE_MAX_BYTES (64 * 1024)
+#define PUBKEY_FILE_MAX_BYTES (64 * 1024L)
 
 struct pubkey {
     EVP_PKEY *pkey;

@@ -122,20 +122,20 @@ static void apply(struct server *srv, const struct gateway *gw, const struct gat
     const struct route rt = route_of(srv, req->request_id);
     struct pay_request pr = { .amount_cents = n->amount_cents, .gateway = gw->cfg->name };
     struct pay_outcome out;
-    struct route_failure fail;
+    struct route_failure failure;
     enum pay_result r;
 
     memcpy(pr.pay_no, n->pay_no, sizeof(pr.pay_no));
     memcpy(pr.order_no, n->order_no, sizeof(pr.order_no));
     memcpy(pr.currency, n->currency, sizeof(pr.currency));
-    r = pay_route(&rt, srv->paid, &pr, &out, &fail);
+    r = pay_route(&rt, srv->paid, &pr, &out, &failure);
     pay_report(srv->m, &pr, r, &out, req->request_id);
     metrics_gateway_result(srv->m, gw->index, r);
-    if (!fail.no_conn)
+    if (!failure.no_conn)
         log_info("gateway notification applied", "gateway=%s pay_no=%s order_no=%s result=%s "
                  "request_id=%s", gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r),
                  req->request_id);
-    render(k, req, resp, &fail, r);
+    render(k, req, resp, &failure, r);
 }
 
 void handle_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)

@@ -181,6 +181,7 @@ static void log_created(const struct http_req *req, const struct order_view *o,
 {
     char amount[MONEY_STR_MAX];
 
+    /* cppcheck-suppress ctunullpointer ; render_create passes NULLs only with a failed result */
     log_info("order created",
              "order_no=%s user_id=%s checkout_id=%s sku=%s quantity=%lld amount=%s "
              "token_store=%s request_id=%s", o->order_no, o->user_id, o->checkout_id,

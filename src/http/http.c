@@ -2,7 +2,7 @@
  * with a size cap, the route table, request ids, the per-request log line
  * and metrics, and the JSON reply helpers. The only file that includes
  * <microhttpd.h>; handlers see struct http_req and struct http_resp. */
-#define _GNU_SOURCE                   /* accept4 */
+#define _GNU_SOURCE /* NOLINT(bugprone-reserved-identifier): accept4 needs it */
 #include "http.h"
 
 #include <arpa/inet.h>
@@ -988,7 +988,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
     struct req_state *rs = *req_cls;
     const union MHD_ConnectionInfo *ci;
     char safe_path[128];
-    unsigned int status = 0;
+    unsigned int status;
 
     if (rs == NULL)
         return;
@@ -1221,6 +1221,7 @@ static int polling_threads(const struct config *cfg)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cfg->workers < HTTP_IO_THREADS_MAX ? cfg->workers : HTTP_IO_THREADS_MAX;
 
+    /* cppcheck-suppress knownConditionTrueFalse ; sysconf's answer is not known statically */
     return cpus >= 1 && cpus < n ? (int)cpus : n;
 }
 

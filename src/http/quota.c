@@ -52,7 +52,7 @@ static size_t set_of(const struct netaddr *a, int cls)
 
     for (unsigned i = 0; i < a->len; i++)
         h = (h ^ a->b[i]) * 16777619u;
-    return (h % QUOTA_SETS) * QUOTA_WAYS;
+    return (size_t)(h % QUOTA_SETS) * QUOTA_WAYS;
 }
 
 /* The bucket of (a, cls): found, else the set's free or least recently

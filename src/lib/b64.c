@@ -25,6 +25,7 @@ static int check_text(const char *in, size_t len)
         return -1;
     while (pad < 2 && pad < len && in[len - 1 - pad] == '=')
         pad++;
+    /* cppcheck-suppress knownConditionTrueFalse ; false positive: pad < len here */
     for (i = 0; i < len - pad; i++)
         if (!is_b64(in[i]))
             return -1;

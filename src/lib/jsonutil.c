@@ -88,6 +88,7 @@ int json_member(const struct cJSON *obj, const char *name, const struct cJSON **
     cJSON_ArrayForEach(child, obj) {
         if (child->string == NULL || strcmp(child->string, name) != 0)
             continue;
+        /* cppcheck-suppress knownConditionTrueFalse ; set by an earlier turn of the loop */
         if (*item != NULL)
             return -1;
         *item = child;

@@ -40,7 +40,7 @@ static size_t read_digits(const char *s, size_t len, size_t *pos, size_t max,
 enum money_status money_parse_n(const char *s, size_t len, int64_t *cents)
 {
     int64_t units = 0, frac = 0;
-    size_t pos = 0, int_digits, frac_digits = 0;
+    size_t pos = 0, int_digits, frac_digits;
 
     if (cents == NULL)
         return MONEY_INVALID;

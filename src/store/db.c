@@ -472,7 +472,7 @@ static void backoff(int attempt)
  * one was dropped. Any other status ends the loop. */
 static enum db_status run(struct db_conn *c, db_txn_fn fn, void *arg, bool txn)
 {
-    enum db_status st = DB_UNAVAILABLE;
+    enum db_status st;
 
     for (int attempt = 0; attempt < DB_RETRY_MAX; attempt++) {
         if (attempt > 0 && db_pool_outage(c->pool))
@@ -529,6 +529,7 @@ enum db_status db_query_retry(struct db_conn *c, enum db_stmt id, const char *co
                               size_t nparams, struct db_row *rows, size_t max_rows,
                               size_t *nrows)
 {
+    /* cppcheck-suppress ctuuninitvar ; rows is where the rows are written, not read */
     struct query_job q = { id, params, nparams, rows, max_rows, nrows };
 
     *nrows = 0;
@@ -936,7 +937,7 @@ static enum db_refusal guard_admit(struct db_pool *p, bool *trial)
 
 struct db_conn *db_acquire_why(struct db_pool *p, int wait_ms, enum db_refusal *why)
 {
-    enum db_refusal r = DB_REFUSED_NONE;
+    enum db_refusal r;
     bool waited, trial = false;
     int i;
 

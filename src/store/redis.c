@@ -192,6 +192,7 @@ static struct rds_conn *conn_acquire(struct rds_pool *p)
     return i >= 0 ? &p->conns[i] : NULL;
 }
 
+/* cppcheck-suppress constParameter ; the connection goes back to the pool: not the caller's to read */
 static void conn_release(struct rds_pool *p, struct rds_conn *rc)
 {
     slots_put(p->free, (int)(rc - p->conns));
@@ -321,7 +322,7 @@ struct rds_pool *rds_pool_create(const struct config *cfg, struct metrics *m)
     p->m = m;
     p->size = cfg->redis_pool_size;
     p->timeout.tv_sec = cfg->redis_timeout_ms / 1000;
-    p->timeout.tv_usec = (cfg->redis_timeout_ms % 1000) * 1000;
+    p->timeout.tv_usec = (suseconds_t)(cfg->redis_timeout_ms % 1000) * 1000;
     for (int s = 0; s < SCRIPT_COUNT; s++) {
         if (script_sha(script_body[s], p->sha[s]) != 0) {
             free(p);
