@@ -151,22 +151,25 @@ stop:
 clean:
 	rm -rf build
 
-# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, man pages generated
-# from its --help key table, the SQL, the systemd unit, and the shipped config
-# (not over an existing one). uninstall removes all but the config.
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary and
+# paycallback-setup-db, man pages generated from its --help key table, the
+# SQL, the systemd unit, and the system config (config/paycallback.system.json:
+# the system MariaDB and Redis, placeholders the service refuses until they
+# are filled; not over an existing one). uninstall removes all but the config.
 PREFIX  ?= /usr/local
 SBINDIR := $(PREFIX)/sbin
 DATADIR := $(PREFIX)/share/paycallback
 MANDIR  := $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
-.PHONY: man install uninstall deb test-deb test-systemd test-readme
+.PHONY: man install uninstall deb test-deb test-systemd test-readme test-install
 man: $(BIN)
 	@scripts/gen-man.py $(BIN) $(BUILD)/man
 install: man
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/migrations $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/paycallback
 	install -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/paycallback
+	install -m 0755 deploy/paycallback-setup-db $(DESTDIR)$(SBINDIR)/paycallback-setup-db
 	install -m 0644 sql/*.sql $(DESTDIR)$(DATADIR)/
 	install -m 0644 sql/migrations/*.sql $(DESTDIR)$(DATADIR)/migrations/
 	install -m 0644 $(BUILD)/man/paycallback.8 $(DESTDIR)$(MANDIR)/man8/
@@ -174,9 +177,11 @@ install: man
 	sed -e 's|@sbindir@|$(SBINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' \
 		deploy/systemd/paycallback.service.in >$(DESTDIR)$(UNITDIR)/paycallback.service
 	test -e $(DESTDIR)$(SYSCONFDIR)/paycallback/paycallback.json || \
-		install -m 0640 config/paycallback.json $(DESTDIR)$(SYSCONFDIR)/paycallback/
+		install -m 0640 config/paycallback.system.json \
+			$(DESTDIR)$(SYSCONFDIR)/paycallback/paycallback.json
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/paycallback $(DESTDIR)$(MANDIR)/man8/paycallback.8 \
+	rm -f $(DESTDIR)$(SBINDIR)/paycallback $(DESTDIR)$(SBINDIR)/paycallback-setup-db \
+		$(DESTDIR)$(MANDIR)/man8/paycallback.8 \
 		$(DESTDIR)$(MANDIR)/man5/paycallback.json.5 $(DESTDIR)$(UNITDIR)/paycallback.service
 	rm -rf $(DESTDIR)$(DATADIR)
 deb:
@@ -188,6 +193,10 @@ test-deb:
 # start, reload, refused reload, stop; purges it after. Root, disposable host.
 test-systemd: deb
 	@scripts/check-systemd.sh $(BUILD)/deb/paycallback_$(VERSION)_$(shell dpkg --print-architecture).deb
+# The package installed by following docs/operations.md, in a clean Debian 12
+# root with systemd as its PID 1 (root; mmdebstrap; the root is cached in var/).
+test-install:
+	@scripts/check-install.sh
 test-readme: services
 	@$(MAKE) --no-print-directory all
 	@scripts/check-readme.sh $(BIN)

@@ -954,6 +954,11 @@ static int check_auth_keys(struct config *cfg, char *err, size_t errsz)
         return -1;
     }
     for (i = 0; i < cfg->auth_nkeys; i++) {
+        if (strncmp(cfg->auth_keys[i].key, CFG_PLACEHOLDER, sizeof(CFG_PLACEHOLDER) - 1) == 0) {
+            snprintf(err, errsz, "auth key \"%s\" still holds the placeholder %s...: set it "
+                     "(man 5 paycallback.json)", cfg->auth_keys[i].name, CFG_PLACEHOLDER);
+            return -1;
+        }
         if (strcmp(cfg->auth_keys[i].key, CFG_DEV_AUTH_KEY) == 0) {
             snprintf(err, errsz, "auth key \"%s\" is the development key: set a real one "
                      "(only --dev or %s=1 accepts it)", cfg->auth_keys[i].name, CFG_DEV_ENV);
@@ -1005,6 +1010,16 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
         if (keys[i].type == KEY_STR && keys[i].min > 0 && s[0] == '\0') {
             key_path(&keys[i], name, sizeof(name));
             snprintf(err, errsz, "%s must not be empty", name);
+            return -1;
+        }
+        /* migrate reads the mysql keys only: the others may wait. */
+        if (keys[i].type == KEY_STR &&
+            strncmp(s, CFG_PLACEHOLDER, sizeof(CFG_PLACEHOLDER) - 1) == 0 &&
+            (!(flags & CFG_LOAD_DB_ONLY) ||
+             (keys[i].section != NULL && strcmp(keys[i].section, "mysql") == 0))) {
+            key_path(&keys[i], name, sizeof(name));
+            snprintf(err, errsz, "%s still holds the placeholder %s...: set it (man 5 "
+                     "paycallback.json)", name, CFG_PLACEHOLDER);
             return -1;
         }
     }

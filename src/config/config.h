@@ -11,6 +11,9 @@
 
 #define CFG_STR_MAX 256
 #define CFG_DEFAULT_PATH "config/paycallback.json"
+/* The packaged configuration marks each value its owner must fill with a
+ * value starting so: the service refuses to start on any of them. */
+#define CFG_PLACEHOLDER "CHANGE-ME"
 #define CFG_DEV_SECRET "dev-secret"    /* the shipped value: refused outside development */
 #define CFG_DEV_ENV    "PAYCALLBACK_DEV"
 
