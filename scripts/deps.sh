@@ -14,6 +14,7 @@ pkgs=(
 	clang libfuzzer-14-dev  # make fuzz
 	cppcheck clang-tidy clang-format  # make lint: the C checkers; the style file of the tree
 	dpkg-dev debhelper lintian systemd  # make deb and its check; systemd-analyze rates the unit
+	mmdebstrap util-linux iproute2  # make test-install: a Debian 12 root, its namespaces
 	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
 )
 # The OpenAPI linter (scripts/lint-openapi.sh) runs on Node.js: Debian's
