@@ -9,6 +9,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential pkg-config \
       libmicrohttpd-dev libmariadb-dev libhiredis-dev libcjson-dev libssl-dev \
+      libcurl4-openssl-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -21,7 +22,8 @@ RUN make -j"$(nproc)" all && strip build/paycallback
 FROM debian:12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libmicrohttpd12 libmariadb3 libhiredis0.14 libcjson1 libssl3 ca-certificates curl \
+      libmicrohttpd12 libmariadb3 libhiredis0.14 libcjson1 libssl3 libcurl4 libsystemd0 \
+      ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin paycallback

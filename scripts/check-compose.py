@@ -39,7 +39,14 @@ ENDPOINT_KEYS = {"listen.address", "mysql.host", "mysql.port", "redis.host", "re
 SECRET_KEYS = {"callback.secret": True, "callback.previous_secret": False,  # key: required
                "auth.keys": True}
 DEV_SWITCH = "PAYCALLBACK_DEV"
-RUNTIME_PACKAGES = {"libmicrohttpd12", "libmariadb3", "libhiredis0.14", "libcjson1", "libssl3"}
+RUNTIME_PACKAGES = {"libmicrohttpd12", "libmariadb3", "libhiredis0.14", "libcjson1", "libssl3",
+                    "libcurl4", "libsystemd0"}
+# The Debian package that gives each pkg-config name of the Makefile's PKGS
+# its headers: the build stage must install every one.
+DEV_PACKAGES = {"libmicrohttpd": "libmicrohttpd-dev", "libmariadb": "libmariadb-dev",
+                "hiredis": "libhiredis-dev", "libcjson": "libcjson-dev",
+                "libcrypto": "libssl-dev", "libcurl": "libcurl4-openssl-dev",
+                "libsystemd": "libsystemd-dev"}
 INIT_DIR = "/docker-entrypoint-initdb.d"
 
 # (file, text, replacement, the rule it breaks): the first occurrence of
@@ -95,6 +102,9 @@ MUTATIONS = [
     ("Dockerfile", "USER paycallback:paycallback", "USER root", "runs as root"),
     ("Dockerfile", "FROM debian:12-slim", "FROM ubuntu:24.04", "runtime base"),
     ("Dockerfile", "libhiredis0.14 ", "", "a runtime library missing"),
+    ("Dockerfile", "libcurl4-openssl-dev ", "", "a build package of the Makefile's PKGS missing"),
+    ("docker-compose.yml", "    image: redis:7\n    restart: unless-stopped\n",
+     "    image: redis:7\n", "redis not restarted after a reboot"),
     ("Dockerfile", "HEALTHCHECK", "# HEALTHCHECK", "no health check"),
 ]
 
@@ -196,6 +206,15 @@ def check_dockerfile(c, path):
     if not stages:
         return {}, None, set()
     first, final = stages[0], stages[-1]
+    pkgs = re.search(r"^PKGS\s*:=\s*(.*)$", open(os.path.join(ROOT, "Makefile"),
+                                                   encoding="utf-8").read(), re.M)
+    build_runs = " ".join(a for w, a in first if w == "RUN").split()
+    for name in (pkgs.group(1).split() if pkgs else []):
+        dev = DEV_PACKAGES.get(name)
+        if c.expect(dev is not None, f"Makefile: PKGS names {name}, which DEV_PACKAGES of "
+                    f"check-compose.py does not map to a Debian package"):
+            c.expect(dev in build_runs, f"Dockerfile: build stage lacks {dev} (for {name} "
+                     f"of the Makefile's PKGS)")
     c.expect(re.match(r"debian:12(\s|$)", first[0][1]) is not None,
              f"Dockerfile: build stage must be FROM debian:12, is {first[0][1]!r}")
     c.expect(re.match(r"debian:12-slim(\s|$)", final[0][1]) is not None,
@@ -243,6 +262,11 @@ def check_services(c, compose):
     c.expect(str(mysql.get("image", "")).startswith("mariadb:10.11"),
              "compose: the database must be image mariadb:10.11.x (the schema is MariaDB's)")
     c.expect(str(redis.get("image", "")).startswith("redis:7"), "compose: redis must be image redis:7.x")
+    for name in ("mysql", "redis", "paycallback"):
+        c.expect(str((services.get(name) or {}).get("restart", "no")) in
+                 ("always", "unless-stopped", "on-failure"),
+                 f"compose: {name} must have a restart policy (unless-stopped): after a reboot "
+                 f"the stack must come back by itself")
     c.expect("mysqladmin" in test_words(mysql.get("healthcheck")) and
              "ping" in test_words(mysql.get("healthcheck")),
              "compose: mysql healthcheck must be mysqladmin ping")
