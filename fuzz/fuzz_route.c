@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "http.h"
+#include "http_route.h"
+#include "router.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -14,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct http_resp resp = { 0 };
     char *in = malloc(size + 1), *sp, param[HTTP_PARAM_MAX] = "", allow[64];
-    const struct http_route_info *routes;
+    const struct http_route *routes;
     size_t n;
     int r;
 
@@ -25,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((sp = strchr(in, ' ')) == NULL)
         goto out;
     *sp = '\0';
-    routes = http_routes(&n);
-    r = http_route_lookup(in, sp + 1, param, &resp, allow, sizeof(allow));
+    routes = router_routes(&n);
+    r = http_route_lookup(routes, n, in, sp + 1, param, &resp, allow, sizeof(allow));
     if (r >= 0) {
         if ((size_t)r >= n || resp.body != NULL)
             abort();

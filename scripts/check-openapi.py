@@ -6,7 +6,7 @@ enum is exactly the codes of src/http/api_error.h (each described with the
 table's status, none spelled out as a string in a handler), every header
 of the contract is described, and the documented operations are exactly
 the service's routes
-(read from the route table in src/http/http.c). When openapi-spec-validator is
+(read from the route table in src/app/router.c). When openapi-spec-validator is
 importable it validates the document against the 3.1 schema as well.
 
 usage: check-openapi.py [PATH]   (default: docs/openapi.yaml under the repo)
@@ -72,18 +72,18 @@ def check_error_codes(doc, problems):
 HEADERS = ("name: Idempotent-Token", "name: X-Timestamp", "name: X-Signature",
            "name: X-Request-Id", "Retry-After:", "Allow:", "name: Idempotency-Key",
            "Idempotent-Replayed:", "WWW-Authenticate:")
-ROUTE_SOURCE = os.path.join(ROOT, "src", "http", "http.c")
-# One entry of the route table:
-#   { "POST", "/pay/callback", handle_pay_callback, 0 },
-#   { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR },
-ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+(?:,\s*([\w|\s]+?))?\s*\}')
-OPERATOR_FLAG = "ROUTE_OPERATOR"
-CALLER_FLAG = "ROUTE_CALLER"      # the key is optional: security lists {} and the scheme
+ROUTE_SOURCE = os.path.join(ROOT, "src", "app", "router.c")
+# One entry of the route table: method, pattern, handler, lane, guard, flags:
+#   { "POST", "/pay/callback", handle_pay_callback, WORK, OPEN, 0 },
+#   { "GET", "/metrics", handle_metrics, OPS, operator_key, METRICS },
+ROUTE_RE = re.compile(r'\{\s*"([A-Z]+)",\s*"(/[^"]*)",\s*\w+(?:,\s*([\w|,\s]+?))?\s*\}')
+OPERATOR_FLAG = "operator_key"
+CALLER_FLAG = "caller_key"        # the key is optional: security lists {} and the scheme
 OPERATOR_SCHEME = "operatorKey"
-# The scope flags of the route table (ROUTE_OPERATOR | ROUTE_READ) and the
-# scope names the operation documents as x-required-scope.
-SCOPE_FLAGS = {"ROUTE_READ": "read", "ROUTE_ORDERS": "orders", "ROUTE_REFUNDS": "refunds",
-               "ROUTE_EVENTS": "events", "ROUTE_METRICS": "metrics", "ROUTE_AUDIT": "audit"}
+# The scope flags of the route table (operator_key, READ) and the scope
+# names the operation documents as x-required-scope.
+SCOPE_FLAGS = {"READ": "read", "ORDERS": "orders", "REFUNDS": "refunds",
+               "EVENTS": "events", "METRICS": "metrics", "AUDIT": "audit"}
 
 
 def route_table():
@@ -112,7 +112,7 @@ def check_security(doc, problems):
                                 f"{OPERATOR_SCHEME}")
             if "401" not in (op.get("responses") or {}):
                 problems.append(f"{m.upper()} {p} needs an operator key but documents no 401")
-            named = [f.strip() for f in flags.split("|")]
+            named = [f.strip() for f in re.split(r"[|,]", flags)]
             scope = [v for k, v in SCOPE_FLAGS.items() if k in named]
             if len(scope) != 1:
                 problems.append(f"{m.upper()} {p}: the route table names no single scope")

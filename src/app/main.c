@@ -30,6 +30,7 @@
 #include "query.h"
 #include "reconcile.h"
 #include "redis.h"
+#include "router.h"
 #include "seen.h"
 #include "backfill.h"
 #include "server.h"
@@ -417,6 +418,7 @@ int main(int argc, char **argv)
     enum log_level lvl = LOG_INFO;
     unsigned long generation = 1;
     sigset_t stop_set, wait_set;
+    const struct http_route *routes;
     size_t nroutes;
     int rc, port = 0, sig = 0;
     uint64_t map_epoch = 0;
@@ -510,8 +512,7 @@ int main(int argc, char **argv)
         goto out;
     }
     rc = 1;
-    const struct http_route_info *ri = http_routes(&nroutes);
-    if ((srv.m = metrics_create(ri, nroutes)) == NULL ||
+    if ((srv.m = router_metrics_create()) == NULL ||
         shard_set_open(&srv.shards, &cfg, srv.m) != 0 ||
         (srv.rds = rds_pool_create(&cfg, srv.m)) == NULL ||
         (srv.paid = seen_create(SEEN_SLOTS_DEFAULT)) == NULL ||
@@ -526,7 +527,8 @@ int main(int argc, char **argv)
     pay_register_gateway_metrics(gws, srv.m);
     metrics_set_build_info(srv.m, PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT);
     metrics_set_gauge(srv.m, G_RELOAD_OK, 1);
-    if (http_start(&srv, &port) != 0) {
+    routes = router_routes(&nroutes);
+    if (http_start(&srv, routes, nroutes, &port) != 0) {
         http_stop(&srv);                      /* frees what a failed start left */
         goto out;
     }

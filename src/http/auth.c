@@ -1,5 +1,5 @@
 /* auth.c - operator credentials: parses "Authorization: Bearer <key>" and
- * finds the named key in constant time. Knows nothing of routes: http.c
+ * finds the named key in constant time. Knows nothing of routes: the router
  * decides which routes call auth_require_or_reply. */
 #include "auth.h"
 

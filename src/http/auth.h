@@ -29,7 +29,7 @@ enum auth_status auth_check(const struct config *cfg, const char *authorization,
 /* Human-readable reason for a status, for the 401 message. */
 const char *auth_status_str(enum auth_status st);
 
-/* The hook of the operator routes, called by http.c before the handler:
+/* The guard of the operator routes (app/router.c), run before the handler:
  * on success copies the caller's key name into req->caller and returns 0;
  * otherwise replies 401 UNAUTHORIZED with WWW-Authenticate: Bearer and
  * returns -1. */

@@ -27,11 +27,10 @@
 
 #include "api_error.h"
 #include "array.h"
-#include "auth.h"
 #include "config.h"
 #include "connguard.h"
 #include "framing.h"
-#include "handlers.h"
+#include "http_route.h"
 #include "hex.h"
 #include "keyring.h"
 #include "log.h"
@@ -44,7 +43,6 @@
 
 #define HTTP_BODY_INIT_BYTES   1024
 #define HTTP_REPLY_INIT_BYTES  512    /* below the allocator's per-thread cache limit */
-#define HTTP_PATH_MAX_BYTES    1024
 #define HTTP_HEADER_MAX_BYTES  8192   /* request line and headers; the library's own
                                          limit (its 32 KiB memory pool) is above it */
 #define HTTP_IO_THREADS_MAX    4      /* libmicrohttpd polling threads */
@@ -52,56 +50,6 @@
 #define HTTP_FD_RESERVE        64     /* descriptors for logs, listeners, the ITC, spare */
 #define HTTP_ACCEPT_POLL_MS    100    /* the acceptor checks for a stop this often */
 #define HTTP_ACCEPT_BACKOFF_MS 50     /* pause after running out of descriptors */
-
-#define ROUTE_OPERATOR (1u << 0)  /* needs an operator key: auth_require_or_reply */
-#define ROUTE_QUOTA_TOKEN (1u << 1) /* counted in the client's quota.token_* bucket */
-#define ROUTE_QUOTA_ORDER (1u << 2) /* counted in the client's quota.order_* bucket */
-#define ROUTE_NO_HEAD  (1u << 3)  /* a GET that writes: HEAD is not GET without a body here */
-#define ROUTE_CALLER   (1u << 4)  /* a key is optional; one sent must be valid (then caller) */
-/* The scope an operator route needs (auth_scope_or_reply), in the flags'
- * upper bits: ROUTE_OPERATOR | ROUTE_READ, ... */
-#define ROUTE_SCOPE_SHIFT 8
-#define ROUTE_READ    (CFG_SCOPE_READ << ROUTE_SCOPE_SHIFT)
-#define ROUTE_ORDERS  (CFG_SCOPE_ORDERS << ROUTE_SCOPE_SHIFT)
-#define ROUTE_REFUNDS (CFG_SCOPE_REFUNDS << ROUTE_SCOPE_SHIFT)
-#define ROUTE_EVENTS  (CFG_SCOPE_EVENTS << ROUTE_SCOPE_SHIFT)
-#define ROUTE_METRICS (CFG_SCOPE_METRICS << ROUTE_SCOPE_SHIFT)
-#define ROUTE_AUDIT   (CFG_SCOPE_AUDIT << ROUTE_SCOPE_SHIFT)
-
-struct route {
-    const char *method;
-    const char *pattern;          /* "/order/{order_no}/ship": {x} is one segment */
-    http_handler fn;
-    unsigned flags;               /* ROUTE_* */
-};
-
-static const struct route routes[] = {
-    { "POST", "/pay/callback", handle_pay_callback, 0 },
-    { "POST", "/pay/callback/{gateway}", handle_gateway_callback, 0 },
-    { "GET", "/healthz", handle_healthz, 0 },
-    { "GET", "/readyz", handle_readyz, 0 },
-    { "GET", "/metrics", handle_metrics, ROUTE_OPERATOR | ROUTE_METRICS },
-    { "GET", "/token/apply", handle_token_apply, ROUTE_QUOTA_TOKEN | ROUTE_NO_HEAD },
-    { "POST", "/token/apply", handle_token_apply, ROUTE_QUOTA_TOKEN },
-    { "POST", "/order/create", handle_order_create, ROUTE_QUOTA_ORDER | ROUTE_CALLER },
-    { "GET", "/order/{order_no}", handle_order_get, ROUTE_OPERATOR | ROUTE_READ },
-    { "POST", "/order/{order_no}/ship", handle_order_ship, ROUTE_OPERATOR | ROUTE_ORDERS },
-    { "POST", "/order/{order_no}/finish", handle_order_finish, ROUTE_OPERATOR | ROUTE_ORDERS },
-    { "POST", "/order/{order_no}/cancel", handle_order_cancel, ROUTE_OPERATOR | ROUTE_ORDERS },
-    { "GET", "/ops/reconcile", handle_ops_reconcile, ROUTE_OPERATOR | ROUTE_READ },
-    { "POST", "/ops/reconcile/query", handle_ops_reconcile_query, ROUTE_OPERATOR | ROUTE_ORDERS },
-    { "GET", "/ops/outbox", handle_ops_outbox_list, ROUTE_OPERATOR | ROUTE_READ },
-    { "GET", "/ops/outbox/{id}", handle_ops_outbox_get, ROUTE_OPERATOR | ROUTE_READ },
-    { "POST", "/ops/outbox/{id}/retry", handle_ops_outbox_retry, ROUTE_OPERATOR | ROUTE_EVENTS },
-    { "GET", "/ops/refunds", handle_ops_refunds_list, ROUTE_OPERATOR | ROUTE_READ },
-    { "POST", "/ops/refunds/{pay_no}/settle", handle_ops_refund_settle,
-      ROUTE_OPERATOR | ROUTE_REFUNDS },
-    { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, ROUTE_OPERATOR | ROUTE_ORDERS },
-    { "GET", "/ops/audit", handle_ops_audit_list, ROUTE_OPERATOR | ROUTE_AUDIT },
-};
-#define NROUTES (ARRAY_SIZE(routes))
-
-static struct http_route_info route_info[NROUTES];
 
 struct http_state {
     struct MHD_Daemon *d;
@@ -122,14 +70,8 @@ struct http_state {
     struct workq *work;           /* runs the handlers, off the polling threads */
     struct workq *ops;            /* runs /readyz and /metrics, never behind a business request */
     struct quota *quota;          /* per-client rates of the anonymous write routes */
-};
-
-/* Where a route's handler runs. The polling threads must never block, or
- * every connection they serve (a /healthz probe among them) waits too. */
-enum lane {
-    LANE_INLINE,                  /* no I/O: on the polling thread */
-    LANE_OPS,                     /* bounded MySQL probe (/readyz, /metrics): the ops pool */
-    LANE_WORK,                    /* MySQL and Redis: the work pool */
+    const struct http_route *routes;
+    size_t nroutes;
 };
 
 enum req_phase {
@@ -163,47 +105,6 @@ struct req_state {
     char allow[64];
     char paths[];                 /* path and dpath, each as long as this request's path */
 };
-
-const struct http_route_info *http_routes(size_t *count)
-{
-    for (size_t i = 0; i < NROUTES; i++) {
-        route_info[i].method = routes[i].method;
-        route_info[i].pattern = routes[i].pattern;
-    }
-    *count = NROUTES;
-    return route_info;
-}
-
-/* Matches path against pattern segment by segment. A {name} segment takes
- * any non-empty segment, copied to param (at most HTTP_PARAM_MAX - 1 bytes,
- * so an over-long value stays over-long and fails validation). */
-static bool route_match(const char *pattern, const char *path, char *param)
-{
-    const char *p = pattern, *s = path;
-
-    while (*p != '\0' && *s != '\0') {
-        if (*p == '{') {
-            size_t n = strcspn(s, "/");
-            if (n == 0)
-                return false;
-            if (param != NULL) {
-                size_t c = n < HTTP_PARAM_MAX - 1 ? n : HTTP_PARAM_MAX - 1;
-                memcpy(param, s, c);
-                param[c] = '\0';
-            }
-            s += n;
-            p += strcspn(p, "}");
-            if (*p == '}')
-                p++;
-            continue;
-        }
-        if (*p != *s)
-            return false;
-        p++;
-        s++;
-    }
-    return *p == '\0' && *s == '\0';
-}
 
 const char *http_req_query(const struct http_req *req, const char *name)
 {
@@ -404,138 +305,6 @@ static void request_id(struct http_state *hs, struct MHD_Connection *conn,
     hex_encode(b, sizeof(b), out);
 }
 
-/* 1 when a request with method may take route r: HEAD is GET without a
- * body (libmicrohttpd leaves the body out of a HEAD reply itself), except
- * on a GET that writes (GET /token/apply issues a token). */
-static bool head_fits(const struct route *r)
-{
-    return strcmp(r->method, "GET") == 0 && !(r->flags & ROUTE_NO_HEAD);
-}
-
-static bool method_fits(const struct route *r, const char *method)
-{
-    return strcmp(r->method, method) == 0 || (strcmp(method, "HEAD") == 0 && head_fits(r));
-}
-
-static bool has_param(const struct route *r)
-{
-    return strchr(r->pattern, '{') != NULL;
-}
-
-/* 1 when path is spelt out by a route without a {param} ("/order/create"):
- * such a path never falls through to a {param} route. */
-static bool literal_path(const char *path)
-{
-    for (size_t i = 0; i < NROUTES; i++)
-        if (!has_param(&routes[i]) && route_match(routes[i].pattern, path, NULL))
-            return true;
-    return false;
-}
-
-/* The index of the route for method and path, or NROUTES. */
-static size_t find_route(const char *method, const char *path)
-{
-    bool literal = literal_path(path);
-
-    for (size_t i = 0; i < NROUTES; i++)
-        if (!(literal && has_param(&routes[i])) && method_fits(&routes[i], method) &&
-            route_match(routes[i].pattern, path, NULL))
-            return i;
-    return NROUTES;
-}
-
-/* Appends method to the comma-separated allow list unless it is there. */
-static void allow_add(char *allow, size_t allow_sz, const char *method)
-{
-    size_t n = strlen(allow);
-
-    if (strstr(allow, method) != NULL)        /* GET, HEAD, POST: none is in another */
-        return;
-    snprintf(allow + n, allow_sz - n, "%s%s", n ? ", " : "", method);
-}
-
-/* Finds the route; on a miss fills resp with 404 or 405 (+Allow). Returns
- * the route index, or NROUTES on a miss. */
-static size_t dispatch_route(const char *method, const char *path, char *param,
-                             struct http_resp *resp, char *allow, size_t allow_sz)
-{
-    bool literal = literal_path(path), known = false;
-    size_t i;
-
-    allow[0] = '\0';
-    for (i = 0; i < NROUTES; i++) {
-        if ((literal && has_param(&routes[i])) || !route_match(routes[i].pattern, path, param))
-            continue;
-        if (method_fits(&routes[i], method))
-            return i;
-        allow_add(allow, allow_sz, routes[i].method);
-        if (head_fits(&routes[i]))
-            allow_add(allow, allow_sz, "HEAD");
-        known = true;
-    }
-    if (!known)
-        http_reply_error(resp, 404, "NOT_FOUND", "no such route");
-    else
-        http_reply_error(resp, 405, "METHOD_NOT_ALLOWED", "method not allowed on this route");
-    return NROUTES;
-}
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes the raw path into out (at least strlen(raw) + 1 bytes).
- * Routing works on the decoded path, so a segment must not decode to a
- * '/' (it would become two segments: "X%2Fcancel" is not "X/cancel") or
- * hold a NUL (it would cut the path short). Returns 0, or -1 for such a
- * path or a malformed escape. */
-static int path_decode(const char *raw, char *out)
-{
-    size_t o = 0;
-    int hi, lo;
-
-    for (size_t i = 0; raw[i] != '\0'; i++) {
-        if (raw[i] != '%') {
-            out[o++] = raw[i];
-            continue;
-        }
-        if ((hi = hex_digit(raw[i + 1])) < 0 || (lo = hex_digit(raw[i + 2])) < 0)
-            return -1;
-        if (hi * 16 + lo == '/' || hi * 16 + lo == 0)
-            return -1;
-        out[o++] = (char)(hi * 16 + lo);
-        i += 2;
-    }
-    out[o] = '\0';
-    return 0;
-}
-
-int http_route_lookup(const char *method, const char *raw_path, char param[HTTP_PARAM_MAX],
-                      struct http_resp *resp, char *allow, size_t allow_sz)
-{
-    char path[HTTP_PATH_MAX_BYTES + 1];
-    size_t route;
-
-    allow[0] = '\0';
-    if (strlen(raw_path) > HTTP_PATH_MAX_BYTES) {
-        http_reply_error(resp, 414, "URI_TOO_LONG", "request path exceeds 1024 bytes");
-        return -1;
-    }
-    if (path_decode(raw_path, path) != 0) {
-        http_reply_error(resp, 400, "BAD_REQUEST", "malformed path");
-        return -1;
-    }
-    route = dispatch_route(method, path, param, resp, allow, allow_sz);
-    return route < NROUTES ? (int)route : -1;
-}
-
 static uint64_t elapsed_us(const struct timespec *start)
 {
     struct timespec now;
@@ -656,15 +425,15 @@ static void request_client(const struct config *cfg, struct MHD_Connection *conn
  * reply set. */
 static int quota_or_reply(struct req_state *rs)
 {
-    unsigned flags = routes[rs->route].flags;
+    unsigned flags = rs->srv->http->routes[rs->route].flags;
     enum quota_class cls;
     struct netaddr client;
     struct timespec now;
     int wait_s;
 
-    if (!(flags & (ROUTE_QUOTA_TOKEN | ROUTE_QUOTA_ORDER)))
+    if (!(flags & (HTTP_ROUTE_QUOTA_TOKEN | HTTP_ROUTE_QUOTA_ORDER)))
         return 0;
-    cls = (flags & ROUTE_QUOTA_TOKEN) ? QUOTA_TOKEN : QUOTA_ORDER;
+    cls = (flags & HTTP_ROUTE_QUOTA_TOKEN) ? QUOTA_TOKEN : QUOTA_ORDER;
     request_client(rs->srv->cfg, rs->conn, &client);
     clock_gettime(CLOCK_MONOTONIC, &now);
     wait_s = quota_take(rs->srv->http->quota, cls, &client,
@@ -693,9 +462,12 @@ static int prepare_request(struct req_state *rs, const char *method)
     req->path = rs->dpath;
     req->body = rs->body ? rs->body : "";
     req->body_len = rs->len;
+    const struct http_state *hs = rs->srv->http;
+    const struct http_route *r;
+
     request_id(rs->srv->http, rs->conn, req->request_id);
-    rs->route = NROUTES;
-    if (path_decode(rs->path, rs->dpath) != 0) {
+    rs->route = hs->nroutes;
+    if (http_path_decode(rs->path, rs->dpath) != 0) {
         strcpy(rs->dpath, rs->path);              /* the same size */
         http_reply_error(&rs->resp, 400, "BAD_REQUEST",
                          "malformed path: bad percent-escape, or an escaped '/' or NUL");
@@ -703,28 +475,19 @@ static int prepare_request(struct req_state *rs, const char *method)
     }
     if (rs->too_large) {
         http_reply_error(&rs->resp, 413, "PAYLOAD_TOO_LARGE", "request body exceeds body_max_bytes");
-        rs->route = find_route(method, rs->dpath);
+        rs->route = http_route_find(hs->routes, hs->nroutes, method, rs->dpath);
         return -1;
     }
-    rs->route = dispatch_route(method, rs->dpath, req->param, &rs->resp, rs->allow,
-                               sizeof(rs->allow));
-    if (rs->route == NROUTES)
+    rs->route = http_route_dispatch(hs->routes, hs->nroutes, method, rs->dpath, req->param,
+                                    &rs->resp, rs->allow, sizeof(rs->allow));
+    if (rs->route == hs->nroutes)
         return -1;
-    if (((routes[rs->route].flags & ROUTE_OPERATOR) ||
-         ((routes[rs->route].flags & ROUTE_CALLER) &&
-          http_req_header(req, "Authorization") != NULL)) &&
-        auth_require_or_reply(&req->keys->cfg, req, &rs->resp) != 0)
-        return -1;                                /* 401 set; the handler never runs */
-    if ((routes[rs->route].flags & ROUTE_OPERATOR) &&
-        auth_scope_or_reply(req, routes[rs->route].flags >> ROUTE_SCOPE_SHIFT, &rs->resp) != 0)
-        return -1;                                /* 403 set */
+    r = &hs->routes[rs->route];
+    if (r->guard != NULL && r->guard(r, req, &rs->resp) != 0)
+        return -1;                                /* refused; the handler never runs */
     if (quota_or_reply(rs) != 0)
         return -1;                                /* 429 set */
-    if (routes[rs->route].fn == handle_healthz)
-        return LANE_INLINE;
-    if (routes[rs->route].fn == handle_readyz || routes[rs->route].fn == handle_metrics)
-        return LANE_OPS;                          /* both run the bounded readiness probe */
-    return LANE_WORK;
+    return (int)r->lane;
 }
 
 /* Pool thread: runs the handler, then hands the connection back to its
@@ -733,7 +496,7 @@ static void job_run(struct workq_job *job)
 {
     struct req_state *rs = (struct req_state *)job;
 
-    routes[rs->route].fn(rs->srv, &rs->req, &rs->resp);
+    rs->srv->http->routes[rs->route].fn(rs->srv, &rs->req, &rs->resp);
     atomic_store(&rs->phase, RS_DONE);
     MHD_resume_connection(rs->conn);
 }
@@ -760,11 +523,11 @@ static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection 
     connguard_phase(rs->guard, CONNGUARD_BUSY);
     if (lane < 0)
         return send_reply(srv, conn, rs);
-    if (lane == LANE_INLINE) {
-        routes[rs->route].fn(srv, &rs->req, &rs->resp);
+    if (lane == HTTP_LANE_INLINE) {
+        srv->http->routes[rs->route].fn(srv, &rs->req, &rs->resp);
         return send_reply(srv, conn, rs);
     }
-    q = lane == LANE_OPS ? srv->http->ops : srv->http->work;
+    q = lane == HTTP_LANE_OPS ? srv->http->ops : srv->http->work;
     rs->job.run = job_run;
     rs->job.expire = job_expire;
     atomic_store(&rs->phase, RS_QUEUED);
@@ -788,9 +551,9 @@ static enum MHD_Result reply_early(struct server *srv, struct MHD_Connection *co
     rs->req.conn = conn;
     rs->req.path = rs->dpath;
     request_id(srv->http, conn, rs->req.request_id);
-    if (path_decode(rs->path, rs->dpath) != 0)
+    if (http_path_decode(rs->path, rs->dpath) != 0)
         strcpy(rs->dpath, rs->path);              /* the same size */
-    rs->route = NROUTES;
+    rs->route = srv->http->nroutes;
     rs->close = close;
     http_reply_error(&rs->resp, status, code, message);
     connguard_phase(rs->guard, CONNGUARD_BUSY);
@@ -843,7 +606,7 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
     rs->dpath = rs->paths + keep + 1;
     rs->srv = cls;
     rs->conn = conn;
-    rs->route = NROUTES;
+    rs->route = rs->srv->http->nroutes;
     rs->resp.status = 500;
     ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     rs->guard = ci != NULL ? ci->socket_context : NULL;
@@ -996,7 +759,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
         status = ci != NULL ? ci->http_status : 0;
         if (status != 0)
-            metrics_observe(srv->m, NROUTES, (int)status, elapsed_us(&rs->start));
+            metrics_observe(srv->m, srv->http->nroutes, (int)status, elapsed_us(&rs->start));
         log_write(status != 0 ? LOG_WARN : LOG_INFO, "request",
                   "path=\"%s\" status=%u termination=%d code=%s",
                   log_safe(rs->path, safe_path, sizeof(safe_path)), status, (int)toe,
@@ -1225,7 +988,7 @@ static int polling_threads(const struct config *cfg)
     return cpus >= 1 && cpus < n ? (int)cpus : n;
 }
 
-int http_start(struct server *srv, int *port)
+int http_start(struct server *srv, const struct http_route *routes, size_t nroutes, int *port)
 {
     const struct config *cfg = srv->cfg;
     struct sockaddr_in6 a6 = { 0 };
@@ -1243,6 +1006,8 @@ int http_start(struct server *srv, int *port)
     if ((srv->http = calloc(1, sizeof(*srv->http))) == NULL)
         return -1;
     srv->http->listen_fd = -1;
+    srv->http->routes = routes;
+    srv->http->nroutes = nroutes;
     if (getrandom(&srv->http->req_id_key, sizeof(srv->http->req_id_key), 0) !=
         (ssize_t)sizeof(srv->http->req_id_key))
         srv->http->req_id_key = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);

@@ -130,7 +130,8 @@ int http_resp_retryable(const struct http_resp *resp);
  * soft limit if it must) and binds the port exclusively unless
  * listen.reuse_port is set. Returns 0 and stores the bound port in *port,
  * or -1 (logged); call http_stop either way. */
-int http_start(struct server *srv, int *port);
+struct http_route;
+int http_start(struct server *srv, const struct http_route *routes, size_t nroutes, int *port);
 
 /* Stops accepting new connections: the accepting thread returns and the
  * listening socket is shut down, so new connection attempts are refused
@@ -150,19 +151,5 @@ int http_inflight(const struct server *srv);
 
 /* Stops the daemon and frees it. NULL-safe. */
 void http_stop(struct server *srv);
-
-/* Route table, for /metrics labels and the OpenAPI check: each entry is
- * method and pattern ("/order/{order_no}/ship"). count set to its length. */
-struct http_route_info { const char *method; const char *pattern; };
-const struct http_route_info *http_routes(size_t *count);
-
-/* The routing decision for a request path as received (percent-escapes
- * and all), without a connection: the index of the route in http_routes()
- * with its {param} segment copied to param, or -1 with resp set (400 for a
- * malformed path, 414 for an over-long one, 404, or 405 with the methods
- * in allow).
- * Pure and thread-safe; the fuzzers and tests call it. */
-int http_route_lookup(const char *method, const char *raw_path, char param[HTTP_PARAM_MAX],
-                      struct http_resp *resp, char *allow, size_t allow_sz);
 
 #endif

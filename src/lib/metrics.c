@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "array.h"
-#include "http.h"
 
 /* The promise of metrics.h: an update is one instruction, never a lock. */
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
@@ -40,7 +39,7 @@ struct route_stats {
 };
 
 struct metrics {
-    const struct http_route_info *routes;
+    struct metrics_route *routes;             /* a copy of metrics_create's */
     size_t nroutes;
     struct route_stats *rs;                   /* nroutes + 1: the last is unmatched */
     atomic_ullong counter[M_COUNT];
@@ -186,17 +185,20 @@ static const struct {
                       "Whether the last SIGHUP reload succeeded (1; also before any) or was refused (0).", 0 },
 };
 
-struct metrics *metrics_create(const struct http_route_info *routes, size_t nroutes)
+struct metrics *metrics_create(const struct metrics_route *routes, size_t nroutes)
 {
     struct metrics *m = calloc(1, sizeof(*m));
 
     if (m == NULL)
         return NULL;
-    if ((m->rs = calloc(nroutes + 1, sizeof(*m->rs))) == NULL) {
+    if ((m->rs = calloc(nroutes + 1, sizeof(*m->rs))) == NULL ||
+        (m->routes = calloc(nroutes + 1, sizeof(*m->routes))) == NULL) {
+        free(m->rs);
         free(m);
         return NULL;
     }
-    m->routes = routes;
+    if (nroutes > 0)
+        memcpy(m->routes, routes, nroutes * sizeof(*routes));
     m->nroutes = nroutes;
     clock_gettime(CLOCK_REALTIME, &m->start);
     metrics_set_build_info(m, "unknown", "unknown");
@@ -207,6 +209,7 @@ void metrics_destroy(struct metrics *m)
 {
     if (m == NULL)
         return;
+    free(m->routes);
     free(m->rs);
     free(m);
 }

@@ -76,12 +76,17 @@ enum metric_gauge {
     G_COUNT
 };
 
-struct http_route_info;
+/* The labels of one route on paycallback_http_requests_total and
+ * paycallback_http_request_duration_seconds. */
+struct metrics_route {
+    const char *method;
+    const char *pattern;          /* "/order/{order_no}/ship" */
+};
 
-/* Creates the registry for the nroutes routes of the route table (their
- * patterns become the route labels; the array must outlive the registry).
+/* Creates the registry for nroutes routes; route i of the observations is
+ * routes[i]. The array is copied; its strings must outlive the registry.
  * Returns NULL on allocation failure. */
-struct metrics *metrics_create(const struct http_route_info *routes, size_t nroutes);
+struct metrics *metrics_create(const struct metrics_route *routes, size_t nroutes);
 
 /* Sets the labels of paycallback_build_info (both "unknown" until then).
  * Call once before threads start; quotes and backslashes are dropped. */

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "http.h"
+#include "http_route.h"
+#include "router.h"
 #include "../check_main.h"
 
 static struct http_resp resp;
@@ -16,13 +18,13 @@ static char param[HTTP_PARAM_MAX], allow[64];
 static const char *route_of(const char *method, const char *raw)
 {
     size_t n;
-    const struct http_route_info *routes = http_routes(&n);
+    const struct http_route *routes = router_routes(&n);
     int r;
 
     free(resp.body);
     memset(&resp, 0, sizeof resp);
     param[0] = '\0';
-    r = http_route_lookup(method, raw, param, &resp, allow, sizeof allow);
+    r = http_route_lookup(routes, n, method, raw, param, &resp, allow, sizeof allow);
     ck_assert_int_lt(r, (int)n);
     return r >= 0 ? routes[r].pattern : NULL;
 }

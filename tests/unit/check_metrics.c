@@ -22,7 +22,7 @@
 #define RACE_THREADS    8
 #define RACE_INCREMENTS 100000
 
-static const struct http_route_info routes[] = {
+static const struct metrics_route routes[] = {
     { "POST", "/pay/callback" },
     { "GET", "/order/{order_no}" },
 };
