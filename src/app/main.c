@@ -21,7 +21,7 @@
 #include "db.h"
 #include "delivery.h"
 #include "gateway.h"
-#include "http.h"
+#include "http_server.h"
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"

@@ -22,7 +22,7 @@ struct server {
     struct rds_pool *rds;         /* NULL until the Redis module is started */
     struct metrics *m;
     struct seen *paid;            /* pay_nos seen recorded: the hint of pay_apply */
-    struct http_state *http;      /* owned by http.c */
+    struct http_state *http;      /* owned by http_server.c */
     struct delivery *relay;       /* outbox delivery; NULL without webhook.url */
     struct reconcile *recon;      /* periodic reconciliation and retention */
     struct keyslot *keys;         /* secrets and keys: the snapshot SIGHUP replaces */

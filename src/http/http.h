@@ -1,5 +1,6 @@
-/* http.h - the HTTP layer: libmicrohttpd glue, body cap, route table and
- * JSON replies. Handlers see only the types here, never MHD's. */
+/* http.h - what a handler sees of HTTP: the request, the reply it fills
+ * and the helpers that fill it (http.c). Never MHD's types. The server is
+ * http_server.h, the routing http_route.h. */
 #ifndef PAYCALLBACK_HTTP_H
 #define PAYCALLBACK_HTTP_H
 
@@ -39,7 +40,7 @@ enum http_outcome {
     HTTP_OUT_RETRYABLE            /* a 503 with Retry-After: nothing was done, try again */
 };
 
-/* The reply a handler fills. http.c owns and frees it. Only the reply
+/* The reply a handler fills. The server owns and frees it. Only the reply
  * helpers below (http_reply_*) and the *_or_reply helpers built on them
  * write its fields; everyone else reads them through http_resp_*. */
 struct http_resp {
@@ -118,38 +119,14 @@ void http_reply_in_progress(struct http_resp *resp, const char *code, const char
  * JSON with the header Idempotent-Replayed: true; a definite answer. */
 void http_reply_replay(struct http_resp *resp, int status, const char *body, size_t len);
 
+/* 429 {"code":code,"message"} with Retry-After: retry_after_s (>= 1): the
+ * client is past its rate; a retryable answer (nothing was done). code
+ * must be a string literal. */
+void http_reply_rate_limited(struct http_resp *resp, const char *code, const char *message,
+                             int retry_after_s);
+
 /* True when the reply is retryable (a 503, or a 409 in progress): nothing
  * was done, and the same request may be sent again. */
 int http_resp_retryable(const struct http_resp *resp);
-
-/* Starts the daemon on cfg's address and port: the connection guard (caps
- * and deadlines of the http.* keys), cfg->workers handler threads, two
- * for /readyz and /metrics, and up to four polling threads that never
- * block.
- * Checks that http.max_connections fits the open-file limit (raising the
- * soft limit if it must) and binds the port exclusively unless
- * listen.reuse_port is set. Returns 0 and stores the bound port in *port,
- * or -1 (logged); call http_stop either way. */
-struct http_route;
-int http_start(struct server *srv, const struct http_route *routes, size_t nroutes, int *port);
-
-/* Stops accepting new connections: the accepting thread returns and the
- * listening socket is shut down, so new connection attempts are refused
- * and the port is free (it is closed by http_stop). Requests in flight go on;
- * every reply from now on carries Connection: close, so keep-alive clients
- * do not start new requests here. */
-void http_quiesce(struct server *srv);
-
-/* The grace period ran out: from now on no reply is sent; a request still
- * running is answered by closing its connection, so that a transaction
- * cut on the way out (and rolled back) never reaches its client as an
- * outcome. Call before interrupting the database sessions and exiting. */
-void http_abandon(struct server *srv);
-
-/* Number of requests being handled right now. */
-int http_inflight(const struct server *srv);
-
-/* Stops the daemon and frees it. NULL-safe. */
-void http_stop(struct server *srv);
 
 #endif
