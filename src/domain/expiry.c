@@ -16,9 +16,9 @@
 #include "order_state.h"
 #include "orders.h"
 #include "query.h"
-#include "reconcile.h"
 #include "server.h"
 #include "shard.h"
+#include "stale_orders.h"
 
 #define EXPIRY_DB_WAIT_MS  1000
 #define EXPIRY_REQUEST_ID  "expiry"
@@ -50,7 +50,7 @@ static int list_shard(struct server *srv, const struct shard *sh, struct stale_o
 
     *n = 0;
     if (c == NULL ||
-        (st = reconcile_stale_orders(c, srv->cfg->reconcile_payment_window_s, out, max, n)) !=
+        (st = stale_orders_list(c, srv->cfg->reconcile_payment_window_s, out, max, n)) !=
             DB_OK) {
         shard_failed(srv, sh, c, "list", db_status_str(st));
         shard_release(sh, c);

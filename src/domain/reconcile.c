@@ -58,34 +58,6 @@ static enum db_status count(struct db_conn *c, enum db_stmt id, const char *cons
     return DB_OK;
 }
 
-enum db_status reconcile_stale_orders(struct db_conn *c, int age_s, struct stale_order *out,
-                                      size_t max, size_t *n)
-{
-    char status[DB_INT_BUF], age[DB_INT_BUF], lim[DB_INT_BUF];
-    const char *p[] = { db_param_int(status, ORDER_WAIT_PAY), db_param_int(age, age_s),
-                        db_param_int(lim, (int64_t)max) };
-    struct db_row *rows = calloc(max ? max : 1, sizeof(*rows));
-    enum db_status st;
-    size_t got = 0, i;
-
-    *n = 0;
-    if (rows == NULL)
-        return db_fail(c, "reconcile: out of memory");
-    st = db_query_retry(c, ST_WAIT_PAY_LIST, p, 3, rows, max, &got);
-    for (i = 0; st == DB_OK && i < got; i++) {
-        struct stale_order *o = &out[i];
-        if (db_row_str(&rows[i], SOC_ORDER_NO, o->order_no, sizeof(o->order_no)) != 0 ||
-            db_row_str(&rows[i], SOC_USER_ID, o->user_id, sizeof(o->user_id)) != 0 ||
-            db_row_cents(&rows[i], SOC_AMOUNT, &o->amount_cents) != 0 ||
-            db_row_str(&rows[i], SOC_CREATE_TIME, o->create_time, sizeof(o->create_time)) != 0)
-            st = db_fail(c, "reconcile: malformed order row");
-    }
-    free(rows);
-    if (st == DB_OK)
-        *n = got;
-    return st;
-}
-
 enum db_status reconcile_report(struct db_conn *c, const struct config *cfg,
                                 struct reconcile_report *out)
 {
@@ -97,8 +69,8 @@ enum db_status reconcile_report(struct db_conn *c, const struct config *cfg,
 
     memset(out, 0, sizeof(*out));
     if ((st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &out->wait_pay_stale)) != DB_OK ||
-        (st = reconcile_stale_orders(c, cfg->reconcile_wait_pay_age_s, out->stale,
-                                     RECONCILE_LIST_MAX, &out->nstale)) != DB_OK ||
+        (st = stale_orders_list(c, cfg->reconcile_wait_pay_age_s, out->stale,
+                                RECONCILE_LIST_MAX, &out->nstale)) != DB_OK ||
         (st = count(c, ST_REFUND_COUNT, pr, 1, &out->refund_unsettled)) != DB_OK ||
         (st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &out->outbox)) != DB_OK ||
         (st = outbox_list(c, OUTBOX_DEAD, 0, out->dead, RECONCILE_LIST_MAX, &out->ndead)) != DB_OK)
@@ -566,7 +538,7 @@ static enum route_step stale_shard(struct db_conn *c, const struct shard *sh, vo
 {
     struct stale_job *j = arg;
     size_t got = 0, i;
-    enum db_status st = reconcile_stale_orders(c, j->age_s, j->part, j->limit, &got);
+    enum db_status st = stale_orders_list(c, j->age_s, j->part, j->limit, &got);
 
     if (st != DB_OK)
         return route_retryable(st) ? ROUTE_MISSED : ROUTE_ERROR;

@@ -21,6 +21,7 @@
 #include "outbox.h"
 #include "refunds.h"
 #include "route.h"
+#include "stale_orders.h"
 #include "validate.h"
 
 struct server;
@@ -29,14 +30,6 @@ struct metrics;
 struct reconcile;
 
 #define RECONCILE_LIST_MAX 50     /* items of each class a report lists */
-
-struct stale_order {
-    char order_no[ID_BUF];
-    char user_id[ID_BUF];
-    int64_t amount_cents;
-    char create_time[OUTBOX_TIME_MAX];
-    size_t shard;                 /* index in the shard set it was read from (set by the caller) */
-};
 
 /* One shard's counts in a report over every shard. */
 struct reconcile_part {
@@ -82,10 +75,6 @@ void reconcile_report_add(struct reconcile_report *total, struct reconcile_repor
  * not overlap a or b. */
 void reconcile_merge_stale(const struct stale_order *a, size_t na, const struct stale_order *b,
                            size_t nb, struct stale_order *out, size_t max, size_t *n);
-
-/* Lists up to max WAIT_PAY orders older than age_s, oldest first. */
-enum db_status reconcile_stale_orders(struct db_conn *c, int age_s, struct stale_order *out,
-                                      size_t max, size_t *n);
 
 #define RECONCILE_PURGE_ROUNDS 20 /* batches per table per pass: the rest waits for the next */
 
