@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Static checks, run by `make lint` and CI: the C of src/ through cppcheck
-# and clang-tidy (scripts/lint-c.sh), the Dockerfile and
-# docker-compose.yml (with every broken copy of MUTATIONS caught),
-# docs/openapi.yaml against the route table and through Redocly's linter
-# (scripts/lint-openapi.sh, node and npm), the Prometheus alert rules with
-# their promtool unit tests, and HAProxy's JSON error answers with the
-# configuration that uses them (haproxy -c). Needs python3, python3-yaml,
-# cppcheck, clang-tidy, promtool and haproxy. Exit status 0 when every
-# check passes.
+# Static checks, run by `make lint` and CI: the include graph of src/
+# against the layer order of the Makefile (scripts/check-layers.py), the
+# C of src/ through cppcheck and clang-tidy (scripts/lint-c.sh), the
+# Dockerfile and docker-compose.yml (with every broken copy of MUTATIONS
+# caught), docs/openapi.yaml against the route table and through Redocly's
+# linter (scripts/lint-openapi.sh, node and npm), the Prometheus alert
+# rules with their promtool unit tests, and HAProxy's JSON error answers
+# with the configuration that uses them (haproxy -c). Needs python3,
+# python3-yaml, cppcheck, clang-tidy, promtool and haproxy. Exit status 0
+# when every check passes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 rc=0
+python3 scripts/check-layers.py --self-test || rc=1
 scripts/lint-c.sh || rc=1
 python3 scripts/check-compose.py --self-test || rc=1
 python3 scripts/check-openapi.py || rc=1
