@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include "api_error.h"
+#include "array.h"
 #include "http.h"
 #include "log.h"
 #include "route.h"
@@ -30,7 +31,7 @@ static void reply_shard_outage(struct http_resp *resp, const struct route_failur
         [DB_REFUSED_BUSY] = "the shard has too many requests in flight",
         [DB_REFUSED_MAP] = "the shard map changed: this instance must be restarted",
     };
-    unsigned why = (unsigned)f->refusal < sizeof(message) / sizeof(message[0]) ? f->refusal : 0;
+    unsigned why = (unsigned)f->refusal < ARRAY_SIZE(message) ? f->refusal : 0;
 
     http_reply_shard_outage(resp, f->shard->label, message[why], shard_retry_after_s(f->shard));
 }

@@ -35,6 +35,7 @@
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "netaddr.h"
 #include "quota.h"
 #include "server.h"
@@ -258,16 +259,13 @@ static int quota_or_reply(struct req_state *rs)
     unsigned flags = rs->srv->http->routes[rs->route].flags;
     enum quota_class cls;
     struct netaddr client;
-    struct timespec now;
     int wait_s;
 
     if (!(flags & (HTTP_ROUTE_QUOTA_TOKEN | HTTP_ROUTE_QUOTA_ORDER)))
         return 0;
     cls = (flags & HTTP_ROUTE_QUOTA_TOKEN) ? QUOTA_TOKEN : QUOTA_ORDER;
     request_client(rs->srv->cfg, rs->conn, &client);
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    wait_s = quota_take(rs->srv->http->quota, cls, &client,
-                        (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    wait_s = quota_take(rs->srv->http->quota, cls, &client, monotime_ms());
     if (wait_s == 0)
         return 0;
     metrics_inc(rs->srv->m, cls == QUOTA_TOKEN ? M_QUOTA_REFUSED_TOKEN : M_QUOTA_REFUSED_ORDER);

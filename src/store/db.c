@@ -26,6 +26,7 @@
 #include "config.h"
 #include "metrics.h"
 #include "money.h"
+#include "monotime.h"
 #include "slots.h"
 
 #define DB_PARAMS_MAX        12
@@ -838,14 +839,6 @@ void db_pool_destroy(struct db_pool *p)
     free(p);
 }
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void db_pool_guard(struct db_pool *p, int breaker_failures, int breaker_open_ms, int max_inflight,
                    int stall_ms, bool trust_probe, int probe_timeout_ms)
 {
@@ -853,7 +846,7 @@ void db_pool_guard(struct db_pool *p, int breaker_failures, int breaker_open_ms,
     p->g.trust_probe = trust_probe;
     p->g.probe_timeout_ms = probe_timeout_ms;
     p->g.stall_ms = stall_ms;
-    p->g.last_done_ms = mono_ms();
+    p->g.last_done_ms = monotime_ms();
     p->g.failures_max = breaker_failures > 0 ? breaker_failures : 1;
     p->g.open_ms = breaker_open_ms;
     p->g.max_inflight = max_inflight;
@@ -863,7 +856,7 @@ void db_pool_guard(struct db_pool *p, int breaker_failures, int breaker_open_ms,
 static enum db_health seen_health(const struct db_pool *p)
 {
     if (p->g.probe_since_ms != 0 && p->g.probe_timeout_ms > 0 &&
-        mono_ms() - p->g.probe_since_ms > p->g.probe_timeout_ms)
+        monotime_ms() - p->g.probe_since_ms > p->g.probe_timeout_ms)
         return DB_HEALTH_DOWN;
     return p->g.health;
 }
@@ -871,7 +864,7 @@ static enum db_health seen_health(const struct db_pool *p)
 void db_pool_probe_begin(struct db_pool *p)
 {
     pthread_mutex_lock(&p->g.mu);
-    p->g.probe_since_ms = mono_ms();
+    p->g.probe_since_ms = monotime_ms();
     pthread_mutex_unlock(&p->g.mu);
 }
 
@@ -881,7 +874,7 @@ static void breaker_open(struct db_pool *p)
     if (p->g.br != BR_OPEN)
         metrics_shard_inc(p->m, p->shard_index, MS_BREAKER_OPENS);
     p->g.br = BR_OPEN;
-    p->g.open_until_ms = mono_ms() + p->g.open_ms;
+    p->g.open_until_ms = monotime_ms() + p->g.open_ms;
     p->g.trial_out = false;
 }
 
@@ -914,7 +907,7 @@ static enum db_refusal guard_admit(struct db_pool *p, bool *trial)
     if (g->trust_probe && (h == DB_HEALTH_DOWN || h == DB_HEALTH_NOT_SYNCED))
         return DB_REFUSED_OUTAGE;
     if (g->br == BR_OPEN) {
-        if (mono_ms() < g->open_until_ms)
+        if (monotime_ms() < g->open_until_ms)
             return DB_REFUSED_OUTAGE;
         g->br = BR_HALF_OPEN;
         g->trial_out = false;
@@ -925,13 +918,13 @@ static enum db_refusal guard_admit(struct db_pool *p, bool *trial)
         g->trial_out = *trial = true;
     }
     if (g->max_inflight > 0 && g->inflight >= g->max_inflight &&
-        mono_ms() - g->last_done_ms > g->stall_ms) {
+        monotime_ms() - g->last_done_ms > g->stall_ms) {
         if (*trial)
             g->trial_out = *trial = false;
         return DB_REFUSED_BUSY;
     }
     if (g->inflight++ == 0)
-        g->last_done_ms = mono_ms();              /* an idle shard is not a stalled one */
+        g->last_done_ms = monotime_ms();              /* an idle shard is not a stalled one */
     return DB_REFUSED_NONE;
 }
 
@@ -994,7 +987,7 @@ void db_release(struct db_pool *p, struct db_conn *c)
         pthread_mutex_lock(&p->g.mu);
         p->g.inflight--;
         if (!c->unreachable)
-            p->g.last_done_ms = mono_ms();        /* progress: the shard is not stalled */
+            p->g.last_done_ms = monotime_ms();        /* progress: the shard is not stalled */
         if (c->unreachable)
             breaker_failure(p);
         else if (c->reached)
@@ -1042,7 +1035,7 @@ bool db_pool_outage(struct db_pool *p)
     pthread_mutex_lock(&p->g.mu);
     enum db_health h = seen_health(p);
     out = (p->g.trust_probe && (h == DB_HEALTH_DOWN || h == DB_HEALTH_NOT_SYNCED)) ||
-          h == DB_HEALTH_MAP_STALE || (p->g.br == BR_OPEN && mono_ms() < p->g.open_until_ms);
+          h == DB_HEALTH_MAP_STALE || (p->g.br == BR_OPEN && monotime_ms() < p->g.open_until_ms);
     pthread_mutex_unlock(&p->g.mu);
     return out;
 }
@@ -1052,7 +1045,7 @@ int db_pool_retry_after_s(struct db_pool *p)
     long long left;
 
     pthread_mutex_lock(&p->g.mu);
-    left = p->g.br == BR_OPEN ? p->g.open_until_ms - mono_ms() : 0;
+    left = p->g.br == BR_OPEN ? p->g.open_until_ms - monotime_ms() : 0;
     pthread_mutex_unlock(&p->g.mu);
     return left > 1000 ? (int)((left + 999) / 1000) : 1;
 }
@@ -1071,5 +1064,5 @@ const char *db_refusal_str(enum db_refusal why)
 {
     static const char *const names[] = { "none", "wait", "outage", "busy", "map" };
 
-    return (unsigned)why < sizeof(names) / sizeof(names[0]) ? names[why] : "unknown";
+    return (unsigned)why < ARRAY_SIZE(names) ? names[why] : "unknown";
 }
