@@ -48,15 +48,18 @@ static int receiver_count(const char *a, const char *b)
     return h_tool_log_lines(&rcv, a, b);
 }
 
-/* The server's environment: this receiver, fast retries, short leases. */
-static void env_for(char bufs[][128], const char **env, const char *max_attempts)
+/* The server's environment: this receiver, fast retries, short leases,
+ * attempts that time out after timeout_ms. */
+static void env_for(char bufs[][128], const char **env, const char *max_attempts,
+                    const char *timeout_ms)
 {
     int i = 0;
 
     snprintf(bufs[i], 128, "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:%d/hook", rcv.port);
     env[i] = bufs[i]; i++;
     env[i++] = "PAYCALLBACK_WEBHOOK_SECRET=" SHOP_SECRET;
-    env[i++] = "PAYCALLBACK_WEBHOOK_TIMEOUT_MS=500";
+    snprintf(bufs[i], 128, "PAYCALLBACK_WEBHOOK_TIMEOUT_MS=%s", timeout_ms);
+    env[i] = bufs[i]; i++;
     env[i++] = "PAYCALLBACK_WEBHOOK_BACKOFF_BASE_MS=50";
     env[i++] = "PAYCALLBACK_WEBHOOK_BACKOFF_MAX_MS=200";
     env[i++] = "PAYCALLBACK_WEBHOOK_POLL_MS=50";
@@ -72,7 +75,7 @@ static void up(void)
     const char *env[12];
 
     receiver_start();
-    env_for(bufs, env, "4");
+    env_for(bufs, env, "4", "500");
     h_fixture_server_up_env(env);
 }
 
@@ -220,7 +223,7 @@ START_TEST(kill_9_mid_delivery_loses_nothing)
     struct h_server *s;
     struct h_resp r;
 
-    env_for(bufs, env, "4");
+    env_for(bufs, env, "4", "500");
     ck_assert_ptr_nonnull(s = h_server_start(env));
     receiver_mode("hang");
     h_db_insert_order("OB6", "u1", "899.00", 1);
@@ -242,17 +245,45 @@ START_TEST(kill_9_mid_delivery_loses_nothing)
 }
 END_TEST
 
+/* Asserts, for the events <prefix>1 .. <prefix>n of type order.paid, what
+ * at-least-once promises: each was answered 200 under its own id, and the
+ * shop saw each no more often than the outbox counts attempts of it. Only
+ * the relay holding an event's claim POSTs it and records the attempt, so
+ * a POST by a second relay while the claim holds, or a delivery never
+ * recorded (then sent again), shows as more POSTs than attempts; a retry
+ * after an answer that came later than webhook.timeout_ms is counted on
+ * both sides. */
+static void assert_each_delivered_within_its_attempts(const char *prefix, int n)
+{
+    for (int i = 1; i <= n; i++) {
+        char key[64], order_no[32];
+        long long attempts;
+        int posts;
+
+        snprintf(order_no, sizeof(order_no), "%s%d", prefix, i);
+        snprintf(key, sizeof(key), "\"key\": \"%s:order.paid\"", order_no);
+        attempts = outbox_ll("attempts", order_no, "order.paid");
+        posts = receiver_count(key, NULL);
+        if (receiver_count(key, "\"answer\": 200") < 1)
+            ck_abort_msg("%s:order.paid was never answered 200", order_no);
+        if (posts > attempts)
+            ck_abort_msg("%s:order.paid was POSTed %d times in %lld recorded attempts", order_no,
+                         posts, attempts);
+    }
+}
+
 /* Two instances on one database: every event is delivered, and none is
- * claimed by both (with a shop that always answers, each event is POSTed
- * exactly once). */
+ * attempted by both under one claim. With a shop that answers well within
+ * webhook.timeout_ms each event is POSTed once; the assertion is what the
+ * contract promises whatever the machine's load: a shop answering later
+ * than the timeout gets the event again, after its attempt was recorded. */
 START_TEST(two_instances_never_claim_one_event_twice)
 {
     char bufs[10][128];
     const char *env[12];
     struct h_server *first, *second;
-    int i;
 
-    env_for(bufs, env, "4");
+    env_for(bufs, env, "4", "5000");
     ck_assert_ptr_nonnull(first = h_server_start(env));
     ck_assert_ptr_nonnull(second = h_server_start(env));
     receiver_mode("500");                     /* hold delivery while the events land */
@@ -264,15 +295,10 @@ START_TEST(two_instances_never_claim_one_event_twice)
     receiver_mode("200");
     h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 1 AND order_no LIKE 'OT%%'")
                 == 200, 30000, "not every event was delivered");
-    for (i = 1; i <= 200; i += 37) {
-        char key[64];
-        snprintf(key, sizeof(key), "\"key\": \"OT%d:order.paid\"", i);
-        ck_assert_int_ge(receiver_count(key, "\"answer\": 200"), 1);
-    }
-    ck_assert_int_eq(200, receiver_count("\"answer\": 200", "\"key\": \"OT"));
-    ck_assert_int_eq(0, receiver_count("\"dup\": true", NULL));
     h_server_stop(first);
     h_server_stop(second);
+    assert_each_delivered_within_its_attempts("OT", 200);
+    ck_assert_int_eq(0, receiver_count("\"sig_ok\": false", NULL));
 }
 END_TEST
 
