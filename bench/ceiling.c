@@ -30,10 +30,19 @@
 #include <time.h>
 
 #define CEIL_THREADS_MAX 1024
-#define CEIL_COL_BYTES   72
-#define CEIL_AMOUNT      "899.00"
+#define CEIL_COL_BYTES 72
+#define CEIL_AMOUNT "899.00"
 
-enum ceil_stmt { S_INSERT, S_LOCK, S_CAS, S_OUTBOX, S_REFUND, S_SEEN, S_CALL, S_COUNT };
+enum ceil_stmt {
+    S_INSERT,
+    S_LOCK,
+    S_CAS,
+    S_OUTBOX,
+    S_REFUND,
+    S_SEEN,
+    S_CALL,
+    S_COUNT
+};
 
 static const char *const stmt_text[S_COUNT] = {
     [S_INSERT] = "INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
@@ -48,7 +57,7 @@ static const char *const stmt_text[S_COUNT] = {
 };
 
 struct opts {
-    bool call;                    /* one CALL instead of six statements */
+    bool call; /* one CALL instead of six statements */
     bool dup;
     int conns, secs;
     long first, count;
@@ -62,7 +71,7 @@ struct worker {
     int idx;
     MYSQL *my;
     MYSQL_STMT *st[S_COUNT];
-    uint32_t *lat_us;             /* one latency per finished callback */
+    uint32_t *lat_us; /* one latency per finished callback */
     size_t nlat, cap;
     long errors, retries;
     bool exhausted;
@@ -170,7 +179,7 @@ static unsigned int plain_txn(struct worker *w, const char *pay_no, const char *
     if ((err = run(w->st[S_LOCK], key, 1)) != 0)
         goto fail;
     if ((n = fetch(w->st[S_LOCK], cols, 2)) != 1 || strcmp(cols[0], CEIL_AMOUNT) != 0) {
-        err = 1;                  /* the seeded orders exist and match */
+        err = 1; /* the seeded orders exist and match */
         goto fail;
     }
     if (strcmp(cols[1], "1") == 0) {
@@ -287,7 +296,7 @@ static void *work(void *arg)
         err = o->call ? call_txn(w, pay_no, order_no) : plain_txn(w, pay_no, order_no);
         if (err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT) {
             w->retries++;
-            continue;             /* the same callback again */
+            continue; /* the same callback again */
         }
         if (err != 0) {
             if (w->errors++ == 0)
@@ -312,9 +321,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
     int c;
 
-    *o = (struct opts){ .conns = 16, .secs = 10, .first = 1, .count = 100000,
-                        .host = "127.0.0.1", .user = "paycallback", .password = "paycallback",
-                        .database = "paycallback_test", .port = 3307 };
+    *o = (struct opts){ .conns = 16,
+                        .secs = 10,
+                        .first = 1,
+                        .count = 100000,
+                        .host = "127.0.0.1",
+                        .user = "paycallback",
+                        .password = "paycallback",
+                        .database = "paycallback_test",
+                        .port = 3307 };
     while ((c = getopt(argc, argv, "m:k:c:d:f:n:H:P:u:p:D:")) != -1) {
         switch (c) {
         case 'm': o->call = strcmp(optarg, "call") == 0; break;
@@ -353,8 +368,7 @@ int main(int argc, char **argv)
                         "[-D database]\n");
         return 2;
     }
-    if (mysql_library_init(0, NULL, NULL) != 0 ||
-        (w = calloc((size_t)o.conns, sizeof(*w))) == NULL)
+    if (mysql_library_init(0, NULL, NULL) != 0 || (w = calloc((size_t)o.conns, sizeof(*w))) == NULL)
         return 1;
     pthread_barrier_init(&start_line, NULL, (unsigned)o.conns + 1);
     for (int i = 0; i < o.conns; i++) {
@@ -363,7 +377,7 @@ int main(int argc, char **argv)
             return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += o.secs + 1;              /* provisional: connects happen first */
+    deadline.tv_sec += o.secs + 1; /* provisional: connects happen first */
     pthread_barrier_wait(&start_line);
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += o.secs;
@@ -385,7 +399,8 @@ int main(int argc, char **argv)
     }
     qsort(all, n, sizeof(*all), cmp_u32);
     printf("RESULT rps=%.0f p50_ms=%.2f p99_ms=%.2f errors=%ld non2xx=0 requests=%zu "
-           "retries=%ld exhausted=%d\n", (double)n / secs, n ? all[n / 2] / 1000.0 : 0.0,
+           "retries=%ld exhausted=%d\n",
+           (double)n / secs, n ? all[n / 2] / 1000.0 : 0.0,
            n ? all[(size_t)((double)n * 0.99)] / 1000.0 : 0.0, errors, n, retries, exhausted);
     rc = errors > 0 ? 1 : 0;
 out:

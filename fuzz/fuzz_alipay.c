@@ -15,13 +15,13 @@
 #include "gateway_check.h"
 #include "../tests/testkeys.h"
 
-#define APP_ID   "2021000000000001"
+#define APP_ID "2021000000000001"
 #define CURRENCY "CNY"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct testkey *alipay;               /* Alipay's private half */
+static struct testkey *alipay; /* Alipay's private half */
 static struct pubkey *alipay_pub;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -81,8 +81,8 @@ static void check_accepts_own_signature(const struct form *f, const char *conten
     const char *sign_type = form_get(f, "sign_type");
     struct form g = { malloc((f->n + 1) * sizeof(*g.field)), f->n + 1 };
     char *sig = testkey_sign_b64(alipay, content, strlen(content));
-    enum gateway_status want = sign_type == NULL || strcmp(sign_type, "RSA2") == 0 ? GATEWAY_OK
-                                                                              : GATEWAY_SIG_MISMATCH;
+    enum gateway_status want =
+        sign_type == NULL || strcmp(sign_type, "RSA2") == 0 ? GATEWAY_OK : GATEWAY_SIG_MISMATCH;
 
     if (g.field == NULL)
         abort();
@@ -115,7 +115,7 @@ static void check_notice(const struct form *f, const char *content)
     }
     st = gateway_alipay_notice(f, NULL, CURRENCY, &n);
     if (st != GATEWAY_WRONG_APP)
-        abort();                              /* no profile app_id matches nothing */
+        abort(); /* no profile app_id matches nothing */
     gateway_check_notice(st, &n);
 }
 
@@ -127,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     enum gateway_status st;
 
     if (form_parse((const char *)data, size, &f) != FORM_OK)
-        return 0;                             /* fuzz_form's ground */
+        return 0; /* fuzz_form's ground */
     if ((content = gateway_alipay_sign_content(f)) == NULL)
         abort();
     check_sign_content(f, content);
@@ -137,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (st != GATEWAY_SIG_MISSING)
             abort();
     } else if (st != GATEWAY_SIG_MISMATCH) {
-        abort();                              /* a forgery passed, or a 500 for bad input */
+        abort(); /* a forgery passed, or a 500 for bad input */
     }
     check_notice(f, content);
     free(content);

@@ -14,8 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int alphabet(uint8_t c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/';
 }
 
 /* The accepted shape restated; returns the padding, or -1. */
@@ -36,14 +36,14 @@ static int shape(const uint8_t *s, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static unsigned char debris;
-    unsigned char *out = &debris, *again = NULL;  /* b64_decode must reset it */
+    unsigned char *out = &debris, *again = NULL; /* b64_decode must reset it */
     size_t outlen = 1, againlen = 0;
     int pad = shape(data, size), rc = b64_decode((const char *)data, size, &out, &outlen);
     char *text;
 
     if (rc != 0) {
         if (pad >= 0 || out != NULL || outlen != 0)
-            abort();                          /* well-formed text refused, or debris */
+            abort(); /* well-formed text refused, or debris */
         return 0;
     }
     if (pad < 0 || out == NULL || outlen != size / 4 * 3 - (size_t)pad || out[outlen] != '\0')

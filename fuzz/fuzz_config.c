@@ -29,7 +29,7 @@ static void load(const uint8_t *data, size_t size, unsigned flags)
     if (cfg_load_text(&cfg, "fuzz.json", (const char *)data, size, no_env, flags, err,
                       sizeof(err)) != 0) {
         if (err[0] == '\0' || !terminated(err, sizeof(err)))
-            abort();                          /* a refusal always says why */
+            abort(); /* a refusal always says why */
         return;
     }
     if (!terminated(cfg.listen_address, sizeof(cfg.listen_address)) ||
@@ -41,7 +41,7 @@ static void load(const uint8_t *data, size_t size, unsigned flags)
         cfg.mysql_pool_size < 1 || cfg.redis_pool_size < 1 || cfg.body_max_bytes < 1)
         abort();
     if (cfg.callback_secret[0] == '\0')
-        abort();                              /* fail closed: never without a secret */
+        abort(); /* fail closed: never without a secret */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

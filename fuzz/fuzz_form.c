@@ -52,7 +52,7 @@ static void check_round_trip(const struct form *f)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct form debris;
-    struct form *f = &debris;                 /* form_parse must reset it */
+    struct form *f = &debris; /* form_parse must reset it */
     enum form_status st = form_parse((const char *)data, size, &f);
     size_t pairs = 1, i;
 
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     for (i = 0; i < f->n; i++) {
         if (f->field[i].key[0] == '\0' || form_get(f, f->field[i].key) != f->field[i].value)
-            abort();                          /* empty, or a second copy of a key */
+            abort(); /* empty, or a second copy of a key */
     }
     check_round_trip(f);
     form_destroy(f);

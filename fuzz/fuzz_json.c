@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (body == NULL)
         return 0;
     memcpy(body, data, size);
-    body[size] = '\0';                        /* as http.c hands bodies over */
+    body[size] = '\0'; /* as http.c hands bodies over */
     if ((obj = json_parse_object_or_reply(body, size, &resp)) == NULL) {
         expect_400(&resp);
         goto out;

@@ -7,7 +7,7 @@
 
 #include "money.h"
 
-#define MONEY_CENTS_MAX 999999999999LL       /* 9999999999.99 */
+#define MONEY_CENTS_MAX 999999999999LL /* 9999999999.99 */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (money_parse_n((const char *)data, size, &cents) != MONEY_OK) {
         if (cents != 0)
-            abort();                          /* a failure resets the out-param */
+            abort(); /* a failure resets the out-param */
         return 0;
     }
     if (cents < 0 || cents > MONEY_CENTS_MAX)

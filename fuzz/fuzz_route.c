@@ -34,10 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (strcmp(routes[r].method, in) != 0 &&
             !(strcmp(in, "HEAD") == 0 && strcmp(routes[r].method, "GET") == 0))
-            abort();                          /* a method the route does not take */
+            abort(); /* a method the route does not take */
         if (strchr(routes[r].pattern, '{') != NULL &&
             (param[0] == '\0' || strchr(param, '/') != NULL))
-            abort();                          /* {param} is one non-empty segment */
+            abort(); /* {param} is one non-empty segment */
     } else if (resp.body == NULL || resp.body[0] != '{' ||
                (resp.status != 400 && resp.status != 404 && resp.status != 405 &&
                 resp.status != 414) ||

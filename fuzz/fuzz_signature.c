@@ -8,9 +8,9 @@
 
 #include "signature.h"
 
-#define SECRET  "fuzz-secret"
-#define NOW_S   1700000000
-#define WINDOW  300
+#define SECRET "fuzz-secret"
+#define NOW_S 1700000000
+#define WINDOW 300
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -45,9 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out;
     st_good = sig_verify(SECRET, ts, good, (const char *)p, left, NOW_S, WINDOW);
     if (st == SIG_OK && strcmp(sig, good) != 0)
-        abort();                              /* a forged signature passed */
+        abort(); /* a forged signature passed */
     if (st_good != SIG_OK && st_good != SIG_BAD_TIMESTAMP && st_good != SIG_MISSING)
-        abort();                              /* the right MAC was refused */
+        abort(); /* the right MAC was refused */
     if (st == SIG_OK && st_good != SIG_OK)
         abort();
     (void)sig_status_str(st);

@@ -18,8 +18,8 @@
 #include "gateway_check.h"
 #include "../tests/testkeys.h"
 
-#define SECRET   "whsec_fuzz"
-#define NOW_S    1700000000
+#define SECRET "whsec_fuzz"
+#define NOW_S 1700000000
 #define WINDOW_S GATEWAY_STRIPE_TOLERANCE_S
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -37,7 +37,8 @@ static int all_of(const char *s, size_t len, const char *set)
 /* The grammar restated: comma-separated items; an item without '=' or
  * with another key is ignored; t once, 1..19 digits; every v1 of 64
  * lowercase hex digits kept, the first GATEWAY_STRIPE_V1_MAX of them. */
-static void check_header(const char *header, enum gateway_status st, const struct gateway_stripe_header *h)
+static void check_header(const char *header, enum gateway_status st,
+                         const struct gateway_stripe_header *h)
 {
     static const struct gateway_stripe_header zero;
     const char *p = header, *comma, *eq;
@@ -52,15 +53,17 @@ static void check_header(const char *header, enum gateway_status st, const struc
             continue;
         vl = len - (size_t)(eq - p) - 1;
         if (eq - p == 1 && p[0] == 't') {
-            bad_t |= nt++ > 0 || vl == 0 || vl >= GATEWAY_STRIPE_TS_BUF || !all_of(eq + 1, vl, "0123456789");
+            bad_t |= nt++ > 0 || vl == 0 || vl >= GATEWAY_STRIPE_TS_BUF ||
+                     !all_of(eq + 1, vl, "0123456789");
             if (!bad_t)
                 memcpy(t, eq + 1, vl);
         } else if (eq - p == 2 && memcmp(p, "v1", 2) == 0 && vl == SIG_HEX_LEN &&
                    all_of(eq + 1, vl, "0123456789abcdef")) {
             if (nv1 < GATEWAY_STRIPE_V1_MAX &&
                 (h->v1[nv1] != h->v1_buf[nv1] || strncmp(h->v1[nv1], eq + 1, vl) != 0 ||
-                 h->v1[nv1][vl] != '\0') && st == GATEWAY_OK)
-                abort();                      /* not the nv1-th v1, in order */
+                 h->v1[nv1][vl] != '\0') &&
+                st == GATEWAY_OK)
+                abort(); /* not the nv1-th v1, in order */
             nv1++;
         }
     }
@@ -71,7 +74,8 @@ static void check_header(const char *header, enum gateway_status st, const struc
             abort();
         return;
     }
-    if (strcmp(h->t, t) != 0 || h->nv1 != (nv1 < GATEWAY_STRIPE_V1_MAX ? nv1 : GATEWAY_STRIPE_V1_MAX))
+    if (strcmp(h->t, t) != 0 ||
+        h->nv1 != (nv1 < GATEWAY_STRIPE_V1_MAX ? nv1 : GATEWAY_STRIPE_V1_MAX))
         abort();
 }
 
@@ -101,7 +105,7 @@ static void check_verify(const char *header, const char *body, size_t len)
         abort();
     st = gateway_stripe_verify("", header, body, len, NOW_S, WINDOW_S);
     if (st != (want == GATEWAY_OK ? GATEWAY_SIG_MISMATCH : want))
-        abort();                              /* no secret accepts nothing */
+        abort(); /* no secret accepts nothing */
 }
 
 /* A header Stripe would send for body, behind a v0 and a stale v1. */
@@ -129,8 +133,8 @@ static const char *str_member(const cJSON *obj, const char *name)
 static void check_paid_from(const char *body, size_t len, const struct gateway_notice *n)
 {
     cJSON *root = cJSON_ParseWithLength(body, len);
-    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(root, "data"), "object");
+    const cJSON *obj =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "data"), "object");
     const cJSON *got = cJSON_GetObjectItemCaseSensitive(obj, "amount_received");
     char cur[CURRENCY_BUF];
     int64_t minor = -1;

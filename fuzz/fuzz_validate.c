@@ -14,8 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static bool id_char(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == ':' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == ':' || c == '-';
 }
 
 static bool hex_char(unsigned char c)
@@ -51,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (validate_id(s) != id || validate_token(s) != token)
         abort();
-    if (validate_http_url(s) && (strncmp(s, "http", 4) != 0 ||
-                                 strpbrk(s, " #\"<>\\") != NULL || has_user_info(s)))
+    if (validate_http_url(s) &&
+        (strncmp(s, "http", 4) != 0 || strpbrk(s, " #\"<>\\") != NULL || has_user_info(s)))
         abort();
     if (validate_bearer_token(s, 1024) && strpbrk(s, " \r\n\t:,") != NULL)
         abort();

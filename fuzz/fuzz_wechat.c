@@ -23,19 +23,19 @@
 #include "gateway_check.h"
 #include "../tests/testkeys.h"
 
-#define NOW_S     1700000000
-#define WINDOW_S  300
-#define SERIAL    "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
+#define NOW_S 1700000000
+#define WINDOW_S 300
+#define SERIAL "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
 #define APIV3_KEY "0123456789abcdef0123456789abcdef"
-#define MCHID     "1230000109"
-#define APPID     "wxd678efh567hg6787"
+#define MCHID "1230000109"
+#define APPID "wxd678efh567hg6787"
 #define RES_NONCE "fuzzresnonce"
-#define RES_AAD   "transaction"
+#define RES_AAD "transaction"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct testkey *platform;             /* WeChat's private half */
+static struct testkey *platform; /* WeChat's private half */
 static struct pubkey *platform_pub;
 static struct gateway_wechat_key keys[1];
 
@@ -94,7 +94,7 @@ static void check_verify(const char *ts, const char *nonce, const char *sig, con
         abort();
     st = gateway_wechat_verify(ts, nonce, sig, serial, body, len, keys, 0, NOW_S, WINDOW_S);
     if (st != (want == GATEWAY_SIG_MISMATCH ? GATEWAY_SIG_UNKNOWN_KEY : want))
-        abort();                              /* no key configured accepts nothing */
+        abort(); /* no key configured accepts nothing */
 }
 
 /* The envelope WeChat wraps around an encrypted transaction. */
@@ -155,7 +155,7 @@ static void check_accepts_own_signature(const char *env)
     msg = gateway_wechat_message(ts, RES_NONCE, env, strlen(env));
     sig = testkey_sign_b64(platform, msg, strlen(msg));
     if (gateway_wechat_verify(ts, RES_NONCE, sig, SERIAL, env, strlen(env), keys, 1, NOW_S,
-                         WINDOW_S) != GATEWAY_OK)
+                              WINDOW_S) != GATEWAY_OK)
         abort();
     free(sig);
     free(msg);
@@ -171,16 +171,16 @@ static void check_transaction(const char *body, int sign_it)
 
     gateway_check_notice(st, &n);
     if (st == GATEWAY_DECRYPT_FAILED || st == GATEWAY_ERROR)
-        abort();                              /* its own ciphertext must open */
+        abort(); /* its own ciphertext must open */
     if (st == GATEWAY_OK && n.pays) {
         check_paid_from(body, &n);
         if (sign_it)
             check_accepts_own_signature(env);
     }
     st = gateway_wechat_notice(env, strlen(env), "0123456789abcdef0123456789abcdeX", MCHID, APPID,
-                          &n);
+                               &n);
     if (st != GATEWAY_DECRYPT_FAILED)
-        abort();                              /* another APIv3 key opens nothing */
+        abort(); /* another APIv3 key opens nothing */
     gateway_check_notice(st, &n);
     cJSON_free(env);
     free(ct);

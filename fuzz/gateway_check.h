@@ -14,7 +14,7 @@
 #include "money.h"
 #include "validate.h"
 
-#define GATEWAY_CHECK_CENTS_MAX INT64_C(999999999999)   /* DECIMAL(12,2) */
+#define GATEWAY_CHECK_CENTS_MAX INT64_C(999999999999) /* DECIMAL(12,2) */
 
 /* Splits off the text up to the next '\n' as a malloc'd string, as a
  * header value arrives (no line break inside). NULL when out of memory. */
@@ -70,7 +70,7 @@ static inline void gateway_check_notice(enum gateway_status st, const struct gat
         abort();
     if (st != GATEWAY_OK) {
         if (memcmp(n, &zero, sizeof(zero)) != 0)
-            abort();                          /* a refusal leaves nothing behind */
+            abort(); /* a refusal leaves nothing behind */
         return;
     }
     if (n->state[0] == '\0')
@@ -89,7 +89,7 @@ static inline void gateway_check_notice(enum gateway_status st, const struct gat
         abort();
     money_format(n->amount_cents, buf, sizeof(buf));
     if (money_parse(buf, &again) != MONEY_OK || again != n->amount_cents)
-        abort();                              /* the amount pay_apply would store */
+        abort(); /* the amount pay_apply would store */
 }
 
 #endif

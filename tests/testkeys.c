@@ -15,13 +15,12 @@
 
 /* Setup failures abort: these helpers also run before any test starts,
  * where a Check assertion has nowhere to report. */
-#define MUST(cond)                                                              \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "%s:%d: testkeys: %s failed\n", __FILE__, __LINE__, \
-                    #cond);                                                     \
-            abort();                                                            \
-        }                                                                       \
+#define MUST(cond)                                                                      \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            fprintf(stderr, "%s:%d: testkeys: %s failed\n", __FILE__, __LINE__, #cond); \
+            abort();                                                                    \
+        }                                                                               \
     } while (0)
 
 struct testkey {
@@ -114,8 +113,7 @@ char *testkey_gcm_encrypt_b64(const char *key32, const char *nonce, const char *
     MUST(EVP_EncryptInit_ex(ctx, NULL, NULL, (const unsigned char *)key32,
                             (const unsigned char *)nonce) == 1);
     if (aad != NULL && aad[0] != '\0')
-        MUST(EVP_EncryptUpdate(ctx, NULL, &n, (const unsigned char *)aad,
-                               (int)strlen(aad)) == 1);
+        MUST(EVP_EncryptUpdate(ctx, NULL, &n, (const unsigned char *)aad, (int)strlen(aad)) == 1);
     MUST(EVP_EncryptUpdate(ctx, buf, &n, (const unsigned char *)plain, (int)len) == 1);
     MUST(EVP_EncryptFinal_ex(ctx, buf + n, &fin) == 1);
     MUST(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, buf + n + fin) == 1);
@@ -137,8 +135,8 @@ void testkey_hmac_hex(const char *secret, const char *t, const char *body, char 
     memcpy(msg, t, tl);
     msg[tl] = '.';
     memcpy(msg + tl + 1, body, bl + 1);
-    MUST(HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)msg,
-              tl + bl + 1, md, &mdlen) != NULL);
+    MUST(HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)msg, tl + bl + 1,
+              md, &mdlen) != NULL);
     MUST((int)mdlen == 32);
     for (i = 0; i < mdlen; i++) {
         out[2 * i] = digits[md[i] >> 4];

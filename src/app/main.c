@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build_info.h"                      /* generated: version and commit */
+#include "build_info.h" /* generated: version and commit */
 #include "config.h"
 #include "db.h"
 #include "delivery.h"
@@ -39,7 +39,7 @@
 
 extern char **environ;
 
-#define STOP_POLL_MS        20
+#define STOP_POLL_MS 20
 
 static void usage(FILE *f)
 {
@@ -143,8 +143,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'b': o->backfill = 1; break;
         case 'w': o->write_map = 1; break;
         case 'd': o->dev = 1; break;
-        case 'h': usage(stdout); cfg_print_keys(); return -1;
-        case 'V': printf("paycallback %s (%s)\n", PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT); return -1;
+        case 'h':
+            usage(stdout);
+            cfg_print_keys();
+            return -1;
+        case 'V':
+            printf("paycallback %s (%s)\n", PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT);
+            return -1;
         default: usage(stderr); return 1;
         }
     }
@@ -170,7 +175,7 @@ static int write_port_file(const char *path, int port)
     fprintf(f, "%d\n", port);
     if (fclose(f) != 0)
         return -1;
-    return rename(tmp, path);                  /* readers never see a half file */
+    return rename(tmp, path); /* readers never see a half file */
 }
 
 static long ms_since(const struct timespec *t0)
@@ -241,7 +246,8 @@ static void reload(struct server *srv, const struct opts *o, unsigned long *gene
     /* The file was checked against its own webhook.url, but the running
      * one stays until a restart: it still needs a secret to sign with. */
     if (srv->cfg->webhook_url[0] != '\0' && fresh->webhook_secret[0] == '\0') {
-        snprintf(err, sizeof(err), "webhook.secret is empty while the running webhook.url "
+        snprintf(err, sizeof(err),
+                 "webhook.secret is empty while the running webhook.url "
                  "(changed only by a restart) delivers events");
         goto fail;
     }
@@ -253,11 +259,12 @@ static void reload(struct server *srv, const struct opts *o, unsigned long *gene
     ++*generation;
     metrics_inc(srv->m, M_RELOADS_OK);
     metrics_set_gauge(srv->m, G_RELOAD_OK, 1);
-    log_info("reloaded secrets and keys", "generation=%lu auth_keys=%d previous_secret=%s "
-             "gateways=%zu log_level=%s", *generation, fresh->auth_nkeys,
-             fresh->callback_previous_secret[0] ? "set" : "unset", gateways_count(next->gw),
-             fresh->log_level);
-    next = NULL;                              /* the slot holds it now */
+    log_info("reloaded secrets and keys",
+             "generation=%lu auth_keys=%d previous_secret=%s "
+             "gateways=%zu log_level=%s",
+             *generation, fresh->auth_nkeys, fresh->callback_previous_secret[0] ? "set" : "unset",
+             gateways_count(next->gw), fresh->log_level);
+    next = NULL; /* the slot holds it now */
     sd_notifyf(0, "READY=1\nSTATUS=listening; reloaded (generation %lu)", *generation);
     goto out;
 fail:
@@ -265,7 +272,7 @@ fail:
     metrics_set_gauge(srv->m, G_RELOAD_OK, 0);
     log_error("reload refused; the running secrets and keys stay", "path=%s error=\"%s\"",
               o->config, err);
-    for (char *p = err; *p != '\0'; p++)     /* one line: no forged notify field */
+    for (char *p = err; *p != '\0'; p++) /* one line: no forged notify field */
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
     sd_notifyf(0, "READY=1\nSTATUS=listening; last reload refused: %s", err);
@@ -293,16 +300,21 @@ static int probe_redis(const struct config *cfg, char *err, size_t errsz)
         goto out;
     }
     redisSetTimeout(c, tv);
-    if ((r = redisCommand(c, "SELECT %d", cfg->redis_db)) == NULL || r->type != REDIS_REPLY_STATUS) {
+    if ((r = redisCommand(c, "SELECT %d", cfg->redis_db)) == NULL ||
+        r->type != REDIS_REPLY_STATUS) {
         snprintf(err, errsz, "SELECT %d failed: %s", cfg->redis_db,
-                 r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+                 r == NULL                      ? c->errstr
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "unexpected reply");
         goto out;
     }
     freeReplyObject(r);
     if ((r = redisCommand(c, "PING")) == NULL || r->type != REDIS_REPLY_STATUS ||
         strcmp(r->str, "PONG") != 0) {
         snprintf(err, errsz, "PING failed: %s",
-                 r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+                 r == NULL                      ? c->errstr
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "unexpected reply");
         goto out;
     }
     rc = 0;
@@ -331,8 +343,7 @@ static int check_schema_at_start(const struct config *cfg)
 
         switch (migrate_check(cfg, &at[i], &version, err, sizeof(err))) {
         case MIGRATE_CURRENT:
-        case MIGRATE_UNREACHABLE:             /* reported by db_probe below */
-            break;
+        case MIGRATE_UNREACHABLE: /* reported by db_probe below */ break;
         case MIGRATE_BEHIND:
         case MIGRATE_AHEAD:
             fprintf(stderr, "paycallback: mysql %s:%d/%s: %s\n", at[i].host, at[i].port,
@@ -361,8 +372,8 @@ static int check_schema_at_start(const struct config *cfg)
  * and hold the schema at this build's version; Redis down is a warning,
  * since the service would run degraded. Returns the exit status: 0, 1, or
  * 2 for another schema version. */
-static int check_config(const struct config *cfg, const struct gateways *gws,
-                        const struct query *q, const char *path)
+static int check_config(const struct config *cfg, const struct gateways *gws, const struct query *q,
+                        const char *path)
 {
     struct cfg_shard at[CFG_SHARDS_MAX];
     char err[512];
@@ -387,12 +398,16 @@ static int check_config(const struct config *cfg, const struct gateways *gws,
                     at[i].database, err);
             return 1;
         }
-        printf("%smysql %s:%d/%s: ok, schema present at version %d (procedures "
-               DB_PROC_PAY_CALLBACK ")\n", shard, at[i].host, at[i].port, at[i].database, version);
+        printf(
+            "%smysql %s:%d/%s: ok, schema present at version %d (procedures " DB_PROC_PAY_CALLBACK
+            ")\n",
+            shard, at[i].host, at[i].port, at[i].database, version);
     }
     if (probe_redis(cfg, err, sizeof(err)) != 0)
-        fprintf(stderr, "paycallback: warning: redis %s:%d: %s; the service would run degraded "
-                "(tokens in MySQL, no stock lock)\n", cfg->redis_host, cfg->redis_port, err);
+        fprintf(stderr,
+                "paycallback: warning: redis %s:%d: %s; the service would run degraded "
+                "(tokens in MySQL, no stock lock)\n",
+                cfg->redis_host, cfg->redis_port, err);
     else
         printf("redis %s:%d db %d: ok\n", cfg->redis_host, cfg->redis_port, cfg->redis_db);
     for (i = 0; i < gateways_count(gws); i++) {
@@ -411,7 +426,7 @@ int main(int argc, char **argv)
 {
     struct config cfg;
     struct server srv = { .cfg = &cfg };
-    struct keyring *kr0 = NULL;    /* the start's snapshot: metrics name its gateways */
+    struct keyring *kr0 = NULL; /* the start's snapshot: metrics name its gateways */
     const struct gateways *gws;
     struct opts o = { 0 };
     char err[512];
@@ -462,19 +477,18 @@ int main(int argc, char **argv)
     }
     log_level_parse(cfg.log_level, &lvl);
     log_set_level(lvl);
-    log_set_format(cfg.log_format);           /* checked by cfg_load */
+    log_set_format(cfg.log_format); /* checked by cfg_load */
     if (cfg.dev)
         log_warn("development mode: the shipped development secret is accepted; never run "
-                 "production like this", "callback_secret_is_dev=%d",
-                 strcmp(cfg.callback_secret, CFG_DEV_SECRET) == 0);
-
+                 "production like this",
+                 "callback_secret_is_dev=%d", strcmp(cfg.callback_secret, CFG_DEV_SECRET) == 0);
 
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGTERM);
     sigaddset(&stop_set, SIGINT);
     sigaddset(&wait_set, SIGTERM);
     sigaddset(&wait_set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &wait_set, NULL);    /* inherited by every thread */
+    pthread_sigmask(SIG_BLOCK, &wait_set, NULL); /* inherited by every thread */
     signal(SIGPIPE, SIG_IGN);
 
     rc = 1;
@@ -529,7 +543,7 @@ int main(int argc, char **argv)
     metrics_set_gauge(srv.m, G_RELOAD_OK, 1);
     routes = router_routes(&nroutes);
     if (http_start(&srv, routes, nroutes, &port) != 0) {
-        http_stop(&srv);                      /* frees what a failed start left */
+        http_stop(&srv); /* frees what a failed start left */
         goto out;
     }
     if (o.port_file != NULL && write_port_file(o.port_file, port) != 0) {
@@ -537,12 +551,14 @@ int main(int argc, char **argv)
         http_stop(&srv);
         goto out;
     }
-    log_info("listening", "address=%s port=%d workers=%d max_connections=%d "
-             "max_connections_per_ip=%d version=%s", cfg.listen_address, port, cfg.workers,
-             cfg.http_max_connections, cfg.http_max_connections_per_ip, PAYCALLBACK_VERSION);
+    log_info("listening",
+             "address=%s port=%d workers=%d max_connections=%d "
+             "max_connections_per_ip=%d version=%s",
+             cfg.listen_address, port, cfg.workers, cfg.http_max_connections,
+             cfg.http_max_connections_per_ip, PAYCALLBACK_VERSION);
     if (cfg.webhook_url[0] == '\0')
-        log_warn("outbox delivery is off: webhook.url is empty; events wait in the outbox",
-                 "%s", "");
+        log_warn("outbox delivery is off: webhook.url is empty; events wait in the outbox", "%s",
+                 "");
     else if ((srv.relay = delivery_start(&srv)) == NULL)
         goto stop_http;
     if ((srv.recon = reconcile_start(&srv)) == NULL)
@@ -560,12 +576,12 @@ int main(int argc, char **argv)
     }
     sd_notify(0, "STOPPING=1\nSTATUS=draining requests in flight");
     log_info("stopping", "signal=%d inflight=%d grace_s=%d", sig, http_inflight(&srv), cfg.grace_s);
-    query_cancel(srv.query);                  /* a query waiting on a slow endpoint ends now */
+    query_cancel(srv.query); /* a query waiting on a slow endpoint ends now */
     if (graceful_stop(&srv, &stop_set) != 0) {
-        http_abandon(&srv);                   /* the cut requests get no answer */
-        for (size_t i = 0; i < srv.shards.n; i++)   /* a cut CALL rolls back, not on by itself */
+        http_abandon(&srv);                       /* the cut requests get no answer */
+        for (size_t i = 0; i < srv.shards.n; i++) /* a cut CALL rolls back, not on by itself */
             db_pool_interrupt(srv.shards.s[i].pool);
-        _exit(1);                             /* MySQL rolls the cut transactions back */
+        _exit(1); /* MySQL rolls the cut transactions back */
     }
     log_info("stopped", "%s", "");
     rc = 0;
@@ -573,7 +589,7 @@ int main(int argc, char **argv)
 stop_http:
     http_stop(&srv);
 out:
-    delivery_stop(srv.relay);                 /* an attempt in flight ends first */
+    delivery_stop(srv.relay); /* an attempt in flight ends first */
     reconcile_stop(srv.recon);
     seen_destroy(srv.paid);
     keyslot_destroy(srv.keys);

@@ -29,14 +29,13 @@ static int operator_key(const struct http_route *route, struct http_req *req,
                         struct http_resp *resp)
 {
     if (auth_require_or_reply(&req->keys->cfg, req, resp) != 0)
-        return -1;                                /* 401 set */
-    return auth_scope_or_reply(req, route->flags >> SCOPE_SHIFT, resp);  /* 403 */
+        return -1;                                                      /* 401 set */
+    return auth_scope_or_reply(req, route->flags >> SCOPE_SHIFT, resp); /* 403 */
 }
 
 /* The guard of a route where a key is optional: none passes; one sent
  * must be valid, and then names the caller. */
-static int caller_key(const struct http_route *route, struct http_req *req,
-                      struct http_resp *resp)
+static int caller_key(const struct http_route *route, struct http_req *req, struct http_resp *resp)
 {
     (void)route;
     if (http_req_header(req, "Authorization") == NULL)
@@ -44,10 +43,10 @@ static int caller_key(const struct http_route *route, struct http_req *req,
     return auth_require_or_reply(&req->keys->cfg, req, resp);
 }
 
-#define OPEN NULL                 /* signed, token-based or public: no operator key */
-#define INLINE HTTP_LANE_INLINE   /* no I/O: answered on the polling thread */
-#define OPS HTTP_LANE_OPS         /* the bounded readiness probe: never behind business */
-#define WORK HTTP_LANE_WORK       /* MySQL and Redis */
+#define OPEN NULL               /* signed, token-based or public: no operator key */
+#define INLINE HTTP_LANE_INLINE /* no I/O: answered on the polling thread */
+#define OPS HTTP_LANE_OPS       /* the bounded readiness probe: never behind business */
+#define WORK HTTP_LANE_WORK     /* MySQL and Redis */
 
 #define QUOTA_TOKEN HTTP_ROUTE_QUOTA_TOKEN
 #define QUOTA_ORDER HTTP_ROUTE_QUOTA_ORDER
@@ -77,7 +76,6 @@ static const struct http_route routes[] = {
     { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, WORK, operator_key, ORDERS },
     { "GET", "/ops/audit", handle_ops_audit_list, WORK, operator_key, AUDIT },
 };
-
 
 const struct http_route *router_routes(size_t *count)
 {

@@ -22,30 +22,49 @@
 #include "validate.h"
 
 #define CFG_FILE_MAX_BYTES (1 << 20)
-#define CFG_ENV_PREFIX     "PAYCALLBACK_"
+#define CFG_ENV_PREFIX "PAYCALLBACK_"
 #define CFG_GATEWAYS_KEY "gateways"
 
-enum key_type { KEY_INT, KEY_STR, KEY_KEYS /* the auth.keys list */,
-                KEY_SHARDS /* the mysql.shards list */ };
+enum key_type {
+    KEY_INT,
+    KEY_STR,
+    KEY_KEYS /* the auth.keys list */,
+    KEY_SHARDS /* the mysql.shards list */
+};
 
 struct cfg_key {
-    const char *section;          /* NULL: top level */
+    const char *section; /* NULL: top level */
     const char *name;
     enum key_type type;
     size_t offset;
-    size_t size;                  /* bytes of the field, NUL included for KEY_STR */
-    long min, max;                /* KEY_INT range; KEY_STR: min 1 = required */
+    size_t size;   /* bytes of the field, NUL included for KEY_STR */
+    long min, max; /* KEY_INT range; KEY_STR: min 1 = required */
     const char *def;
-    bool reload;                  /* SIGHUP applies a new value; else it needs a restart */
+    bool reload; /* SIGHUP applies a new value; else it needs a restart */
 };
 
 #define FIELD(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
-#define I(sec, name, field, lo, hi, def) { sec, name, KEY_INT, FIELD(field), lo, hi, def, false }
-#define S(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def, false }
-#define K(sec, name, field) { sec, name, KEY_KEYS, FIELD(field), 0, 0, "", true }
-#define SH(sec, name, field) { sec, name, KEY_SHARDS, FIELD(field), 0, 0, "", false }
+#define I(sec, name, field, lo, hi, def)                     \
+    {                                                        \
+        sec, name, KEY_INT, FIELD(field), lo, hi, def, false \
+    }
+#define S(sec, name, field, req, def)                        \
+    {                                                        \
+        sec, name, KEY_STR, FIELD(field), req, 0, def, false \
+    }
+#define K(sec, name, field)                               \
+    {                                                     \
+        sec, name, KEY_KEYS, FIELD(field), 0, 0, "", true \
+    }
+#define SH(sec, name, field)                                 \
+    {                                                        \
+        sec, name, KEY_SHARDS, FIELD(field), 0, 0, "", false \
+    }
 /* A string key that SIGHUP reloads: the secrets and the log level. */
-#define SR(sec, name, field, req, def) { sec, name, KEY_STR, FIELD(field), req, 0, def, true }
+#define SR(sec, name, field, req, def)                      \
+    {                                                       \
+        sec, name, KEY_STR, FIELD(field), req, 0, def, true \
+    }
 
 static const struct cfg_key keys[] = {
     S("listen", "address", listen_address, 1, "127.0.0.1"),
@@ -139,8 +158,8 @@ static void env_name(const struct cfg_key *k, char *buf, size_t n)
 {
     size_t i;
 
-    snprintf(buf, n, "PAYCALLBACK_%s%s%s", k->section ? k->section : "",
-             k->section ? "_" : "", k->name);
+    snprintf(buf, n, "PAYCALLBACK_%s%s%s", k->section ? k->section : "", k->section ? "_" : "",
+             k->name);
     for (i = 0; buf[i] != '\0'; i++)
         if (buf[i] >= 'a' && buf[i] <= 'z')
             buf[i] = (char)(buf[i] - 'a' + 'A');
@@ -190,8 +209,8 @@ static int set_int(struct config *cfg, const struct cfg_key *k, long v, const ch
 
     if (v < k->min || v > k->max) {
         key_path(k, path, sizeof(path));
-        snprintf(err, errsz, "%s: %s must be in %ld..%ld, got %ld", origin, path, k->min,
-                 k->max, v);
+        snprintf(err, errsz, "%s: %s must be in %ld..%ld, got %ld", origin, path, k->min, k->max,
+                 v);
         return -1;
     }
     *(int *)((char *)cfg + k->offset) = (int)v;
@@ -231,8 +250,8 @@ static int valid_key_value(const char *s, size_t n)
     return i == n && s[0] != '=';
 }
 
-static const char *const scope_names[CFG_SCOPES_N] = { "read", "orders", "refunds", "events",
-                                                       "metrics", "audit" };
+static const char *const scope_names[CFG_SCOPES_N] = { "read",   "orders",  "refunds",
+                                                       "events", "metrics", "audit" };
 
 const char *cfg_scope_name(unsigned bit)
 {
@@ -252,8 +271,10 @@ static int add_scope(const char *s, size_t n, unsigned *scopes, const char *orig
             *scopes |= 1u << i;
             return 0;
         }
-    snprintf(err, errsz, "%s: auth key \"%s\": unknown scope \"%.*s\" (read, orders, refunds, "
-             "events, metrics, audit)", origin, key_name, (int)(n < 32 ? n : 32), s);
+    snprintf(err, errsz,
+             "%s: auth key \"%s\": unknown scope \"%.*s\" (read, orders, refunds, "
+             "events, metrics, audit)",
+             origin, key_name, (int)(n < 32 ? n : 32), s);
     return -1;
 }
 
@@ -271,14 +292,17 @@ static int add_auth_key(struct config *cfg, const char *name, size_t nlen, const
         return -1;
     }
     if (!valid_key_name(name, nlen)) {
-        snprintf(err, errsz, "%s: auth.keys entry %d: name must be 1..%d characters of "
-                 "[A-Za-z0-9_.-]", origin, pos, CFG_AUTH_NAME_MAX - 1);
+        snprintf(err, errsz,
+                 "%s: auth.keys entry %d: name must be 1..%d characters of "
+                 "[A-Za-z0-9_.-]",
+                 origin, pos, CFG_AUTH_NAME_MAX - 1);
         return -1;
     }
     if (!valid_key_value(key, klen)) {
-        snprintf(err, errsz, "%s: auth key \"%.*s\" must be %d..%d characters of "
-                 "[A-Za-z0-9-._~+/] (then '=' padding)", origin, (int)nlen, name,
-                 CFG_AUTH_KEY_MIN_LEN, CFG_AUTH_KEY_MAX - 1);
+        snprintf(err, errsz,
+                 "%s: auth key \"%.*s\" must be %d..%d characters of "
+                 "[A-Za-z0-9-._~+/] (then '=' padding)",
+                 origin, (int)nlen, name, CFG_AUTH_KEY_MIN_LEN, CFG_AUTH_KEY_MAX - 1);
         return -1;
     }
     for (i = 0; i < cfg->auth_nkeys; i++) {
@@ -387,17 +411,15 @@ static int set_scopes_json(struct config *cfg, const cJSON *arr, const char *fil
 
     k->scopes = 0;
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
-        snprintf(err, errsz, "%s: auth key \"%s\": scopes must be a non-empty array of names",
-                 file, k->name);
+        snprintf(err, errsz, "%s: auth key \"%s\": scopes must be a non-empty array of names", file,
+                 k->name);
         return -1;
     }
-    cJSON_ArrayForEach(s, arr) {
-        if (!cJSON_IsString(s) ||
-            add_scope(s->valuestring, strlen(s->valuestring), &k->scopes, file, k->name, err,
-                      errsz) != 0) {
+    cJSON_ArrayForEach (s, arr) {
+        if (!cJSON_IsString(s) || add_scope(s->valuestring, strlen(s->valuestring), &k->scopes,
+                                            file, k->name, err, errsz) != 0) {
             if (!cJSON_IsString(s))
-                snprintf(err, errsz, "%s: auth key \"%s\": scopes must be strings", file,
-                         k->name);
+                snprintf(err, errsz, "%s: auth key \"%s\": scopes must be strings", file, k->name);
             return -1;
         }
     }
@@ -419,14 +441,16 @@ static int set_keys_json(struct config *cfg, const cJSON *item, const char *file
         snprintf(err, errsz, "%s: auth.keys must be an array of {\"name\", \"key\"}", file);
         return -1;
     }
-    cJSON_ArrayForEach(entry, item) {
+    cJSON_ArrayForEach (entry, item) {
         pos++;
         if (!cJSON_IsObject(entry) || json_duplicate_key(entry) != NULL) {
-            snprintf(err, errsz, "%s: auth.keys entry %d must be an object with each member "
-                     "once", file, pos);
+            snprintf(err, errsz,
+                     "%s: auth.keys entry %d must be an object with each member "
+                     "once",
+                     file, pos);
             return -1;
         }
-        cJSON_ArrayForEach(m, entry) {
+        cJSON_ArrayForEach (m, entry) {
             if (strcmp(m->string, "name") != 0 && strcmp(m->string, "key") != 0 &&
                 strcmp(m->string, "scopes") != 0) {
                 snprintf(err, errsz, "%s: unknown key \"auth.keys[%d].%.32s\"", file, pos - 1,
@@ -463,8 +487,7 @@ static int add_shard(struct config *cfg, long id, const char *host, size_t hlen,
     int i, pos = cfg->nshards + 1;
 
     if (cfg->nshards >= CFG_SHARDS_MAX) {
-        snprintf(err, errsz, "%s: mysql.shards holds more than %d shards", origin,
-                 CFG_SHARDS_MAX);
+        snprintf(err, errsz, "%s: mysql.shards holds more than %d shards", origin, CFG_SHARDS_MAX);
         return -1;
     }
     if (id < 1 || id > CFG_SHARD_ID_MAX) {
@@ -477,8 +500,10 @@ static int add_shard(struct config *cfg, long id, const char *host, size_t hlen,
         return -1;
     }
     if (hlen >= CFG_STR_MAX || dlen >= CFG_STR_MAX) {
-        snprintf(err, errsz, "%s: mysql.shards entry %d: host and database are at most %d "
-                 "bytes", origin, pos, CFG_STR_MAX - 1);
+        snprintf(err, errsz,
+                 "%s: mysql.shards entry %d: host and database are at most %d "
+                 "bytes",
+                 origin, pos, CFG_STR_MAX - 1);
         return -1;
     }
     for (i = 0; i < cfg->nshards; i++) {
@@ -511,8 +536,8 @@ static int set_shards_text(struct config *cfg, const char *text, const char *ori
         end = p + strcspn(p, ",");
         eq = memchr(p, '=', (size_t)(end - p));
         if (eq == NULL || (size_t)(eq - p) >= sizeof(num)) {
-            snprintf(err, errsz, "%s: mysql.shards entry %d must be id=host:port/database",
-                     origin, cfg->nshards + 1);
+            snprintf(err, errsz, "%s: mysql.shards entry %d must be id=host:port/database", origin,
+                     cfg->nshards + 1);
             return -1;
         }
         memcpy(num, p, (size_t)(eq - p));
@@ -525,15 +550,15 @@ static int set_shards_text(struct config *cfg, const char *text, const char *ori
             char pn[16];
             size_t n = (size_t)(hend - colon - 1);
             if (n == 0 || n >= sizeof(pn)) {
-                snprintf(err, errsz, "%s: mysql.shards entry %d: port must be in 1..65535",
-                         origin, cfg->nshards + 1);
+                snprintf(err, errsz, "%s: mysql.shards entry %d: port must be in 1..65535", origin,
+                         cfg->nshards + 1);
                 return -1;
             }
             memcpy(pn, colon + 1, n);
             pn[n] = '\0';
             if (parse_long(pn, &port) != 0 || port < 1) {
-                snprintf(err, errsz, "%s: mysql.shards entry %d: port must be in 1..65535",
-                         origin, cfg->nshards + 1);
+                snprintf(err, errsz, "%s: mysql.shards entry %d: port must be in 1..65535", origin,
+                         cfg->nshards + 1);
                 return -1;
             }
         }
@@ -543,8 +568,8 @@ static int set_shards_text(struct config *cfg, const char *text, const char *ori
             return -1;
         }
         if (add_shard(cfg, id, eq + 1, (size_t)((colon != NULL ? colon : hend) - eq - 1), port,
-                      slash != NULL ? slash + 1 : "",
-                      slash != NULL ? (size_t)(end - slash - 1) : 0, origin, err, errsz) != 0)
+                      slash != NULL ? slash + 1 : "", slash != NULL ? (size_t)(end - slash - 1) : 0,
+                      origin, err, errsz) != 0)
             return -1;
         p = *end == ',' ? end + 1 : end;
     }
@@ -561,21 +586,25 @@ static int set_shards_json(struct config *cfg, const cJSON *item, const char *fi
 
     clear_shards(cfg);
     if (!cJSON_IsArray(item)) {
-        snprintf(err, errsz, "%s: mysql.shards must be an array of {\"id\", \"host\", "
-                 "\"port\", \"database\"}", file);
+        snprintf(err, errsz,
+                 "%s: mysql.shards must be an array of {\"id\", \"host\", "
+                 "\"port\", \"database\"}",
+                 file);
         return -1;
     }
-    cJSON_ArrayForEach(entry, item) {
+    cJSON_ArrayForEach (entry, item) {
         const char *host = "", *db = "";
         int64_t id = 0, port = 0;
 
         pos++;
         if (!cJSON_IsObject(entry) || json_duplicate_key(entry) != NULL) {
-            snprintf(err, errsz, "%s: mysql.shards entry %d must be an object with each member "
-                     "once", file, pos);
+            snprintf(err, errsz,
+                     "%s: mysql.shards entry %d must be an object with each member "
+                     "once",
+                     file, pos);
             return -1;
         }
-        cJSON_ArrayForEach(m, entry) {
+        cJSON_ArrayForEach (m, entry) {
             int ok;
             if (strcmp(m->string, "id") == 0)
                 ok = json_int_value(m, 1, CFG_SHARD_ID_MAX, &id) == JSON_OK;
@@ -588,15 +617,16 @@ static int set_shards_json(struct config *cfg, const cJSON *item, const char *fi
             else if (strcmp(m->string, "host") == 0 || strcmp(m->string, "database") == 0)
                 ok = 0;
             else {
-                snprintf(err, errsz, "%s: unknown key \"mysql.shards[%d].%.32s\"", file,
-                         pos - 1, m->string);
+                snprintf(err, errsz, "%s: unknown key \"mysql.shards[%d].%.32s\"", file, pos - 1,
+                         m->string);
                 return -1;
             }
             if (!ok) {
                 snprintf(err, errsz, "%s: mysql.shards entry %d: %s must be %s", file, pos,
-                         m->string, strcmp(m->string, "id") == 0 ? "an integer in 1..99"
+                         m->string,
+                         strcmp(m->string, "id") == 0     ? "an integer in 1..99"
                          : strcmp(m->string, "port") == 0 ? "an integer in 1..65535"
-                         : "a non-empty string");
+                                                          : "a non-empty string");
                 return -1;
             }
         }
@@ -630,8 +660,10 @@ static int check_shards(struct config *cfg, char *err, size_t errsz)
             const struct cfg_shard *o = &cfg->shards[j];
             if (strcmp(o->host, sh->host) == 0 && o->port == sh->port &&
                 strcmp(o->database, sh->database) == 0) {
-                snprintf(err, errsz, "mysql.shards: shards %d and %d are the same database "
-                         "(%s:%d/%s)", o->id, sh->id, sh->host, sh->port, sh->database);
+                snprintf(err, errsz,
+                         "mysql.shards: shards %d and %d are the same database "
+                         "(%s:%d/%s)",
+                         o->id, sh->id, sh->host, sh->port, sh->database);
                 return -1;
             }
         }
@@ -683,17 +715,15 @@ static int set_json(struct config *cfg, const struct cfg_key *k, const cJSON *it
         return set_str(cfg, k, item->valuestring, file, err, errsz);
     }
     switch (json_int_value(item, k->min, k->max, &v)) {
-    case JSON_OK:
-        return set_int(cfg, k, (long)v, file, err, errsz);
+    case JSON_OK: return set_int(cfg, k, (long)v, file, err, errsz);
     case JSON_RANGE:
         if (cJSON_IsNumber(item)) {
-            snprintf(err, errsz, "%s: %s must be in %ld..%ld, got %g", file, path, k->min,
-                     k->max, item->valuedouble);
+            snprintf(err, errsz, "%s: %s must be in %ld..%ld, got %g", file, path, k->min, k->max,
+                     item->valuedouble);
             return -1;
         }
         break;
-    default:
-        break;
+    default: break;
     }
     snprintf(err, errsz, "%s: %s must be an integer", file, path);
     return -1;
@@ -741,9 +771,9 @@ static int check_unknown(const cJSON *root, const char *file, char *err, size_t 
         snprintf(err, errsz, "%s: key \"%s\" appears twice", file, dup);
         return -1;
     }
-    cJSON_ArrayForEach(it, root) {
+    cJSON_ArrayForEach (it, root) {
         if (strcmp(it->string, CFG_GATEWAYS_KEY) == 0)
-            continue;                         /* checked by gateway_cfg_parse */
+            continue; /* checked by gateway_cfg_parse */
         known = 0;
         for (i = 0; i < NKEYS && !known; i++) {
             if (keys[i].section == NULL && strcmp(keys[i].name, it->string) == 0)
@@ -766,7 +796,7 @@ static int check_unknown(const cJSON *root, const char *file, char *err, size_t 
             snprintf(err, errsz, "%s: key \"%s.%s\" appears twice", file, it->string, dup);
             return -1;
         }
-        cJSON_ArrayForEach(sub, it) {
+        cJSON_ArrayForEach (sub, it) {
             for (known = 0, i = 0; i < NKEYS && !known; i++)
                 known = keys[i].section && strcmp(keys[i].section, it->string) == 0 &&
                         strcmp(keys[i].name, sub->string) == 0;
@@ -794,14 +824,9 @@ static int apply_file(struct config *cfg, const char *path, const char *given, s
     if (text == NULL && (text = read = read_file(path, &len, err, errsz)) == NULL)
         return -1;
     switch (json_parse_object(text, len, &root)) {
-    case JSON_OK:
-        break;
-    case JSON_NUL:
-        snprintf(err, errsz, "%s: holds a NUL character", path);
-        goto out;
-    default:
-        snprintf(err, errsz, "%s: not a JSON object (or data after it)", path);
-        goto out;
+    case JSON_OK: break;
+    case JSON_NUL: snprintf(err, errsz, "%s: holds a NUL character", path); goto out;
+    default: snprintf(err, errsz, "%s: not a JSON object (or data after it)", path); goto out;
     }
     if (check_unknown(root, path, err, errsz) != 0)
         goto out;
@@ -883,8 +908,10 @@ static int check_env_names(const struct config *cfg, const char *const *envp, ch
         eq = strchr(*envp, '=');
         n = eq != NULL ? (size_t)(eq - *envp) : strlen(*envp);
         if (!env_known(cfg, *envp, n)) {
-            snprintf(err, errsz, "unknown environment variable %.*s: not a configuration key "
-                     "(paycallback --help lists them)", (int)(n < 96 ? n : 96), *envp);
+            snprintf(err, errsz,
+                     "unknown environment variable %.*s: not a configuration key "
+                     "(paycallback --help lists them)",
+                     (int)(n < 96 ? n : 96), *envp);
             return -1;
         }
     }
@@ -920,15 +947,18 @@ static int check_secrets(struct config *cfg, char *err, size_t errsz)
         return 0;
     }
     if (cfg->callback_secret[0] == '\0') {
-        snprintf(err, errsz, "callback.secret is empty: set PAYCALLBACK_CALLBACK_SECRET "
-                 "(only --dev or %s=1 runs without one)", CFG_DEV_ENV);
+        snprintf(err, errsz,
+                 "callback.secret is empty: set PAYCALLBACK_CALLBACK_SECRET "
+                 "(only --dev or %s=1 runs without one)",
+                 CFG_DEV_ENV);
         return -1;
     }
     if (strcmp(cfg->callback_secret, CFG_DEV_SECRET) == 0 ||
         strcmp(cfg->callback_previous_secret, CFG_DEV_SECRET) == 0) {
-        snprintf(err, errsz, "callback secret is the shipped development value \"%s\": set "
-                 "PAYCALLBACK_CALLBACK_SECRET (only --dev or %s=1 accepts it)", CFG_DEV_SECRET,
-                 CFG_DEV_ENV);
+        snprintf(err, errsz,
+                 "callback secret is the shipped development value \"%s\": set "
+                 "PAYCALLBACK_CALLBACK_SECRET (only --dev or %s=1 accepts it)",
+                 CFG_DEV_SECRET, CFG_DEV_ENV);
         return -1;
     }
     return 0;
@@ -942,26 +972,30 @@ static int check_auth_keys(struct config *cfg, char *err, size_t errsz)
 
     if (cfg->dev) {
         if (cfg->auth_nkeys == 0)
-            return add_auth_key(cfg, CFG_DEV_AUTH_NAME, strlen(CFG_DEV_AUTH_NAME),
-                                CFG_DEV_AUTH_KEY, strlen(CFG_DEV_AUTH_KEY), "development", err,
-                                errsz);
+            return add_auth_key(cfg, CFG_DEV_AUTH_NAME, strlen(CFG_DEV_AUTH_NAME), CFG_DEV_AUTH_KEY,
+                                strlen(CFG_DEV_AUTH_KEY), "development", err, errsz);
         return 0;
     }
     if (cfg->auth_nkeys == 0) {
-        snprintf(err, errsz, "auth.keys is empty: the operator routes need a key; set "
+        snprintf(err, errsz,
+                 "auth.keys is empty: the operator routes need a key; set "
                  "PAYCALLBACK_AUTH_KEYS=name:key (only --dev or %s=1 runs without one)",
                  CFG_DEV_ENV);
         return -1;
     }
     for (i = 0; i < cfg->auth_nkeys; i++) {
         if (strncmp(cfg->auth_keys[i].key, CFG_PLACEHOLDER, sizeof(CFG_PLACEHOLDER) - 1) == 0) {
-            snprintf(err, errsz, "auth key \"%s\" still holds the placeholder %s...: set it "
-                     "(man 5 paycallback.json)", cfg->auth_keys[i].name, CFG_PLACEHOLDER);
+            snprintf(err, errsz,
+                     "auth key \"%s\" still holds the placeholder %s...: set it "
+                     "(man 5 paycallback.json)",
+                     cfg->auth_keys[i].name, CFG_PLACEHOLDER);
             return -1;
         }
         if (strcmp(cfg->auth_keys[i].key, CFG_DEV_AUTH_KEY) == 0) {
-            snprintf(err, errsz, "auth key \"%s\" is the development key: set a real one "
-                     "(only --dev or %s=1 accepts it)", cfg->auth_keys[i].name, CFG_DEV_ENV);
+            snprintf(err, errsz,
+                     "auth key \"%s\" is the development key: set a real one "
+                     "(only --dev or %s=1 accepts it)",
+                     cfg->auth_keys[i].name, CFG_DEV_ENV);
             return -1;
         }
     }
@@ -982,17 +1016,21 @@ static int check_query(const struct config *cfg, char *err, size_t errsz)
         return 0;
     }
     if (!validate_http_url(cfg->callback_query_url)) {
-        snprintf(err, errsz, "callback.query_url must be an http:// or https:// URL without "
-                 "user info or fragment, got \"%s\"", cfg->callback_query_url);
+        snprintf(err, errsz,
+                 "callback.query_url must be an http:// or https:// URL without "
+                 "user info or fragment, got \"%s\"",
+                 cfg->callback_query_url);
         return -1;
     }
     if (cfg->callback_query_token[0] == '\0') {
-        snprintf(err, errsz, "callback.query_token is empty: callback.query_url needs it; set "
+        snprintf(err, errsz,
+                 "callback.query_token is empty: callback.query_url needs it; set "
                  "PAYCALLBACK_CALLBACK_QUERY_TOKEN");
         return -1;
     }
     if (!validate_bearer_token(cfg->callback_query_token, CFG_STR_MAX - 1)) {
-        snprintf(err, errsz, "callback.query_token must be characters of [A-Za-z0-9-._~+/] "
+        snprintf(err, errsz,
+                 "callback.query_token must be characters of [A-Za-z0-9-._~+/] "
                  "(then '=' padding)");
         return -1;
     }
@@ -1018,8 +1056,10 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
             (!(flags & CFG_LOAD_DB_ONLY) ||
              (keys[i].section != NULL && strcmp(keys[i].section, "mysql") == 0))) {
             key_path(&keys[i], name, sizeof(name));
-            snprintf(err, errsz, "%s still holds the placeholder %s...: set it (man 5 "
-                     "paycallback.json)", name, CFG_PLACEHOLDER);
+            snprintf(err, errsz,
+                     "%s still holds the placeholder %s...: set it (man 5 "
+                     "paycallback.json)",
+                     name, CFG_PLACEHOLDER);
             return -1;
         }
     }
@@ -1034,7 +1074,8 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
         return -1;
     }
     if (cfg->webhook_url[0] != '\0' && cfg->webhook_secret[0] == '\0') {
-        snprintf(err, errsz, "webhook.secret must be set when webhook.url is: the shop could "
+        snprintf(err, errsz,
+                 "webhook.secret must be set when webhook.url is: the shop could "
                  "not tell our events from forged ones");
         return -1;
     }
@@ -1047,19 +1088,20 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
     if (check_query(cfg, err, errsz) != 0)
         return -1;
     if (cfg->webhook_backoff_max_ms < cfg->webhook_backoff_base_ms) {
-        snprintf(err, errsz, "webhook.backoff_max_ms (%d) must not be below "
-                 "webhook.backoff_base_ms (%d)", cfg->webhook_backoff_max_ms,
-                 cfg->webhook_backoff_base_ms);
+        snprintf(err, errsz,
+                 "webhook.backoff_max_ms (%d) must not be below "
+                 "webhook.backoff_base_ms (%d)",
+                 cfg->webhook_backoff_max_ms, cfg->webhook_backoff_base_ms);
         return -1;
     }
     if (cfg->retention_payment_days != 0 && cfg->retention_payment_days < CFG_PAYMENT_DAYS_MIN) {
-        snprintf(err, errsz, "retention.payment_days must be 0 (keep) or at least %d, longer "
-                 "than any gateway retries a callback; got %d", CFG_PAYMENT_DAYS_MIN,
-                 cfg->retention_payment_days);
+        snprintf(err, errsz,
+                 "retention.payment_days must be 0 (keep) or at least %d, longer "
+                 "than any gateway retries a callback; got %d",
+                 CFG_PAYMENT_DAYS_MIN, cfg->retention_payment_days);
         return -1;
     }
-    if (netaddr_list_parse(cfg->http_trusted_proxies, &cfg->http_trusted, why,
-                           sizeof(why)) != 0) {
+    if (netaddr_list_parse(cfg->http_trusted_proxies, &cfg->http_trusted, why, sizeof(why)) != 0) {
         snprintf(err, errsz, "http.trusted_proxies: %s", why);
         return -1;
     }
@@ -1070,7 +1112,7 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
     }
     if (check_shards(cfg, err, errsz) != 0)
         return -1;
-    if (flags & CFG_LOAD_DB_ONLY)             /* only the database is reached */
+    if (flags & CFG_LOAD_DB_ONLY) /* only the database is reached */
         return 0;
     if (check_secrets(cfg, err, errsz) != 0)
         return -1;
@@ -1098,8 +1140,7 @@ static int load(struct config *cfg, const char *path, const char *text, size_t l
         return -1;
     for (i = 0; i < NKEYS; i++) {
         env_name(&keys[i], name, sizeof(name));
-        if ((v = env_get(envp, name)) != NULL &&
-            set_value(cfg, &keys[i], v, name, err, errsz) != 0)
+        if ((v = env_get(envp, name)) != NULL && set_value(cfg, &keys[i], v, name, err, errsz) != 0)
             return -1;
     }
     return check_values(cfg, flags, err, errsz);
@@ -1137,9 +1178,7 @@ size_t cfg_endpoints(const struct config *cfg, struct cfg_shard out[CFG_SHARDS_M
 static void key_range(const struct cfg_key *k, char *buf, size_t n)
 {
     switch (k->type) {
-    case KEY_INT:
-        snprintf(buf, n, "%ld..%ld", k->min, k->max);
-        break;
+    case KEY_INT: snprintf(buf, n, "%ld..%ld", k->min, k->max); break;
     case KEY_STR:
         if (k->section == NULL && strcmp(k->name, "log_level") == 0)
             snprintf(buf, n, "debug|info|warn|error");
@@ -1150,12 +1189,8 @@ static void key_range(const struct cfg_key *k, char *buf, size_t n)
         else
             snprintf(buf, n, "len<=%zu", k->size - 1);
         break;
-    case KEY_KEYS:
-        snprintf(buf, n, "n<=%d", CFG_AUTH_KEYS_MAX);
-        break;
-    case KEY_SHARDS:
-        snprintf(buf, n, "n<=%d", CFG_SHARDS_MAX);
-        break;
+    case KEY_KEYS: snprintf(buf, n, "n<=%d", CFG_AUTH_KEYS_MAX); break;
+    case KEY_SHARDS: snprintf(buf, n, "n<=%d", CFG_SHARDS_MAX); break;
     }
 }
 
@@ -1169,13 +1204,12 @@ void cfg_print_keys(void)
         key_path(&keys[i], path, sizeof(path));
         env_name(&keys[i], env, sizeof(env));
         key_range(&keys[i], range, sizeof(range));
-        printf("  %-30s %-45s %-18s %-6s %s\n", path, env, range,
-               keys[i].reload ? "reload" : "-", keys[i].def[0] ? keys[i].def : "(empty)");
+        printf("  %-30s %-45s %-18s %-6s %s\n", path, env, range, keys[i].reload ? "reload" : "-",
+               keys[i].def[0] ? keys[i].def : "(empty)");
     }
     snprintf(range, sizeof(range), "n<=%d", GATEWAYS_MAX);
     printf("  %-30s %-45s %-18s %-6s %s\n", CFG_GATEWAYS_KEY, "-", range, "reload", "(none)");
-    printf("  %-30s %-45s %-18s %-6s %s\n", "-", CFG_DEV_ENV, "0..1", "-",
-           "0; 1 = as --dev");
+    printf("  %-30s %-45s %-18s %-6s %s\n", "-", CFG_DEV_ENV, "0..1", "-", "0; 1 = as --dev");
 }
 
 /* Whether a's and b's values of k are the same. */
@@ -1184,14 +1218,11 @@ static bool key_equal(const struct cfg_key *k, const struct config *a, const str
     const char *fa = (const char *)a + k->offset, *fb = (const char *)b + k->offset;
 
     switch (k->type) {
-    case KEY_INT:
-        return *(const int *)(const void *)fa == *(const int *)(const void *)fb;
-    case KEY_STR:
-        return strcmp(fa, fb) == 0;
+    case KEY_INT: return *(const int *)(const void *)fa == *(const int *)(const void *)fb;
+    case KEY_STR: return strcmp(fa, fb) == 0;
     case KEY_SHARDS:
         return a->nshards == b->nshards && memcmp(a->shards, b->shards, sizeof(a->shards)) == 0;
-    case KEY_KEYS:
-        break;
+    case KEY_KEYS: break;
     }
     if (a->auth_nkeys != b->auth_nkeys)
         return false;

@@ -14,15 +14,15 @@
 /* The packaged configuration marks each value its owner must fill with a
  * value starting so: the service refuses to start on any of them. */
 #define CFG_PLACEHOLDER "CHANGE-ME"
-#define CFG_DEV_SECRET "dev-secret"    /* the shipped value: refused outside development */
-#define CFG_DEV_ENV    "PAYCALLBACK_DEV"
+#define CFG_DEV_SECRET "dev-secret" /* the shipped value: refused outside development */
+#define CFG_DEV_ENV "PAYCALLBACK_DEV"
 
-#define CFG_AUTH_KEYS_MAX    16
-#define CFG_AUTH_NAME_MAX    33       /* 1..32 of [A-Za-z0-9_.-] and the NUL */
+#define CFG_AUTH_KEYS_MAX 16
+#define CFG_AUTH_NAME_MAX 33 /* 1..32 of [A-Za-z0-9_.-] and the NUL */
 #define CFG_AUTH_KEY_MIN_LEN 16
-#define CFG_AUTH_KEY_MAX     129      /* 16..128 of the bearer token alphabet and the NUL */
-#define CFG_DEV_AUTH_NAME    "dev"
-#define CFG_DEV_AUTH_KEY     "dev-operator-key"   /* development only, like CFG_DEV_SECRET */
+#define CFG_AUTH_KEY_MAX 129 /* 16..128 of the bearer token alphabet and the NUL */
+#define CFG_DEV_AUTH_NAME "dev"
+#define CFG_DEV_AUTH_KEY "dev-operator-key" /* development only, like CFG_DEV_SECRET */
 
 /* One operator credential: callers send "Authorization: Bearer <key>";
  * the name goes into the request log, never the key. Both fields are
@@ -31,70 +31,71 @@
 struct cfg_auth_key {
     char name[CFG_AUTH_NAME_MAX];
     char key[CFG_AUTH_KEY_MAX];
-    unsigned scopes;              /* CFG_SCOPE_* the key holds; CFG_SCOPE_ALL when the
+    unsigned scopes; /* CFG_SCOPE_* the key holds; CFG_SCOPE_ALL when the
                                      configuration names none */
 };
 
 /* What an operator key may do, checked per route (http.c's route table):
  * a key without the route's scope is answered 403. */
-#define CFG_SCOPE_READ    (1u << 0)  /* GET orders, events, refunds, the reconciliation report */
-#define CFG_SCOPE_ORDERS  (1u << 1)  /* ship, finish, cancel, cancel-stale, the query of orders */
-#define CFG_SCOPE_REFUNDS (1u << 2)  /* settle a refund */
-#define CFG_SCOPE_EVENTS  (1u << 3)  /* send a dead event again */
-#define CFG_SCOPE_METRICS (1u << 4)  /* GET /metrics */
-#define CFG_SCOPE_AUDIT   (1u << 5)  /* GET /ops/audit */
-#define CFG_SCOPE_ALL     ((1u << 6) - 1)
-#define CFG_SCOPES_N      6
+#define CFG_SCOPE_READ (1u << 0)    /* GET orders, events, refunds, the reconciliation report */
+#define CFG_SCOPE_ORDERS (1u << 1)  /* ship, finish, cancel, cancel-stale, the query of orders */
+#define CFG_SCOPE_REFUNDS (1u << 2) /* settle a refund */
+#define CFG_SCOPE_EVENTS (1u << 3)  /* send a dead event again */
+#define CFG_SCOPE_METRICS (1u << 4) /* GET /metrics */
+#define CFG_SCOPE_AUDIT (1u << 5)   /* GET /ops/audit */
+#define CFG_SCOPE_ALL ((1u << 6) - 1)
+#define CFG_SCOPES_N 6
 
 /* The name of scope bit (one CFG_SCOPE_* flag): "read", "orders", ...;
  * NULL for anything else. */
 const char *cfg_scope_name(unsigned bit);
 
-#define CFG_SHARDS_MAX   8          /* mysql.shards entries */
-#define CFG_SHARD_ID_MAX 99         /* a shard id is written into order numbers: 2 digits */
+#define CFG_SHARDS_MAX 8    /* mysql.shards entries */
+#define CFG_SHARD_ID_MAX 99 /* a shard id is written into order numbers: 2 digits */
 
 /* One database of a sharded service (mysql.shards). The id is chosen by
  * the operator and never reused or renumbered: order numbers carry it.
  * host, port and database default to mysql.*; user, password and every
  * other mysql.* setting are shared. */
 struct cfg_shard {
-    int id;                       /* 1..CFG_SHARD_ID_MAX, unique */
+    int id; /* 1..CFG_SHARD_ID_MAX, unique */
     char host[CFG_STR_MAX];
     int port;
     char database[CFG_STR_MAX];
 };
 
 /* cfg_load flags. */
-#define CFG_LOAD_DEV (1u << 0)        /* development switch (--dev), as PAYCALLBACK_DEV=1 */
-#define CFG_LOAD_DB_ONLY (1u << 1)    /* for `paycallback migrate`: the callback secret and
+#define CFG_LOAD_DEV (1u << 0) /* development switch (--dev), as PAYCALLBACK_DEV=1 */
+#define CFG_LOAD_DB_ONLY \
+    (1u << 1)                   /* for `paycallback migrate`: the callback secret and
                                          auth.keys are not required */
-#define CFG_PAYMENT_DAYS_MIN 35     /* longer than any gateway retries a callback (Adyen: 30 d) */
+#define CFG_PAYMENT_DAYS_MIN 35 /* longer than any gateway retries a callback (Adyen: 30 d) */
 
 struct config {
     char listen_address[CFG_STR_MAX];
-    int listen_port;              /* 0 = pick a free port */
-    int listen_reuse_port;        /* 1 = SO_REUSEPORT: share the port with other processes */
-    int workers;                  /* handler threads (the work pool) */
+    int listen_port;       /* 0 = pick a free port */
+    int listen_reuse_port; /* 1 = SO_REUSEPORT: share the port with other processes */
+    int workers;           /* handler threads (the work pool) */
     int body_max_bytes;
-    int grace_s;                  /* graceful stop bound */
+    int grace_s; /* graceful stop bound */
     char log_level[16];
-    char log_format[16];          /* logfmt or json */
+    char log_format[16]; /* logfmt or json */
 
-    int http_max_connections;     /* open client connections in all */
-    int http_max_connections_per_ip; /* per client (IPv6: per prefix); 0 = no cap */
-    int http_reserved_percent;    /* of max_connections, kept for clients holding few */
-    int http_reserved_below;      /* "few": fewer connections than this */
-    int http_ipv6_prefix;         /* IPv6 clients are counted by this many leading bits */
+    int http_max_connections;               /* open client connections in all */
+    int http_max_connections_per_ip;        /* per client (IPv6: per prefix); 0 = no cap */
+    int http_reserved_percent;              /* of max_connections, kept for clients holding few */
+    int http_reserved_below;                /* "few": fewer connections than this */
+    int http_ipv6_prefix;                   /* IPv6 clients are counted by this many leading bits */
     char http_trusted_proxies[CFG_STR_MAX]; /* "addr[/prefix], ...": proxies whose
                                                X-Forwarded-For names the client */
-    struct netaddr_list http_trusted;  /* http_trusted_proxies, parsed */
-    int quota_token_rate;         /* /token/apply requests a second per client; 0 = no quota */
-    int quota_token_burst;        /* ... that a client may send at once */
-    int quota_order_rate;         /* /order/create, likewise */
+    struct netaddr_list http_trusted;       /* http_trusted_proxies, parsed */
+    int quota_token_rate;  /* /token/apply requests a second per client; 0 = no quota */
+    int quota_token_burst; /* ... that a client may send at once */
+    int quota_order_rate;  /* /order/create, likewise */
     int quota_order_burst;
-    int http_header_timeout_ms;   /* deadline for a request's header block */
-    int http_body_timeout_ms;     /* deadline for a request's body */
-    int http_queue_wait_ms;       /* bound on waiting for a handler thread (then 503) */
+    int http_header_timeout_ms; /* deadline for a request's header block */
+    int http_body_timeout_ms;   /* deadline for a request's body */
+    int http_queue_wait_ms;     /* bound on waiting for a handler thread (then 503) */
 
     char mysql_host[CFG_STR_MAX];
     int mysql_port;
@@ -103,12 +104,12 @@ struct config {
     char mysql_database[CFG_STR_MAX];
     int mysql_pool_size;
     int mysql_connect_timeout_ms;
-    int mysql_wait_ms;            /* bound on waiting for a pooled connection */
+    int mysql_wait_ms;                    /* bound on waiting for a pooled connection */
     char mysql_init_command[CFG_STR_MAX]; /* operator SQL run on every new session; may be empty */
-    int mysql_io_timeout_s;       /* read and write timeout of a MySQL socket */
-    int mysql_probe_interval_ms;  /* each shard's background readiness probe */
-    int mysql_breaker_failures;   /* consecutive failures that open a shard's breaker */
-    int mysql_breaker_open_ms;    /* how long an open breaker refuses before a trial */
+    int mysql_io_timeout_s;               /* read and write timeout of a MySQL socket */
+    int mysql_probe_interval_ms;          /* each shard's background readiness probe */
+    int mysql_breaker_failures;           /* consecutive failures that open a shard's breaker */
+    int mysql_breaker_open_ms;            /* how long an open breaker refuses before a trial */
     int mysql_shard_max_inflight; /* requests in flight on one stalled shard; 0: the default rule */
     int mysql_shard_stall_ms;     /* no request of a shard done for this long: it is stalled */
     /* mysql.shards: 0 = one database (mysql.*), order numbers unprefixed;
@@ -118,9 +119,9 @@ struct config {
 
     char redis_host[CFG_STR_MAX];
     int redis_port;
-    int redis_db;                 /* SELECTed database index */
+    int redis_db; /* SELECTed database index */
     int redis_pool_size;
-    int redis_timeout_ms;         /* connect and command timeout */
+    int redis_timeout_ms; /* connect and command timeout */
     int token_ttl_s;
     int lock_ttl_ms;
     int lock_wait_ms;
@@ -135,42 +136,42 @@ struct config {
 
     /* outbox delivery to the shop (webhook.url empty: no delivery) */
     char webhook_url[CFG_STR_MAX];
-    char webhook_secret[CFG_STR_MAX];  /* HMAC key of our signature on each event */
-    int webhook_timeout_ms;       /* one attempt, connect included */
-    int webhook_max_attempts;     /* then the event is dead */
+    char webhook_secret[CFG_STR_MAX]; /* HMAC key of our signature on each event */
+    int webhook_timeout_ms;           /* one attempt, connect included */
+    int webhook_max_attempts;         /* then the event is dead */
     int webhook_backoff_base_ms;
     int webhook_backoff_max_ms;
-    int webhook_workers;          /* relay threads */
-    int webhook_batch;            /* events one relay claims at once */
-    int webhook_poll_ms;          /* idle relay's look for new events */
+    int webhook_workers; /* relay threads */
+    int webhook_batch;   /* events one relay claims at once */
+    int webhook_poll_ms; /* idle relay's look for new events */
 
     int orders_max_open_per_user; /* 0: no cap; else WAIT_PAY orders one user_id may hold */
 
-    int reconcile_interval_s;     /* the periodic reconciliation and retention pass */
-    int reconcile_wait_pay_age_s; /* a WAIT_PAY order older than this is reported */
-    int reconcile_outbox_lag_s;   /* an undelivered event older than this is reported */
-    int reconcile_query_batch;    /* stale orders one pass asks the query endpoints about */
+    int reconcile_interval_s;       /* the periodic reconciliation and retention pass */
+    int reconcile_wait_pay_age_s;   /* a WAIT_PAY order older than this is reported */
+    int reconcile_outbox_lag_s;     /* an undelivered event older than this is reported */
+    int reconcile_query_batch;      /* stale orders one pass asks the query endpoints about */
     int reconcile_payment_window_s; /* 0: unpaid orders never expire; else a WAIT_PAY order
                                      older than this is closed once found unpaid */
-    int reconcile_expire_batch;   /* orders past the window one pass takes per shard */
+    int reconcile_expire_batch;     /* orders past the window one pass takes per shard */
 
-    int retention_outbox_days;    /* delivered events are purged after this */
-    int retention_payment_days;   /* 0: payment records are kept; else >= CFG_PAYMENT_DAYS_MIN */
-    int retention_batch;          /* rows deleted per statement */
-    int retention_registry_days;  /* 0: registry rows are kept; else purged after this */
+    int retention_outbox_days;       /* delivered events are purged after this */
+    int retention_payment_days;      /* 0: payment records are kept; else >= CFG_PAYMENT_DAYS_MIN */
+    int retention_batch;             /* rows deleted per statement */
+    int retention_registry_days;     /* 0: registry rows are kept; else purged after this */
     int retention_orphan_checkout_s; /* 0: kept; else a checkout binding whose order does not
                                         exist is purged once this old */
 
     struct cfg_auth_key auth_keys[CFG_AUTH_KEYS_MAX]; /* auth.keys: names and keys unique */
-    int auth_nkeys;               /* >= 1 after cfg_load */
+    int auth_nkeys;                                   /* >= 1 after cfg_load */
 
-    int dev;                      /* development switch: the shipped values are allowed */
+    int dev; /* development switch: the shipped values are allowed */
 
-    int idem_wait_ms;             /* a repeat waits this long for the first attempt, then 409 */
-    int idem_lease_ms;            /* a first attempt silent this long may be taken over */
-    int idem_ttl_s;               /* Idempotency-Key records are kept this long */
+    int idem_wait_ms;  /* a repeat waits this long for the first attempt, then 409 */
+    int idem_lease_ms; /* a first attempt silent this long may be taken over */
+    int idem_ttl_s;    /* Idempotency-Key records are kept this long */
 
-    struct gateway_cfg gateways;  /* "gateways": one profile per gateway route */
+    struct gateway_cfg gateways; /* "gateways": one profile per gateway route */
 };
 
 /* The databases cfg names, in placement order, into out: its mysql.shards,

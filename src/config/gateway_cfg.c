@@ -18,9 +18,19 @@ static const char *const kind_names[] = { "alipay", "wechatpay_v3", "stripe" };
 
 /* Members each profile may carry; anything else is a typo. */
 static const char *const profile_members[] = {
-    "name", "kind", "app_id", "mchid", "currency", "tolerance_s",
-    "public_key", "public_key_file", "platform_keys", "secret_env",
-    "query_url", "query_token_env", "query_timeout_ms",
+    "name",
+    "kind",
+    "app_id",
+    "mchid",
+    "currency",
+    "tolerance_s",
+    "public_key",
+    "public_key_file",
+    "platform_keys",
+    "secret_env",
+    "query_url",
+    "query_token_env",
+    "query_timeout_ms",
 };
 
 const char *gateway_kind_name(enum gateway_kind kind)
@@ -43,8 +53,8 @@ static int valid_name(const char *s)
 
 /* Copies the optional string member name of obj into dst (dstsz bytes).
  * Absent leaves dst alone; a non-string or too long value is an error. */
-static int get_str(const cJSON *obj, const char *name, char *dst, size_t dstsz,
-                   const char *where, char *err, size_t errsz)
+static int get_str(const cJSON *obj, const char *name, char *dst, size_t dstsz, const char *where,
+                   char *err, size_t errsz)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
 
@@ -65,7 +75,7 @@ static int check_members(const cJSON *obj, const char *const *allowed, size_t na
     size_t i;
     int known;
 
-    cJSON_ArrayForEach(it, obj) {
+    cJSON_ArrayForEach (it, obj) {
         for (known = 0, i = 0; i < nallowed && !known; i++)
             known = strcmp(it->string, allowed[i]) == 0;
         if (!known) {
@@ -104,7 +114,7 @@ static int get_platform_keys(const cJSON *obj, struct gateway_profile_cfg *p, co
                  GATEWAY_KEYS_MAX);
         return -1;
     }
-    cJSON_ArrayForEach(it, arr) {
+    cJSON_ArrayForEach (it, arr) {
         struct gateway_key_cfg *k = &p->keys[p->nkeys];
 
         snprintf(at, sizeof(at), "%s.platform_keys[%zu]", where, p->nkeys);
@@ -130,8 +140,8 @@ bad:
     return -1;
 }
 
-static int get_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
-                    char *err, size_t errsz)
+static int get_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char *where, char *err,
+                    size_t errsz)
 {
     char kind[32] = "";
     size_t i;
@@ -143,8 +153,7 @@ static int get_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char 
             p->kind = (enum gateway_kind)i;
             return 0;
         }
-    snprintf(err, errsz, "%s.kind must be alipay, wechatpay_v3 or stripe, got \"%s\"", where,
-             kind);
+    snprintf(err, errsz, "%s.kind must be alipay, wechatpay_v3 or stripe, got \"%s\"", where, kind);
     return -1;
 }
 
@@ -158,8 +167,7 @@ static int get_tolerance(const cJSON *obj, struct gateway_profile_cfg *p, const 
         return 0;
     if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > TOLERANCE_S_MAX ||
         it->valuedouble != (double)(int)it->valuedouble) {
-        snprintf(err, errsz, "%s.tolerance_s must be an integer in 1..%d", where,
-                 TOLERANCE_S_MAX);
+        snprintf(err, errsz, "%s.tolerance_s must be an integer in 1..%d", where, TOLERANCE_S_MAX);
         return -1;
     }
     p->tolerance_s = (int)it->valuedouble;
@@ -183,27 +191,31 @@ static void default_env(const struct gateway_profile_cfg *p, const char *suffix,
 
 /* The optional active-query members: a URL the service may call, and
  * the token variable and timeout that only mean something with it. */
-static int get_query(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
-                     char *err, size_t errsz)
+static int get_query(const cJSON *obj, struct gateway_profile_cfg *p, const char *where, char *err,
+                     size_t errsz)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(obj, "query_timeout_ms");
 
     p->query_timeout_ms = GATEWAY_QUERY_TIMEOUT_MS_DEFAULT;
     if (get_str(obj, "query_url", p->query_url, sizeof(p->query_url), where, err, errsz) != 0 ||
-        get_str(obj, "query_token_env", p->query_token_env, sizeof(p->query_token_env), where,
-                err, errsz) != 0)
+        get_str(obj, "query_token_env", p->query_token_env, sizeof(p->query_token_env), where, err,
+                errsz) != 0)
         return -1;
     if (p->query_url[0] == '\0') {
         if (t != NULL || cJSON_GetObjectItemCaseSensitive(obj, "query_token_env") != NULL) {
-            snprintf(err, errsz, "%s: query_token_env and query_timeout_ms need a non-empty "
-                     "query_url", where);
+            snprintf(err, errsz,
+                     "%s: query_token_env and query_timeout_ms need a non-empty "
+                     "query_url",
+                     where);
             return -1;
         }
         return 0;
     }
     if (!validate_http_url(p->query_url)) {
-        snprintf(err, errsz, "%s.query_url must be an http:// or https:// URL without user "
-                 "info or fragment, got \"%s\"", where, p->query_url);
+        snprintf(err, errsz,
+                 "%s.query_url must be an http:// or https:// URL without user "
+                 "info or fragment, got \"%s\"",
+                 where, p->query_url);
         return -1;
     }
     if (t != NULL) {
@@ -222,8 +234,8 @@ static int get_query(const cJSON *obj, struct gateway_profile_cfg *p, const char
 }
 
 /* What each kind needs beyond the common members. */
-static int check_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char *where,
-                      char *err, size_t errsz)
+static int check_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char *where, char *err,
+                      size_t errsz)
 {
     switch (p->kind) {
     case GATEWAY_ALIPAY:
@@ -264,8 +276,7 @@ static int parse_profile(const cJSON *obj, struct gateway_profile_cfg *p, const 
         snprintf(err, errsz, "%s must be an object", where);
         return -1;
     }
-    if (check_members(obj, profile_members, ARRAY_SIZE(profile_members),
-                      where, err, errsz) != 0 ||
+    if (check_members(obj, profile_members, ARRAY_SIZE(profile_members), where, err, errsz) != 0 ||
         get_str(obj, "name", p->name, sizeof(p->name), where, err, errsz) != 0 ||
         get_kind(obj, p, where, err, errsz) != 0 ||
         get_str(obj, "app_id", p->app_id, sizeof(p->app_id), where, err, errsz) != 0 ||
@@ -290,8 +301,8 @@ static int parse_profile(const cJSON *obj, struct gateway_profile_cfg *p, const 
     return check_kind(obj, p, where, err, errsz);
 }
 
-int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const char *file,
-                      char *err, size_t errsz)
+int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const char *file, char *err,
+                      size_t errsz)
 {
     const cJSON *it;
     char where[GATEWAY_STR_MAX + 32];
@@ -304,7 +315,7 @@ int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const ch
                  GATEWAYS_MAX);
         return -1;
     }
-    cJSON_ArrayForEach(it, arr) {
+    cJSON_ArrayForEach (it, arr) {
         struct gateway_profile_cfg *p = &out->profile[out->n];
 
         snprintf(where, sizeof(where), "%s: gateways[%zu]", file, out->n);

@@ -10,20 +10,24 @@
 struct cJSON;
 
 #define GATEWAYS_MAX 8
-#define GATEWAY_NAME_MAX 32           /* [a-z0-9_-]{1,32}: a path segment */
-#define GATEWAY_KEYS_MAX 4            /* WeChat platform keys kept during rotation */
-#define GATEWAY_KEY_TEXT_MAX 2048     /* an inline PEM key or certificate */
+#define GATEWAY_NAME_MAX 32       /* [a-z0-9_-]{1,32}: a path segment */
+#define GATEWAY_KEYS_MAX 4        /* WeChat platform keys kept during rotation */
+#define GATEWAY_KEY_TEXT_MAX 2048 /* an inline PEM key or certificate */
 #define GATEWAY_STR_MAX 256
 #define GATEWAY_TOLERANCE_S_DEFAULT 300
 #define GATEWAY_QUERY_TIMEOUT_MS_DEFAULT 5000
 #define GATEWAY_QUERY_TIMEOUT_MS_MIN 100
 #define GATEWAY_QUERY_TIMEOUT_MS_MAX 60000
 
-enum gateway_kind { GATEWAY_ALIPAY, GATEWAY_WECHATPAY_V3, GATEWAY_STRIPE };
+enum gateway_kind {
+    GATEWAY_ALIPAY,
+    GATEWAY_WECHATPAY_V3,
+    GATEWAY_STRIPE
+};
 
 /* One public key: inline text (PEM or bare base64) or a file path. */
 struct gateway_key_cfg {
-    char serial[65];                  /* WeChat: Wechatpay-Serial it answers to */
+    char serial[65]; /* WeChat: Wechatpay-Serial it answers to */
     char file[GATEWAY_STR_MAX];
     char text[GATEWAY_KEY_TEXT_MAX];
 };
@@ -31,10 +35,10 @@ struct gateway_key_cfg {
 struct gateway_profile_cfg {
     char name[GATEWAY_NAME_MAX + 1];
     enum gateway_kind kind;
-    char app_id[65];                  /* Alipay app_id; WeChat appid (optional) */
-    char mchid[33];                   /* WeChat merchant id */
-    char currency[4];                 /* for notifications that name none (Alipay) */
-    int tolerance_s;                  /* signed timestamp window (WeChat, Stripe) */
+    char app_id[65];  /* Alipay app_id; WeChat appid (optional) */
+    char mchid[33];   /* WeChat merchant id */
+    char currency[4]; /* for notifications that name none (Alipay) */
+    int tolerance_s;  /* signed timestamp window (WeChat, Stripe) */
     struct gateway_key_cfg keys[GATEWAY_KEYS_MAX];
     size_t nkeys;
     char secret_env[GATEWAY_STR_MAX]; /* environment variable holding the secret */
@@ -42,7 +46,7 @@ struct gateway_profile_cfg {
      * asked. The bearer token comes from the variable query_token_env. */
     char query_url[GATEWAY_STR_MAX];
     char query_token_env[GATEWAY_STR_MAX];
-    int query_timeout_ms;             /* one query, connect included */
+    int query_timeout_ms; /* one query, connect included */
 };
 
 struct gateway_cfg {
@@ -60,8 +64,8 @@ struct gateway_cfg {
  * PAYCALLBACK_GATEWAY_<NAME>_QUERY_TOKEN) and query_timeout_ms (100..60000,
  * default 5000) are refused without it. Returns 0, or
  * -1 with a one-line reason in err naming file and member. */
-int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const char *file,
-                      char *err, size_t errsz);
+int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const char *file, char *err,
+                      size_t errsz);
 
 /* The kind's name as written in the config ("wechatpay_v3"). */
 const char *gateway_kind_name(enum gateway_kind kind);

@@ -37,8 +37,14 @@ enum db_status audit_list(struct db_conn *c, const struct audit_filter *f, uint6
                           struct audit_entry *out, size_t max, size_t *n)
 {
     char aft[DB_INT_BUF], lim[DB_INT_BUF];
-    const char *p[] = { db_param_int(aft, (int64_t)after), f->actor, f->actor, f->action,
-                        f->action, f->subject, f->subject, db_param_int(lim, (int64_t)max) };
+    const char *p[] = { db_param_int(aft, (int64_t)after),
+                        f->actor,
+                        f->actor,
+                        f->action,
+                        f->action,
+                        f->subject,
+                        f->subject,
+                        db_param_int(lim, (int64_t)max) };
     struct db_row *rows = calloc(max ? max : 1, sizeof(*rows));
     enum db_status st;
     size_t got = 0, i;
@@ -68,8 +74,8 @@ static enum route_step list_shard(struct db_conn *c, const struct shard *sh, voi
 {
     struct list_job *j = arg;
     size_t got = 0, i;
-    enum db_status st = audit_list(c, j->f, sh->index == j->first ? j->after : 0,
-                                   j->items + j->n, j->limit - j->n, &got);
+    enum db_status st = audit_list(c, j->f, sh->index == j->first ? j->after : 0, j->items + j->n,
+                                   j->limit - j->n, &got);
 
     if (st != DB_OK)
         return route_retryable(st) ? ROUTE_MISSED : ROUTE_ERROR;

@@ -13,12 +13,12 @@
 #include "db.h"
 #include "route.h"
 
-#define AUDIT_ACTOR_MAX    64     /* audit_log.actor VARCHAR(64) */
-#define AUDIT_ACTION_MAX   32
-#define AUDIT_SUBJECT_MAX  140
-#define AUDIT_DETAIL_MAX   255
+#define AUDIT_ACTOR_MAX 64 /* audit_log.actor VARCHAR(64) */
+#define AUDIT_ACTION_MAX 32
+#define AUDIT_SUBJECT_MAX 140
+#define AUDIT_DETAIL_MAX 255
 #define AUDIT_REQUEST_ID_MAX 64
-#define AUDIT_TIME_MAX     32     /* "2026-12-02T16:31:10.123000Z" and the NUL */
+#define AUDIT_TIME_MAX 32 /* "2026-12-02T16:31:10.123000Z" and the NUL */
 
 /* Appends a row on c, inside the caller's transaction so that the row
  * exists exactly when the change committed. */
@@ -34,7 +34,7 @@ struct audit_entry {
     char detail[AUDIT_DETAIL_MAX + 1];
     char request_id[AUDIT_REQUEST_ID_MAX + 1];
     char created_at[AUDIT_TIME_MAX];
-    size_t shard;                 /* index of the shard it was read from (set by the caller) */
+    size_t shard; /* index of the shard it was read from (set by the caller) */
 };
 
 /* Equality filters of a listing; NULL matches anything. */

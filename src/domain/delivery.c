@@ -26,11 +26,16 @@
 #include "server.h"
 #include "signature.h"
 
-#define DELIVERY_LEASE_PAD_S  2             /* lease beyond the batch's worst case */
-#define DELIVERY_DB_WAIT_MS   1000
-#define DELIVERY_DOWN_WAIT_MAX_MS 5000      /* longest wait before claiming again on a failing shard */
+#define DELIVERY_LEASE_PAD_S 2 /* lease beyond the batch's worst case */
+#define DELIVERY_DB_WAIT_MS 1000
+#define DELIVERY_DOWN_WAIT_MAX_MS 5000 /* longest wait before claiming again on a failing shard */
 
-enum attempt_result { ATTEMPT_OK, ATTEMPT_HTTP, ATTEMPT_TIMEOUT, ATTEMPT_CONNECT };
+enum attempt_result {
+    ATTEMPT_OK,
+    ATTEMPT_HTTP,
+    ATTEMPT_TIMEOUT,
+    ATTEMPT_CONNECT
+};
 
 /* A relay serves one shard: a shard whose database fails holds back only
  * its own relays, never another shard's events. */
@@ -39,7 +44,7 @@ struct relay {
     const struct shard *sh;
     pthread_t thread;
     bool started;
-    int failures;                 /* claims failed in a row on sh */
+    int failures; /* claims failed in a row on sh */
     char owner[OUTBOX_OWNER_MAX];
     CURL *curl;
 };
@@ -91,7 +96,7 @@ char *delivery_event_body(const struct outbox_event *ev, size_t *len)
         goto out;
     if (!cJSON_AddItemToObject(o, "data", data))
         goto out;
-    data = NULL;                               /* owned by o now */
+    data = NULL; /* owned by o now */
     if ((text = cJSON_PrintUnformatted(o)) == NULL)
         goto out;
     if ((out = strdup(text)) != NULL)
@@ -139,7 +144,7 @@ static enum attempt_result post_event(struct relay *r, const struct outbox_event
     err[0] = '\0';
     if (body == NULL) {
         snprintf(err, errsz, "event payload is not a JSON object");
-        return ATTEMPT_HTTP;                   /* permanent: retries go dead, visibly */
+        return ATTEMPT_HTTP; /* permanent: retries go dead, visibly */
     }
     delivery_event_id(ev, id, sizeof(id));
     snprintf(ts, sizeof(ts), "%lld", (long long)time(NULL));
@@ -152,8 +157,9 @@ static enum attempt_result post_event(struct relay *r, const struct outbox_event
     snprintf(h_sig, sizeof(h_sig), "X-Signature: %s", mac);
     snprintf(h_key, sizeof(h_key), "Idempotency-Key: %s", id);
     snprintf(h_type, sizeof(h_type), "X-Event-Type: %s", ev->event_type);
-    const char *lines[] = { "Content-Type: application/json", "Expect:", h_ts, h_sig, h_key,
-                            h_type };
+    const char *lines[] = {
+        "Content-Type: application/json", "Expect:", h_ts, h_sig, h_key, h_type
+    };
     for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
         if ((t = curl_slist_append(hdr, lines[i])) == NULL) {
             snprintf(err, errsz, "out of memory");
@@ -216,8 +222,8 @@ static void record(struct relay *r, const struct outbox_event *ev, enum attempt_
         st = outbox_mark_delivered(c, ev->id, r->owner);
         if (st == DB_OK) {
             metrics_inc(srv->m, M_OUTBOX_DELIVERED);
-            log_info("event delivered", "event_id=%s:%s attempt=%d", ev->order_no,
-                     ev->event_type, ev->attempts + 1);
+            log_info("event delivered", "event_id=%s:%s attempt=%d", ev->order_no, ev->event_type,
+                     ev->attempts + 1);
         }
     } else {
         int64_t wait = delivery_backoff_ms(ev->attempts + 1, cfg->webhook_backoff_base_ms,
@@ -230,9 +236,10 @@ static void record(struct relay *r, const struct outbox_event *ev, enum attempt_
             log_alert("OUTBOX_DEAD", "event_id=%s:%s attempts=%d error=\"%s\"", ev->order_no,
                       ev->event_type, ev->attempts + 1, err);
         } else {
-            log_warn("event delivery failed", "event_id=%s:%s attempt=%d retry_in_ms=%lld "
-                     "error=\"%s\"", ev->order_no, ev->event_type, ev->attempts + 1,
-                     (long long)wait, err);
+            log_warn("event delivery failed",
+                     "event_id=%s:%s attempt=%d retry_in_ms=%lld "
+                     "error=\"%s\"",
+                     ev->order_no, ev->event_type, ev->attempts + 1, (long long)wait, err);
         }
     }
     if (st != DB_OK)
@@ -285,8 +292,8 @@ static long claim(struct relay *r, struct outbox_event *evs, size_t max)
     /* Long enough for every attempt of the batch to time out, so a live
      * relay never loses its claim to another; a dead relay's claims come
      * back this long after it died. */
-    int lease_s = (int)(((int64_t)max * cfg->webhook_timeout_ms + 999) / 1000) +
-                  DELIVERY_LEASE_PAD_S;
+    int lease_s =
+        (int)(((int64_t)max * cfg->webhook_timeout_ms + 999) / 1000) + DELIVERY_LEASE_PAD_S;
     struct db_conn *c = shard_acquire(r->sh, DELIVERY_DB_WAIT_MS);
     enum db_status st;
     size_t n = 0;
@@ -315,7 +322,7 @@ static void hand_back(struct relay *r)
     struct db_conn *c = shard_acquire(r->sh, DELIVERY_DB_WAIT_MS);
 
     if (c == NULL)
-        return;                                /* the leases run out by themselves */
+        return; /* the leases run out by themselves */
     if (outbox_release(c, r->owner) != DB_OK)
         log_warn("outbox: cannot hand back claims", "shard=%s error=\"%s\"", r->sh->label,
                  db_errstr(c));

@@ -20,8 +20,8 @@
 #include "shard.h"
 #include "stale_orders.h"
 
-#define EXPIRY_DB_WAIT_MS  1000
-#define EXPIRY_REQUEST_ID  "expiry"
+#define EXPIRY_DB_WAIT_MS 1000
+#define EXPIRY_REQUEST_ID "expiry"
 
 /* The audit row of a close, in the close's transaction. */
 static enum db_status audit_expire(struct db_conn *c, const void *data, void *arg)
@@ -50,8 +50,7 @@ static int list_shard(struct server *srv, const struct shard *sh, struct stale_o
 
     *n = 0;
     if (c == NULL ||
-        (st = stale_orders_list(c, srv->cfg->reconcile_payment_window_s, out, max, n)) !=
-            DB_OK) {
+        (st = stale_orders_list(c, srv->cfg->reconcile_payment_window_s, out, max, n)) != DB_OK) {
         shard_failed(srv, sh, c, "list", db_status_str(st));
         shard_release(sh, c);
         return -1;
@@ -75,8 +74,10 @@ static int close_shard(struct server *srv, const struct shard *sh, const struct 
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        struct order_transition_req tr = { .order_no = stale[i].order_no, .to = ORDER_CANCELED,
-                                           .only_from = ORDER_WAIT_PAY, .hook = &audit,
+        struct order_transition_req tr = { .order_no = stale[i].order_no,
+                                           .to = ORDER_CANCELED,
+                                           .only_from = ORDER_WAIT_PAY,
+                                           .hook = &audit,
                                            .reason = ORDERS_REASON_EXPIRED };
         enum orders_result r;
 
@@ -91,13 +92,15 @@ static int close_shard(struct server *srv, const struct shard *sh, const struct 
             shard_failed(srv, sh, c, "close", orders_result_str(r));
             goto out;
         }
-        if (r != ORDERS_OK)                   /* paid or cancelled meanwhile */
+        if (r != ORDERS_OK) /* paid or cancelled meanwhile */
             continue;
         sum->expired++;
         metrics_inc(srv->m, M_ORDERS_EXPIRED);
-        log_info("unpaid order expired", "order_no=%s user_id=%s created=%s shard=%s "
-                 "stock_returned=%lld sku=%s", stale[i].order_no, stale[i].user_id,
-                 stale[i].create_time, sh->label, (long long)ch->order.quantity, ch->order.sku);
+        log_info("unpaid order expired",
+                 "order_no=%s user_id=%s created=%s shard=%s "
+                 "stock_returned=%lld sku=%s",
+                 stale[i].order_no, stale[i].user_id, stale[i].create_time, sh->label,
+                 (long long)ch->order.quantity, ch->order.sku);
     }
     rc = 0;
 out:
@@ -124,8 +127,8 @@ static void decide(struct server *srv, const struct stale_order *stale, size_t n
     }
     for (i = 0; i < n; i++)
         memcpy(order_nos[i], stale[i].order_no, ID_BUF);
-    r = query_orders(srv->query, srv, (const char (*)[ID_BUF])order_nos, n, EXPIRY_REQUEST_ID,
-                     items, &qs);
+    r = query_orders(srv->query, srv, (const char(*)[ID_BUF])order_nos, n, EXPIRY_REQUEST_ID, items,
+                     &qs);
     if (r == QUERY_ROUND_BUSY)
         log_info("order expiry waits for a query round", "orders=%zu", n);
     for (i = 0; i < n; i++) {
@@ -149,7 +152,7 @@ void expiry_pass(struct server *srv, struct expiry_summary *sum)
 {
     size_t max = (size_t)srv->cfg->reconcile_expire_batch, n = 0;
     struct stale_order *stale = NULL;
-    char (*order_nos)[ID_BUF] = NULL;
+    char(*order_nos)[ID_BUF] = NULL;
     struct query_item *items = NULL;
     struct expiry_summary local;
     bool *close = NULL;

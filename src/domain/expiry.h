@@ -20,15 +20,15 @@
 
 struct server;
 
-#define EXPIRY_ACTOR "service"    /* the audit_log actor of a close by the window */
+#define EXPIRY_ACTOR "service" /* the audit_log actor of a close by the window */
 
 /* What one pass did, over every shard. */
 struct expiry_summary {
-    size_t listed;                /* orders past the window taken */
-    size_t expired;               /* closed now */
-    size_t deferred;              /* left open: an endpoint failed or was busy */
-    size_t paid;                  /* an endpoint answered PAID: paid, not closed */
-    size_t shards_failed;         /* shards that could not be read or written */
+    size_t listed;        /* orders past the window taken */
+    size_t expired;       /* closed now */
+    size_t deferred;      /* left open: an endpoint failed or was busy */
+    size_t paid;          /* an endpoint answered PAID: paid, not closed */
+    size_t shards_failed; /* shards that could not be read or written */
 };
 
 /* Runs one pass with srv's shards, query endpoints and metrics: on each

@@ -23,9 +23,9 @@ struct claim_job {
     const struct idem_settings *set;
     struct idem_claim *cl;
     struct idem_answer *ans;
-    char *buf;                    /* IDEM_BODY_MAX + 1 bytes for a stored body */
+    char *buf; /* IDEM_BODY_MAX + 1 bytes for a stored body */
     enum idem_result result;
-    bool pending;                 /* the first attempt is still running (IDEM_BUSY) */
+    bool pending; /* the first attempt is still running (IDEM_BUSY) */
 };
 
 /* idem_key_parse's work; out may hold a prefix on failure. */
@@ -42,7 +42,7 @@ static int parse_key(const char *value, char out[IDEM_KEY_MAX + 1])
 
         if (quoted && ch == '"') {
             if (p[1] != '\0')
-                return -1;                    /* text after the closing quote */
+                return -1; /* text after the closing quote */
             quoted = false;
             break;
         }
@@ -59,7 +59,7 @@ static int parse_key(const char *value, char out[IDEM_KEY_MAX + 1])
         out[n++] = (char)ch;
     }
     out[n] = '\0';
-    return quoted || n == 0 ? -1 : 0;         /* an unterminated string, or nothing */
+    return quoted || n == 0 ? -1 : 0; /* an unterminated string, or nothing */
 }
 
 int idem_key_parse(const char *value, char out[IDEM_KEY_MAX + 1])
@@ -76,7 +76,7 @@ static void sha256_hex(const void *data, size_t len, char out[IDEM_FP_HEX + 1])
     unsigned int mdlen = 0;
 
     if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1)
-        mdlen = 0;                            /* leaves an empty string: never matches */
+        mdlen = 0; /* leaves an empty string: never matches */
     hex_encode(md, mdlen < IDEM_FP_HEX / 2 ? mdlen : IDEM_FP_HEX / 2, out);
 }
 
@@ -106,9 +106,13 @@ static enum db_status insert_claim(struct db_conn *c, const struct claim_job *j)
 {
     const struct idem_claim *cl = j->cl;
     char state[DB_INT_BUF], lease[DB_INT_BUF], ttl[DB_INT_BUF];
-    const char *p[] = { cl->scope, cl->key, cl->fingerprint,
-                        db_param_int(state, IDEM_STATE_RUNNING), cl->owner,
-                        db_param_int(lease, j->set->lease_ms), db_param_int(ttl, j->set->ttl_s) };
+    const char *p[] = { cl->scope,
+                        cl->key,
+                        cl->fingerprint,
+                        db_param_int(state, IDEM_STATE_RUNNING),
+                        cl->owner,
+                        db_param_int(lease, j->set->lease_ms),
+                        db_param_int(ttl, j->set->ttl_s) };
 
     return db_exec(c, ST_IDEM_CLAIM, p, 7, NULL);
 }
@@ -150,8 +154,8 @@ static enum db_status take_over(struct db_conn *c, struct claim_job *j, const ch
 {
     const struct idem_claim *cl = j->cl;
     char lease[DB_INT_BUF], state[DB_INT_BUF];
-    const char *p[] = { cl->owner, db_param_int(lease, j->set->lease_ms), cl->scope, cl->key,
-                        db_param_int(state, IDEM_STATE_RUNNING), old_owner };
+    const char *p[] = { cl->owner, db_param_int(lease, j->set->lease_ms),   cl->scope,
+                        cl->key,   db_param_int(state, IDEM_STATE_RUNNING), old_owner };
     uint64_t rows = 0;
     enum db_status st = db_exec(c, ST_IDEM_TAKEOVER, p, 6, &rows);
 
@@ -215,7 +219,7 @@ static enum db_status claim_body(struct db_conn *c, void *arg)
         if ((st = read_record(c, j, &r, &found)) != DB_OK)
             return st;
         if (!found)
-            continue;                         /* given back meanwhile */
+            continue; /* given back meanwhile */
         if (r.expired) {
             if ((st = drop_expired(c, j->cl)) != DB_OK)
                 return st;
@@ -230,7 +234,7 @@ static enum db_status claim_body(struct db_conn *c, void *arg)
             return keep_answer(c, j, &r);
         }
         if (strcmp(r.owner, j->cl->owner) == 0) {
-            j->result = IDEM_RUN;             /* our own insert, whose reply was lost */
+            j->result = IDEM_RUN; /* our own insert, whose reply was lost */
             return DB_OK;
         }
         if (r.live)
@@ -243,7 +247,7 @@ static enum db_status claim_body(struct db_conn *c, void *arg)
         }
     }
     j->pending = true;
-    j->result = IDEM_BUSY;                    /* for now: idem_begin waits and asks again */
+    j->result = IDEM_BUSY; /* for now: idem_begin waits and asks again */
     return DB_OK;
 }
 
@@ -256,8 +260,7 @@ static void pause_ms(long long ms)
 }
 
 /* One claim attempt on a borrowed connection of the key's shard. */
-static enum idem_result claim_once(struct route_hop *h, const struct shard *sh,
-                                   struct claim_job *j)
+static enum idem_result claim_once(struct route_hop *h, const struct shard *sh, struct claim_job *j)
 {
     enum db_status st;
 
@@ -312,8 +315,8 @@ enum idem_result idem_begin(const struct route *rt, const struct idem_settings *
             break;
         if (!waited) {
             metrics_inc(m, M_IDEM_WAITS);
-            log_info("idempotency key in use, waiting for its first attempt",
-                     "scope=%s wait_ms=%d", cl->scope, set->wait_ms);
+            log_info("idempotency key in use, waiting for its first attempt", "scope=%s wait_ms=%d",
+                     cl->scope, set->wait_ms);
         }
         waited = true;
         if (pause > set->wait_ms - elapsed / 1000)
@@ -341,8 +344,13 @@ enum db_status idem_finish_in_txn(struct db_conn *c, const struct idem_claim *cl
                                   const char *body, bool *lost)
 {
     char done[DB_INT_BUF], code[DB_INT_BUF], running[DB_INT_BUF];
-    const char *p[] = { db_param_int(done, IDEM_STATE_DONE), db_param_int(code, status), body,
-                        cl->scope, cl->key, cl->owner, db_param_int(running, IDEM_STATE_RUNNING) };
+    const char *p[] = { db_param_int(done, IDEM_STATE_DONE),
+                        db_param_int(code, status),
+                        body,
+                        cl->scope,
+                        cl->key,
+                        cl->owner,
+                        db_param_int(running, IDEM_STATE_RUNNING) };
     uint64_t rows = 0;
     enum db_status st;
 
@@ -398,12 +406,12 @@ enum db_status idem_settle(const struct route *rt, const struct idem_claim *cl, 
 
     *lost = false;
     route_hop_init(&h, rt, fail);
-    h.uncounted = true;                   /* the answer is decided already */
+    h.uncounted = true; /* the answer is decided already */
     if (route_hop_to(&h, idem_shard(rt, cl), "idem_end") == NULL)
         return DB_UNAVAILABLE;
     st = status == 0 ? idem_release(h.c, cl) : idem_finish(h.c, cl, status, body, lost);
     if (st == DB_ROLLBACK)
-        st = DB_OK;                       /* *lost says it */
+        st = DB_OK; /* *lost says it */
     if (st != DB_OK)
         route_failed(&h, route_retryable(st), "idem_end");
     route_hop_release(&h);

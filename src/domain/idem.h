@@ -31,13 +31,13 @@ struct route;
 struct route_failure;
 struct shard;
 
-#define IDEM_KEY_MAX    255       /* characters of a key */
-#define IDEM_SCOPE_MAX  127       /* "key:<credential>" or "user:<user_id>" */
-#define IDEM_FP_HEX     64        /* a SHA-256 in hex */
-#define IDEM_BODY_MAX   65536     /* a stored answer; larger ones are not stored */
-#define IDEM_POLL_MIN_MS 5        /* first pause of a waiting repeat, doubling */
+#define IDEM_KEY_MAX 255    /* characters of a key */
+#define IDEM_SCOPE_MAX 127  /* "key:<credential>" or "user:<user_id>" */
+#define IDEM_FP_HEX 64      /* a SHA-256 in hex */
+#define IDEM_BODY_MAX 65536 /* a stored answer; larger ones are not stored */
+#define IDEM_POLL_MIN_MS 5  /* first pause of a waiting repeat, doubling */
 #define IDEM_POLL_MAX_MS 100
-#define IDEM_PURGE_EVERY 32       /* about one claim in this many purges a batch */
+#define IDEM_PURGE_EVERY 32 /* about one claim in this many purges a batch */
 
 /* How long a repeat waits, how long a claim lasts, how long a record is
  * kept (idempotency.* in the configuration). */
@@ -52,8 +52,8 @@ struct idem_claim {
     char scope[IDEM_SCOPE_MAX + 1];
     char key[IDEM_KEY_MAX + 1];
     char fingerprint[IDEM_FP_HEX + 1];
-    char owner[IDS_TOKEN_BUF];    /* set by idem_begin: this attempt's claim id */
-    char errstr[DB_ERRSTR_MAX];   /* IDEM_UNAVAILABLE / IDEM_ERROR: why */
+    char owner[IDS_TOKEN_BUF];  /* set by idem_begin: this attempt's claim id */
+    char errstr[DB_ERRSTR_MAX]; /* IDEM_UNAVAILABLE / IDEM_ERROR: why */
 };
 
 /* A stored answer. body is malloc'd: free it. */
@@ -64,12 +64,12 @@ struct idem_answer {
 };
 
 enum idem_result {
-    IDEM_RUN,                     /* the key is this request's: run it */
-    IDEM_REPLAY,                  /* answered before: *ans holds the answer */
-    IDEM_MISMATCH,                /* the key was used for another request */
-    IDEM_BUSY,                    /* the first attempt still runs after wait_ms */
-    IDEM_UNAVAILABLE,             /* MySQL unreachable or busy: cl->errstr */
-    IDEM_ERROR                    /* a malformed record or a bug: cl->errstr */
+    IDEM_RUN,         /* the key is this request's: run it */
+    IDEM_REPLAY,      /* answered before: *ans holds the answer */
+    IDEM_MISMATCH,    /* the key was used for another request */
+    IDEM_BUSY,        /* the first attempt still runs after wait_ms */
+    IDEM_UNAVAILABLE, /* MySQL unreachable or busy: cl->errstr */
+    IDEM_ERROR        /* a malformed record or a bug: cl->errstr */
 };
 
 /* Parses an Idempotency-Key header value into out: either a structured-

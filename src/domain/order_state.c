@@ -13,11 +13,9 @@ struct transition {
 
 /* The whole state machine. Anything not listed here is illegal. */
 static const struct transition transitions[] = {
-    { ORDER_WAIT_PAY, ORDER_PAID },
-    { ORDER_WAIT_PAY, ORDER_CANCELED },
-    { ORDER_PAID,     ORDER_SHIPPED },
-    { ORDER_PAID,     ORDER_CANCELED },
-    { ORDER_SHIPPED,  ORDER_FINISHED },
+    { ORDER_WAIT_PAY, ORDER_PAID },    { ORDER_WAIT_PAY, ORDER_CANCELED },
+    { ORDER_PAID, ORDER_SHIPPED },     { ORDER_PAID, ORDER_CANCELED },
+    { ORDER_SHIPPED, ORDER_FINISHED },
 };
 
 struct state_name {
@@ -26,11 +24,8 @@ struct state_name {
 };
 
 static const struct state_name names[] = {
-    { ORDER_WAIT_PAY, "WAIT_PAY" },
-    { ORDER_PAID,     "PAID" },
-    { ORDER_SHIPPED,  "SHIPPED" },
-    { ORDER_FINISHED, "FINISHED" },
-    { ORDER_CANCELED, "CANCELED" },
+    { ORDER_WAIT_PAY, "WAIT_PAY" }, { ORDER_PAID, "PAID" },         { ORDER_SHIPPED, "SHIPPED" },
+    { ORDER_FINISHED, "FINISHED" }, { ORDER_CANCELED, "CANCELED" },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -96,13 +91,9 @@ bool payment_status_valid(int code)
 const char *payment_status_name(int code)
 {
     switch (code) {
-    case PAYMENT_PAID:
-        return "PAID";
-    case PAYMENT_REFUND_REQUIRED:
-        return "REFUND_REQUIRED";
-    case PAYMENT_REFUND_SETTLED:
-        return "REFUND_SETTLED";
-    default:
-        return "UNKNOWN";
+    case PAYMENT_PAID: return "PAID";
+    case PAYMENT_REFUND_REQUIRED: return "REFUND_REQUIRED";
+    case PAYMENT_REFUND_SETTLED: return "REFUND_SETTLED";
+    default: return "UNKNOWN";
     }
 }

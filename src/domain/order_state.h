@@ -20,7 +20,7 @@ enum order_status {
 enum payment_status {
     PAYMENT_PAID = 1,
     PAYMENT_REFUND_REQUIRED = 2,
-    PAYMENT_REFUND_SETTLED = 3    /* an operator refunded the double charge */
+    PAYMENT_REFUND_SETTLED = 3 /* an operator refunded the double charge */
 };
 
 /* idem_key.state: an Idempotency-Key whose first request is running, or

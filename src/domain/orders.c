@@ -22,7 +22,7 @@
 #include "order_state.h"
 #include "outbox.h"
 
-#define ORDERS_NO_ATTEMPTS 3      /* fresh order_no after a (64-bit) collision */
+#define ORDERS_NO_ATTEMPTS 3 /* fresh order_no after a (64-bit) collision */
 
 /* Copies an identifier column; -1 unless it is a valid identifier. */
 static int row_id(const struct db_row *r, unsigned int col, char out[ID_BUF])
@@ -58,8 +58,8 @@ static enum db_status order_from_row(struct db_conn *c, const struct db_row *r,
 
 /* Runs the caller's hook (if any) at the end of a transaction body whose
  * effect is written; a DB_ROLLBACK from it makes the result ORDERS_ABORTED. */
-static enum db_status run_hook(struct db_conn *c, const struct orders_hook *hook,
-                               const void *data, enum orders_result *result)
+static enum db_status run_hook(struct db_conn *c, const struct orders_hook *hook, const void *data,
+                               enum orders_result *result)
 {
     enum db_status st;
 
@@ -74,8 +74,8 @@ static enum db_status run_hook(struct db_conn *c, const struct orders_hook *hook
 
 struct create_job {
     const struct order_create_req *req;
-    enum orders_result result;    /* ORDERS_DUPLICATE: a duplicate key */
-    struct order_view *order;     /* the new order when ORDERS_OK */
+    enum orders_result result; /* ORDERS_DUPLICATE: a duplicate key */
+    struct order_view *order;  /* the new order when ORDERS_OK */
 };
 
 /* The sku's price into *price; *found false when the sku is unknown. */
@@ -128,7 +128,12 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
     const struct order_create_req *rq = j->req;
     struct order_view *o = j->order;
     char qty[DB_INT_BUF], amount[MONEY_STR_MAX], status[DB_INT_BUF];
-    const char *ins[] = { o->order_no, rq->user_id, rq->checkout_id, rq->sku, qty, amount,
+    const char *ins[] = { o->order_no,
+                          rq->user_id,
+                          rq->checkout_id,
+                          rq->sku,
+                          qty,
+                          amount,
                           db_param_int(status, ORDER_WAIT_PAY) };
     const char *take[] = { qty, rq->sku, qty };
     int64_t price = 0;
@@ -309,8 +314,8 @@ static enum db_status return_stock(struct db_conn *c, const struct order_view *o
     if ((st = db_exec(c, ST_STOCK_RETURN, p, 2, &rows)) != DB_OK)
         return st;
     if (rows == 0)
-        log_warn("cancelled order's sku is gone from stock", "order_no=%s sku=%s",
-                 o->order_no, o->sku);
+        log_warn("cancelled order's sku is gone from stock", "order_no=%s sku=%s", o->order_no,
+                 o->sku);
     return DB_OK;
 }
 
@@ -321,15 +326,15 @@ static enum db_status mark_refunds(struct db_conn *c, struct order_change *ch)
 {
     char paid[DB_INT_BUF], refund[DB_INT_BUF];
     const char *sel[] = { ch->order.order_no, db_param_int(paid, PAYMENT_PAID) };
-    const char *upd[] = { db_param_int(refund, PAYMENT_REFUND_REQUIRED), ch->order.order_no,
-                          paid };
+    const char *upd[] = { db_param_int(refund, PAYMENT_REFUND_REQUIRED), ch->order.order_no, paid };
     struct db_row *rows = calloc(ORDERS_REFUNDS_MAX, sizeof(*rows));
     size_t n = 0;
     enum db_status st;
 
     if (rows == NULL)
         return db_fail(c, "out of memory");
-    if ((st = db_query(c, ST_PAY_BY_ORDER_STATUS_LOCK, sel, 2, rows, ORDERS_REFUNDS_MAX, &n)) != DB_OK)
+    if ((st = db_query(c, ST_PAY_BY_ORDER_STATUS_LOCK, sel, 2, rows, ORDERS_REFUNDS_MAX, &n)) !=
+        DB_OK)
         goto out;
     for (size_t i = 0; i < n; i++) {
         if (row_id(&rows[i], PKC_PAY_NO, ch->refunds[i].pay_no) != 0 ||
@@ -355,8 +360,7 @@ static enum db_status write_event(struct db_conn *c, const struct order_change *
 
     if (type == NULL)
         return db_fail(c, "no event for a move to status %d", to);
-    snprintf(payload, sizeof(payload),
-             "{\"order_no\":\"%s\",\"from\":\"%s\",\"to\":\"%s\"%s%s%s}",
+    snprintf(payload, sizeof(payload), "{\"order_no\":\"%s\",\"from\":\"%s\",\"to\":\"%s\"%s%s%s}",
              ch->order.order_no, order_state_name(ch->from), order_state_name(to),
              reason != NULL ? ",\"reason\":\"" : "", reason != NULL ? reason : "",
              reason != NULL ? "\"" : "");
@@ -374,8 +378,7 @@ static enum db_status audit_transition(struct db_conn *c, const struct order_tra
 
     if (req->actor == NULL || req->actor[0] == '\0')
         return DB_OK;
-    snprintf(detail, sizeof(detail), "%s -> %s", order_state_name(from),
-             order_state_name(req->to));
+    snprintf(detail, sizeof(detail), "%s -> %s", order_state_name(from), order_state_name(req->to));
     return audit_append(c, req->actor, action, req->order_no, detail,
                         req->request_id != NULL ? req->request_id : "");
 }
@@ -427,7 +430,7 @@ static enum db_status transition_txn(struct db_conn *c, void *arg)
     if ((st = db_exec(c, ST_ORDER_CAS, cas, 3, &rows)) != DB_OK)
         return st;
     if (rows != 1)
-        return DB_RETRY;                      /* cannot happen under FOR UPDATE: read again */
+        return DB_RETRY; /* cannot happen under FOR UPDATE: read again */
     if (to == ORDER_CANCELED) {
         if ((st = return_stock(c, &ch->order)) != DB_OK)
             return st;
@@ -467,7 +470,8 @@ static enum db_status payment_from_row(struct db_conn *c, const struct db_row *r
 {
     int64_t status = 0;
 
-    if (row_id(r, PLC_PAY_NO, p->pay_no) != 0 || db_row_cents(r, PLC_AMOUNT, &p->amount_cents) != 0 ||
+    if (row_id(r, PLC_PAY_NO, p->pay_no) != 0 ||
+        db_row_cents(r, PLC_AMOUNT, &p->amount_cents) != 0 ||
         db_row_int(r, PLC_STATUS, PAYMENT_PAID, PAYMENT_REFUND_REQUIRED, &status) != 0 ||
         db_row_str(r, PLC_CREATE_TIME, p->create_time, sizeof(p->create_time)) != 0)
         return db_fail(c, "a payment_record row is malformed");
@@ -521,9 +525,9 @@ enum orders_result orders_view(struct db_conn *c, const char *order_no, struct o
 
 const char *orders_result_str(enum orders_result r)
 {
-    static const char *const names[] = { "OK", "DUPLICATE", "NOT_FOUND", "NO_SKU", "NO_STOCK",
-                                         "TOO_LARGE", "TOO_MANY_OPEN", "ILLEGAL", "ABORTED", "UNAVAILABLE",
-                                         "ERROR" };
+    static const char *const names[] = { "OK",       "DUPLICATE",   "NOT_FOUND",     "NO_SKU",
+                                         "NO_STOCK", "TOO_LARGE",   "TOO_MANY_OPEN", "ILLEGAL",
+                                         "ABORTED",  "UNAVAILABLE", "ERROR" };
 
     return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "UNKNOWN";
 }

@@ -19,40 +19,40 @@
 #include "db.h"
 #include "validate.h"
 
-#define ORDERS_QTY_MIN       1
-#define ORDERS_QTY_MAX       1000
-#define ORDERS_PAYMENTS_MAX  32   /* payments shown by orders_view; more are not expected */
-#define ORDERS_REFUNDS_MAX   8    /* payments named by one cancel */
+#define ORDERS_QTY_MIN 1
+#define ORDERS_QTY_MAX 1000
+#define ORDERS_PAYMENTS_MAX 32 /* payments shown by orders_view; more are not expected */
+#define ORDERS_REFUNDS_MAX 8   /* payments named by one cancel */
 
-#define ORDER_TIME_BUF 40         /* "2024-05-01T12:30:45.123000Z" */
+#define ORDER_TIME_BUF 40 /* "2024-05-01T12:30:45.123000Z" */
 
 /* An order as plain data, as orders.c reads it from the database (the
  * handlers render it: handlers/order_view.h). */
 struct order_view {
     char order_no[ID_BUF];
     char user_id[ID_BUF];
-    char checkout_id[ID_BUF];     /* the client's "request_id" (JSON and SQL) */
+    char checkout_id[ID_BUF]; /* the client's "request_id" (JSON and SQL) */
     char sku[ID_BUF];
     int64_t quantity;
     int64_t amount_cents;
-    int status;                   /* enum order_status */
+    int status; /* enum order_status */
     char create_time[ORDER_TIME_BUF];
     char update_time[ORDER_TIME_BUF];
 };
 
 enum orders_result {
-    ORDERS_OK,                    /* created / moved / found */
-    ORDERS_DUPLICATE,             /* create: the request already made an order (out is it);
+    ORDERS_OK,            /* created / moved / found */
+    ORDERS_DUPLICATE,     /* create: the request already made an order (out is it);
                                      transition: the order is already in the target status */
-    ORDERS_NOT_FOUND,             /* no order with this order_no */
-    ORDERS_NO_SKU,                /* create: the sku is not in stock */
-    ORDERS_NO_STOCK,              /* create: not enough stock for the quantity */
-    ORDERS_TOO_LARGE,             /* create: price x quantity past DECIMAL(12,2) */
-    ORDERS_TOO_MANY_OPEN,         /* create: the user holds max_open unpaid orders already */
-    ORDERS_ILLEGAL,               /* transition: the state table forbids it */
-    ORDERS_ABORTED,               /* the caller's hook rolled the effect back */
-    ORDERS_UNAVAILABLE,           /* MySQL unreachable or busy: retry later; nothing written */
-    ORDERS_ERROR                  /* a bug, a schema problem or a malformed row */
+    ORDERS_NOT_FOUND,     /* no order with this order_no */
+    ORDERS_NO_SKU,        /* create: the sku is not in stock */
+    ORDERS_NO_STOCK,      /* create: not enough stock for the quantity */
+    ORDERS_TOO_LARGE,     /* create: price x quantity past DECIMAL(12,2) */
+    ORDERS_TOO_MANY_OPEN, /* create: the user holds max_open unpaid orders already */
+    ORDERS_ILLEGAL,       /* transition: the state table forbids it */
+    ORDERS_ABORTED,       /* the caller's hook rolled the effect back */
+    ORDERS_UNAVAILABLE,   /* MySQL unreachable or busy: retry later; nothing written */
+    ORDERS_ERROR          /* a bug, a schema problem or a malformed row */
 };
 
 /* A caller's step inside the transaction of a create or a transition, run
@@ -74,14 +74,14 @@ struct orders_hook {
  * same pair again answers with the order it made. */
 struct order_create_req {
     char user_id[ID_BUF];
-    char checkout_id[ID_BUF];     /* the client's "request_id" (JSON and SQL) */
+    char checkout_id[ID_BUF]; /* the client's "request_id" (JSON and SQL) */
     char sku[ID_BUF];
     int64_t quantity;
-    const struct orders_hook *hook;   /* may be NULL */
-    const char *order_no;         /* NULL: a number is drawn (one database); else the order
+    const struct orders_hook *hook; /* may be NULL */
+    const char *order_no;           /* NULL: a number is drawn (one database); else the order
                                      gets this one, which the checkout registry bound to
                                      (user_id, request_id) before (sharded) */
-    int64_t max_open;             /* 0: no cap; else a new order is refused while user_id
+    int64_t max_open;               /* 0: no cap; else a new order is refused while user_id
                                      has this many WAIT_PAY orders (on this database) */
 };
 
@@ -99,15 +99,15 @@ struct order_checkout {
 struct order_transition_req {
     const char *order_no;
     int to;
-    const struct orders_hook *hook;   /* may be NULL */
-    int only_from;                /* 0: from any status the table allows; else only from
+    const struct orders_hook *hook; /* may be NULL */
+    int only_from;                  /* 0: from any status the table allows; else only from
                                      this one (ORDERS_ILLEGAL otherwise, nothing written) */
-    const char *reason;           /* NULL, or why, as "reason" in the event's payload
+    const char *reason;             /* NULL, or why, as "reason" in the event's payload
                                      (ORDERS_REASON_EXPIRED: the payment window ran out) */
-    const char *actor;            /* NULL, or the operator key's name: the change gets an
+    const char *actor;              /* NULL, or the operator key's name: the change gets an
                                      audit_log row "order.<ship|finish|cancel>" in its
                                      transaction */
-    const char *request_id;       /* the audit row's request id (with actor) */
+    const char *request_id;         /* the audit row's request id (with actor) */
 };
 
 #define ORDERS_REASON_EXPIRED "payment_window_expired"
@@ -120,17 +120,17 @@ struct order_refund {
 
 /* What a transition found and did. */
 struct order_change {
-    struct order_view order;      /* as it is after the call (OK, DUPLICATE) */
-    int from;                     /* the status it had (OK, DUPLICATE, ILLEGAL) */
+    struct order_view order; /* as it is after the call (OK, DUPLICATE) */
+    int from;                /* the status it had (OK, DUPLICATE, ILLEGAL) */
     struct order_refund refunds[ORDERS_REFUNDS_MAX];
-    size_t nrefunds;              /* OK of a cancel of a PAID order: now REFUND_REQUIRED */
+    size_t nrefunds; /* OK of a cancel of a PAID order: now REFUND_REQUIRED */
 };
 
 /* One payment of an order. */
 struct order_payment {
     char pay_no[ID_BUF];
     int64_t amount_cents;
-    int status;                   /* enum payment_status */
+    int status; /* enum payment_status */
     char create_time[ORDER_TIME_BUF];
 };
 

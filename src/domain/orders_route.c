@@ -29,9 +29,10 @@ static enum orders_result bind(struct route_hop *h, const struct order_create_re
         return ORDERS_UNAVAILABLE;
     r = failed(h, orders_checkout_bind(h->c, req, order_no, ck), "orders_checkout_bind");
     if (r == ORDERS_DUPLICATE)
-        log_info("checkout already bound to an order number", "order_no=%s user_id=%s "
-                 "checkout_id=%s sku=%s quantity=%lld request_id=%s", ck->order_no,
-                 req->user_id, req->checkout_id, ck->sku, (long long)ck->quantity,
+        log_info("checkout already bound to an order number",
+                 "order_no=%s user_id=%s "
+                 "checkout_id=%s sku=%s quantity=%lld request_id=%s",
+                 ck->order_no, req->user_id, req->checkout_id, ck->sku, (long long)ck->quantity,
                  h->rt->request_id != NULL ? h->rt->request_id : "-");
     return r;
 }
@@ -73,7 +74,7 @@ static enum orders_result create_sharded(struct route_hop *h, struct order_creat
     if (route_hop_to(h, s, "orders_create") == NULL)
         return ORDERS_UNAVAILABLE;
     r = failed(h, orders_create(h->c, req, out), "orders_create");
-    req->order_no = NULL;                 /* ck goes out of scope */
+    req->order_no = NULL; /* ck goes out of scope */
     return r;
 }
 
@@ -102,8 +103,8 @@ enum orders_result orders_route_create(const struct route *rt, struct order_crea
 
 enum orders_result orders_route_transition(const struct route *rt,
                                            const struct order_transition_req *req,
-                                           const struct shard *hook_shard,
-                                           struct order_change *out, struct route_failure *fail)
+                                           const struct shard *hook_shard, struct order_change *out,
+                                           struct route_failure *fail)
 {
     const struct shard *sh = shard_of_order(rt->set, req->order_no);
     struct order_transition_req tr = *req;

@@ -45,8 +45,8 @@ enum orders_result orders_route_create(const struct route *rt, struct order_crea
  * hook_shard is the order's shard. */
 enum orders_result orders_route_transition(const struct route *rt,
                                            const struct order_transition_req *req,
-                                           const struct shard *hook_shard,
-                                           struct order_change *out, struct route_failure *fail);
+                                           const struct shard *hook_shard, struct order_change *out,
+                                           struct route_failure *fail);
 
 /* orders_view on the order's shard. */
 enum orders_result orders_route_view(const struct route *rt, const char *order_no,

@@ -25,16 +25,11 @@ enum db_status outbox_append(struct db_conn *c, const char *event_type, const ch
 const char *outbox_type_for_status(int to)
 {
     switch (to) {
-    case ORDER_PAID:
-        return OUTBOX_ORDER_PAID;
-    case ORDER_SHIPPED:
-        return OUTBOX_ORDER_SHIPPED;
-    case ORDER_FINISHED:
-        return OUTBOX_ORDER_FINISHED;
-    case ORDER_CANCELED:
-        return OUTBOX_ORDER_CANCELED;
-    default:
-        return NULL;
+    case ORDER_PAID: return OUTBOX_ORDER_PAID;
+    case ORDER_SHIPPED: return OUTBOX_ORDER_SHIPPED;
+    case ORDER_FINISHED: return OUTBOX_ORDER_FINISHED;
+    case ORDER_CANCELED: return OUTBOX_ORDER_CANCELED;
+    default: return NULL;
     }
 }
 
@@ -123,8 +118,8 @@ enum db_status outbox_mark_failed(struct db_conn *c, uint64_t id, const char *ow
     char maxb[DB_INT_BUF], deadb[DB_INT_BUF], delay[DB_INT_BUF], idb[DB_INT_BUF];
     char err[OUTBOX_ERROR_MAX];
     const char *p[] = { db_param_int(maxb, max_attempts), db_param_int(deadb, OUTBOX_DEAD),
-                        db_param_int(delay, delay_ms), err, db_param_int(idb, (int64_t)id),
-                        owner };
+                        db_param_int(delay, delay_ms),    err,
+                        db_param_int(idb, (int64_t)id),   owner };
     uint64_t rows = 0;
     enum db_status st;
 
@@ -163,7 +158,7 @@ static enum db_status retry_txn(struct db_conn *c, void *arg)
     if ((st = db_exec(c, ST_OUTBOX_RETRY, p, 3, &rows)) != DB_OK)
         return st;
     if (rows != 1)
-        return DB_ROLLBACK;                    /* not a dead event: nothing to do */
+        return DB_ROLLBACK; /* not a dead event: nothing to do */
     snprintf(subject, sizeof(subject), "outbox:%llu", (unsigned long long)j->id);
     if ((st = audit_append(c, j->actor, "outbox.retry", subject, "DEAD -> PENDING",
                            j->request_id)) != DB_OK)
@@ -257,8 +252,13 @@ enum db_status outbox_get(struct db_conn *c, uint64_t id, struct outbox_entry *o
 enum db_status outbox_stats(struct db_conn *c, int lag_s, struct outbox_stats *out)
 {
     char pending[DB_INT_BUF], dead[DB_INT_BUF], lag[DB_INT_BUF];
-    const char *p[] = { db_param_int(pending, OUTBOX_PENDING), db_param_int(dead, OUTBOX_DEAD),
-                        pending, pending, db_param_int(lag, lag_s), pending, dead };
+    const char *p[] = { db_param_int(pending, OUTBOX_PENDING),
+                        db_param_int(dead, OUTBOX_DEAD),
+                        pending,
+                        pending,
+                        db_param_int(lag, lag_s),
+                        pending,
+                        dead };
     struct db_row row;
     size_t n = 0;
     enum db_status st = db_query_retry(c, ST_OUTBOX_STATS, p, 7, &row, 1, &n);
@@ -272,7 +272,7 @@ enum db_status outbox_stats(struct db_conn *c, int lag_s, struct outbox_stats *o
         db_row_int(&row, OSC_LAGGING, 0, INT64_MAX, &out->lagging) != 0)
         return db_fail(c, "outbox: malformed stats row");
     if (out->oldest_pending_ms < 0)
-        out->oldest_pending_ms = 0;           /* clock skew between writers */
+        out->oldest_pending_ms = 0; /* clock skew between writers */
     return DB_OK;
 }
 
@@ -321,9 +321,9 @@ static enum route_step list_shard(struct db_conn *c, const struct shard *sh, voi
     return j->n == j->limit ? ROUTE_STOP : ROUTE_NEXT;
 }
 
-enum route_result outbox_route_list(const struct route *rt, int state, size_t first,
-                                    uint64_t after, struct outbox_entry *items, size_t limit,
-                                    size_t *n, struct route_scan *sc)
+enum route_result outbox_route_list(const struct route *rt, int state, size_t first, uint64_t after,
+                                    struct outbox_entry *items, size_t limit, size_t *n,
+                                    struct route_scan *sc)
 {
     struct list_job j = { state, first, after, items, limit, 0 };
     enum route_result r = route_scan(rt, first, "outbox_list", list_shard, &j, sc);
@@ -333,8 +333,7 @@ enum route_result outbox_route_list(const struct route *rt, int state, size_t fi
 }
 
 enum route_result outbox_route_get(const struct route *rt, const struct shard *sh, uint64_t id,
-                                   struct outbox_entry *e, bool *found,
-                                   struct route_failure *fail)
+                                   struct outbox_entry *e, bool *found, struct route_failure *fail)
 {
     enum route_result r = ROUTE_OK;
     struct route_hop h;
@@ -354,10 +353,9 @@ enum route_result outbox_route_get(const struct route *rt, const struct shard *s
     return r;
 }
 
-enum route_result outbox_route_retry(const struct route *rt, const struct shard *sh,
-                                     uint64_t id, const char *actor, bool *changed,
-                                     struct outbox_entry *e, bool *found,
-                                     struct route_failure *fail)
+enum route_result outbox_route_retry(const struct route *rt, const struct shard *sh, uint64_t id,
+                                     const char *actor, bool *changed, struct outbox_entry *e,
+                                     bool *found, struct route_failure *fail)
 {
     const char *step = "outbox_retry";
     enum route_result r = ROUTE_OK;

@@ -13,13 +13,13 @@
 #include "db.h"
 #include "route.h"
 
-#define OUTBOX_TYPE_MAX    32     /* event_type VARCHAR(32) */
-#define OUTBOX_PAYLOAD_MAX 512    /* payloads we write; the column is TEXT */
+#define OUTBOX_TYPE_MAX 32     /* event_type VARCHAR(32) */
+#define OUTBOX_PAYLOAD_MAX 512 /* payloads we write; the column is TEXT */
 
 /* Event types. The table keeps at most one event of a type per order
  * (UNIQUE(event_type, order_no)). */
-#define OUTBOX_ORDER_PAID     "order.paid"
-#define OUTBOX_ORDER_SHIPPED  "order.shipped"
+#define OUTBOX_ORDER_PAID "order.paid"
+#define OUTBOX_ORDER_SHIPPED "order.shipped"
 #define OUTBOX_ORDER_FINISHED "order.finished"
 #define OUTBOX_ORDER_CANCELED "order.canceled"
 
@@ -27,12 +27,12 @@
 enum outbox_state {
     OUTBOX_PENDING = 0,
     OUTBOX_DELIVERED = 1,
-    OUTBOX_DEAD = 2               /* attempts ran out; an operator may send it again */
+    OUTBOX_DEAD = 2 /* attempts ran out; an operator may send it again */
 };
 
-#define OUTBOX_TIME_MAX 32        /* "2026-12-02T16:31:10.123000Z" and the NUL */
-#define OUTBOX_OWNER_MAX 40       /* lease owner id, NUL included */
-#define OUTBOX_ERROR_MAX 200      /* outbox.last_error */
+#define OUTBOX_TIME_MAX 32   /* "2026-12-02T16:31:10.123000Z" and the NUL */
+#define OUTBOX_OWNER_MAX 40  /* lease owner id, NUL included */
+#define OUTBOX_ERROR_MAX 200 /* outbox.last_error */
 
 /* One event as the relay sees it. */
 struct outbox_event {
@@ -41,7 +41,7 @@ struct outbox_event {
     char order_no[65];
     char payload[OUTBOX_PAYLOAD_MAX];
     char created_at[OUTBOX_TIME_MAX];
-    int attempts;                 /* failed or made before this claim */
+    int attempts; /* failed or made before this claim */
 };
 
 /* An event as the operator API lists it. */
@@ -49,22 +49,22 @@ struct outbox_entry {
     uint64_t id;
     char event_type[OUTBOX_TYPE_MAX + 1];
     char order_no[65];
-    int state;                    /* enum outbox_state */
+    int state; /* enum outbox_state */
     int attempts;
     char created_at[OUTBOX_TIME_MAX];
     char next_attempt_at[OUTBOX_TIME_MAX];
-    char published_at[OUTBOX_TIME_MAX];   /* "" until delivered */
-    char last_error[OUTBOX_ERROR_MAX];    /* "" when none */
-    char payload[OUTBOX_PAYLOAD_MAX];     /* outbox_get only */
-    size_t shard;                 /* index in the shard set it was read from (set by the caller) */
+    char published_at[OUTBOX_TIME_MAX]; /* "" until delivered */
+    char last_error[OUTBOX_ERROR_MAX];  /* "" when none */
+    char payload[OUTBOX_PAYLOAD_MAX];   /* outbox_get only */
+    size_t shard; /* index in the shard set it was read from (set by the caller) */
 };
 
 /* What is waiting, for /metrics and reconciliation. */
 struct outbox_stats {
     int64_t pending;
     int64_t dead;
-    int64_t oldest_pending_ms;    /* age of the oldest pending event, 0 for none */
-    int64_t lagging;              /* pending events older than the lag bound */
+    int64_t oldest_pending_ms; /* age of the oldest pending event, 0 for none */
+    int64_t lagging;           /* pending events older than the lag bound */
 };
 
 /* Appends an event on c, which must be inside a db_txn body (the event
@@ -132,21 +132,19 @@ int outbox_state_from_name(const char *name);
  * there, then the next shards from their start, until limit are found.
  * Each item's shard is set. *n gets the count. ROUTE_OK (sc->missed names
  * the shards that did not answer), ROUTE_UNAVAILABLE or ROUTE_FAILED. */
-enum route_result outbox_route_list(const struct route *rt, int state, size_t first,
-                                    uint64_t after, struct outbox_entry *items, size_t limit,
-                                    size_t *n, struct route_scan *sc);
+enum route_result outbox_route_list(const struct route *rt, int state, size_t first, uint64_t after,
+                                    struct outbox_entry *items, size_t limit, size_t *n,
+                                    struct route_scan *sc);
 
 /* outbox_get of row id on shard sh (*e's shard set when found). ROUTE_OK,
  * ROUTE_UNAVAILABLE or ROUTE_FAILED with *fail set. */
 enum route_result outbox_route_get(const struct route *rt, const struct shard *sh, uint64_t id,
-                                   struct outbox_entry *e, bool *found,
-                                   struct route_failure *fail);
+                                   struct outbox_entry *e, bool *found, struct route_failure *fail);
 
 /* outbox_retry of row id on shard sh by actor, then the event as it is
  * afterwards in *e (*found false when there is none). */
-enum route_result outbox_route_retry(const struct route *rt, const struct shard *sh,
-                                     uint64_t id, const char *actor, bool *changed,
-                                     struct outbox_entry *e, bool *found,
-                                     struct route_failure *fail);
+enum route_result outbox_route_retry(const struct route *rt, const struct shard *sh, uint64_t id,
+                                     const char *actor, bool *changed, struct outbox_entry *e,
+                                     bool *found, struct route_failure *fail);
 
 #endif

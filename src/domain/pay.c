@@ -45,7 +45,7 @@ struct pay_call {
 /* Reads the record of req->pay_no into out->stored_*, out->outcome and
  * out->order_status. *found is false when there is none. */
 static enum db_status load_record(struct db_conn *c, const struct pay_request *req,
-                                struct pay_outcome *out, bool *found)
+                                  struct pay_outcome *out, bool *found)
 {
     const char *p[] = { req->pay_no };
     struct db_row row;
@@ -97,7 +97,7 @@ static enum db_status pay_call_body(struct db_conn *c, void *arg)
     snprintf(payload, sizeof(payload), "{\"order_no\":\"%s\",\"pay_no\":\"%s\",\"amount\":\"%s\"}",
              req->order_no, req->pay_no, amount);
     st = db_query_one(c, ST_PAY_CALL, p, 4, &j->row, &j->found);
-    if (st == DB_DUPLICATE)                   /* the record's own 1062 is caught inside */
+    if (st == DB_DUPLICATE) /* the record's own 1062 is caught inside */
         return db_fail(c, "order %s already has an order.paid event", req->order_no);
     return st;
 }
@@ -115,19 +115,14 @@ static enum pay_result from_call(struct db_conn *c, const struct pay_request *re
         goto malformed;
     out->order_status = (int)status;
     switch (outcome) {
-    case PAY_CALL_PAID:
-        out->outcome = PAYMENT_PAID;
-        return PAY_PAID;
-    case PAY_CALL_REFUND:
-        out->outcome = PAYMENT_REFUND_REQUIRED;
-        return PAY_REFUND_REQUIRED;
-    case PAY_CALL_NOT_FOUND:
-        return PAY_NOT_FOUND;
+    case PAY_CALL_PAID: out->outcome = PAYMENT_PAID; return PAY_PAID;
+    case PAY_CALL_REFUND: out->outcome = PAYMENT_REFUND_REQUIRED; return PAY_REFUND_REQUIRED;
+    case PAY_CALL_NOT_FOUND: return PAY_NOT_FOUND;
     case PAY_CALL_MISMATCH:
         if (db_row_cents(row, PCC_ORDER_AMOUNT, &out->order_amount_cents) != 0)
             goto malformed;
         return PAY_MISMATCH;
-    default:                                  /* PAY_CALL_SEEN */
+    default: /* PAY_CALL_SEEN */
         if (db_row_is_null(row, PCC_STORED_ORDER_NO)) {
             db_fail(c, "pay_no %s is a duplicate key, yet has no record", req->pay_no);
             return PAY_ERROR;
@@ -135,8 +130,8 @@ static enum pay_result from_call(struct db_conn *c, const struct pay_request *re
         if (db_row_str(row, PCC_STORED_ORDER_NO, out->stored_order_no,
                        sizeof(out->stored_order_no)) != 0 ||
             db_row_cents(row, PCC_STORED_AMOUNT, &out->stored_amount_cents) != 0 ||
-            db_row_int(row, PCC_STORED_OUTCOME, PAYMENT_PAID, PAYMENT_REFUND_REQUIRED,
-                       &stored) != 0)
+            db_row_int(row, PCC_STORED_OUTCOME, PAYMENT_PAID, PAYMENT_REFUND_REQUIRED, &stored) !=
+                0)
             goto malformed;
         out->outcome = (int)stored;
         return record_result(req, out);
@@ -213,7 +208,7 @@ static enum pay_result call(struct db_conn *c, struct seen *recent, const struct
     }
     r = from_call(c, req, &j.row, out);
     if (r == PAY_PAID || r == PAY_REFUND_REQUIRED || r == PAY_REPLAY || r == PAY_CONFLICT)
-        seen_add(recent, req->pay_no);          /* a record exists, committed */
+        seen_add(recent, req->pay_no); /* a record exists, committed */
     return r;
 }
 
@@ -261,14 +256,14 @@ static enum pay_result register_pay_no(struct db_conn *c, const struct pay_reque
         return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
     if ((st = db_query_retry(c, ST_PAY_NO_OWNER, p, 1, &row, 1, &n)) != DB_OK)
         return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
-    if (n == 0 || db_row_str(&row, PNC_ORDER_NO, out->stored_order_no,
-                             sizeof(out->stored_order_no)) != 0) {
+    if (n == 0 ||
+        db_row_str(&row, PNC_ORDER_NO, out->stored_order_no, sizeof(out->stored_order_no)) != 0) {
         db_fail(c, "pay_no_registry row of pay_no %s is missing or malformed", req->pay_no);
         return PAY_ERROR;
     }
     if (strcmp(out->stored_order_no, req->order_no) == 0)
         return PAY_PAID;
-    out->stored_amount_cents = -1;            /* the registry keeps the order only */
+    out->stored_amount_cents = -1; /* the registry keeps the order only */
     return PAY_CONFLICT;
 }
 
@@ -375,7 +370,7 @@ enum pay_result pay_route(const struct route *rt, struct seen *recent,
     memset(out, 0, sizeof(*out));
     route_hop_init(&h, rt, fail);
     if (sh == NULL)
-        return PAY_NOT_FOUND;                 /* names no shard of ours: nothing written anywhere */
+        return PAY_NOT_FOUND; /* names no shard of ours: nothing written anywhere */
     if (rt->set->sharded)
         r = route_sharded(&h, recent, sh, req, out);
     else if (route_hop_to(&h, sh, "pay_apply") == NULL)
@@ -400,25 +395,27 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
         break;
     case PAY_REFUND_REQUIRED:
         metrics_inc(m, M_DOUBLE_PAYMENT);
-        log_alert("REFUND_REQUIRED", "gateway=%s order_no=%s pay_no=%s amount=%s order_status=%s "
-                  "request_id=%s", gw, req->order_no, req->pay_no, amount,
-                  order_state_name(out->order_status), request_id);
+        log_alert("REFUND_REQUIRED",
+                  "gateway=%s order_no=%s pay_no=%s amount=%s order_status=%s "
+                  "request_id=%s",
+                  gw, req->order_no, req->pay_no, amount, order_state_name(out->order_status),
+                  request_id);
         break;
-    case PAY_REPLAY:
-        metrics_inc(m, M_DUP_CALLBACK);
-        break;
+    case PAY_REPLAY: metrics_inc(m, M_DUP_CALLBACK); break;
     case PAY_CONFLICT:
         metrics_inc(m, M_PAY_NO_CONFLICT);
         log_alert("PAY_NO_CONFLICT",
                   "gateway=%s pay_no=%s order_no=%s amount=%s stored_order_no=%s stored_amount=%s "
-                  "request_id=%s", gw, req->pay_no, req->order_no, amount, out->stored_order_no,
+                  "request_id=%s",
+                  gw, req->pay_no, req->order_no, amount, out->stored_order_no,
                   out->stored_amount_cents < 0
-                      ? "-" : money_format(out->stored_amount_cents, other, sizeof(other)),
+                      ? "-"
+                      : money_format(out->stored_amount_cents, other, sizeof(other)),
                   request_id);
         break;
     case PAY_NOT_FOUND:
-        log_alert("ORDER_NOT_FOUND", "gateway=%s order_no=%s pay_no=%s amount=%s request_id=%s",
-                  gw, req->order_no, req->pay_no, amount, request_id);
+        log_alert("ORDER_NOT_FOUND", "gateway=%s order_no=%s pay_no=%s amount=%s request_id=%s", gw,
+                  req->order_no, req->pay_no, amount, request_id);
         break;
     case PAY_MISMATCH:
         metrics_inc(m, M_AMOUNT_MISMATCH);
@@ -430,19 +427,16 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
                   out->order_currency[0] ? out->order_currency : "-", request_id);
         break;
     case PAY_UNAVAILABLE:
-    case PAY_ERROR:
-        break;                                /* the caller logs these with db_errstr */
+    case PAY_ERROR: break; /* the caller logs these with db_errstr */
     }
 }
 
 /* Result label values of the gateway counters, in enum pay_result order,
  * then IGNORED. */
-static const char *const gateway_result_labels[] = {
-    "PAID", "REFUND_REQUIRED", "REPLAY", "CONFLICT", "NOT_FOUND", "MISMATCH", "UNAVAILABLE",
-    "ERROR", "IGNORED"
-};
-_Static_assert(ARRAY_SIZE(gateway_result_labels) ==
-                   PAY_RESULT_IGNORED + 1,
+static const char *const gateway_result_labels[] = { "PAID",        "REFUND_REQUIRED", "REPLAY",
+                                                     "CONFLICT",    "NOT_FOUND",       "MISMATCH",
+                                                     "UNAVAILABLE", "ERROR",           "IGNORED" };
+_Static_assert(ARRAY_SIZE(gateway_result_labels) == PAY_RESULT_IGNORED + 1,
                "IGNORED follows enum pay_result");
 
 void pay_register_gateway_metrics(const struct gateways *g, struct metrics *m)
@@ -451,15 +445,14 @@ void pay_register_gateway_metrics(const struct gateways *g, struct metrics *m)
     const char *const *names = gateways_names(g, &nnames);
     const char *const *reasons = gateway_failure_reasons(&nreasons);
 
-    metrics_set_gateways(m, names, nnames, gateway_result_labels,
-                         ARRAY_SIZE(gateway_result_labels),
+    metrics_set_gateways(m, names, nnames, gateway_result_labels, ARRAY_SIZE(gateway_result_labels),
                          reasons, nreasons);
 }
 
 const char *pay_result_str(enum pay_result r)
 {
-    static const char *const names[] = { "PAID", "REFUND_REQUIRED", "REPLAY", "CONFLICT",
-                                         "NOT_FOUND", "MISMATCH", "UNAVAILABLE", "ERROR" };
+    static const char *const names[] = { "PAID",      "REFUND_REQUIRED", "REPLAY",      "CONFLICT",
+                                         "NOT_FOUND", "MISMATCH",        "UNAVAILABLE", "ERROR" };
 
     return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "UNKNOWN";
 }

@@ -27,38 +27,38 @@ struct shard_set;
 struct route;
 struct route_failure;
 
-#define PAY_CURRENCY_BUF 4        /* ISO 4217 alpha code and the NUL */
+#define PAY_CURRENCY_BUF 4 /* ISO 4217 alpha code and the NUL */
 
 /* One payment notification, already authenticated and validated. */
 struct pay_request {
-    char pay_no[ID_BUF];          /* the gateway's payment id: unique forever */
+    char pay_no[ID_BUF]; /* the gateway's payment id: unique forever */
     char order_no[ID_BUF];
-    int64_t amount_cents;         /* > 0 */
+    int64_t amount_cents; /* > 0 */
     /* ISO 4217 code the gateway stated ("CNY"), or "" when its format has
      * none (then it is not compared). A code other than the order's is
      * PAY_MISMATCH with out->currency_mismatch set: currency is part of
      * the amount. */
     char currency[PAY_CURRENCY_BUF];
-    const char *gateway;          /* the gateway profile's name for alerts; NULL: native */
+    const char *gateway; /* the gateway profile's name for alerts; NULL: native */
 };
 
 enum pay_result {
-    PAY_PAID,                     /* this payment paid the order: WAIT_PAY -> PAID, event written */
-    PAY_REFUND_REQUIRED,          /* recorded, but the order was not waiting: someone must refund */
-    PAY_REPLAY,                   /* pay_no already recorded with this order and amount */
-    PAY_CONFLICT,                 /* pay_no already recorded with another order or amount */
-    PAY_NOT_FOUND,                /* no such order; nothing written */
-    PAY_MISMATCH,                 /* amount differs from the order's; nothing written */
-    PAY_UNAVAILABLE,              /* MySQL unreachable or busy: answer "retry later"; safe */
-    PAY_ERROR                     /* a bug, a schema problem or a malformed row: db_errstr */
+    PAY_PAID,            /* this payment paid the order: WAIT_PAY -> PAID, event written */
+    PAY_REFUND_REQUIRED, /* recorded, but the order was not waiting: someone must refund */
+    PAY_REPLAY,          /* pay_no already recorded with this order and amount */
+    PAY_CONFLICT,        /* pay_no already recorded with another order or amount */
+    PAY_NOT_FOUND,       /* no such order; nothing written */
+    PAY_MISMATCH,        /* amount differs from the order's; nothing written */
+    PAY_UNAVAILABLE,     /* MySQL unreachable or busy: answer "retry later"; safe */
+    PAY_ERROR            /* a bug, a schema problem or a malformed row: db_errstr */
 };
 
 /* What pay_apply found, for rendering and alerting. Which fields mean
  * something depends on the result, as noted. */
 struct pay_outcome {
     /* PAID, REFUND_REQUIRED, REPLAY: the answer to give. */
-    int order_status;             /* enum order_status after the call; 0 if the order is gone */
-    int outcome;                  /* enum payment_status: the first answer for this pay_no */
+    int order_status; /* enum order_status after the call; 0 if the order is gone */
+    int outcome;      /* enum payment_status: the first answer for this pay_no */
     /* REPLAY, CONFLICT: the record of the first call. A conflict found in
      * the pay_no registry (sharded) knows the order only: the amount is
      * then -1. */
@@ -67,7 +67,7 @@ struct pay_outcome {
     /* MISMATCH: what the order expects. */
     int64_t order_amount_cents;
     char order_currency[PAY_CURRENCY_BUF]; /* set when the currency was compared */
-    int currency_mismatch;        /* 1 when the currency, not the amount, differs */
+    int currency_mismatch;                 /* 1 when the currency, not the amount, differs */
 };
 
 /* Applies req on c (a borrowed connection, not inside a transaction) in

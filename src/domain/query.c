@@ -28,9 +28,9 @@
 #include "server.h"
 #include "shard.h"
 
-#define QUERY_DB_WAIT_MS   1000
-#define QUERY_URL_MAX      512    /* a 255-byte URL, "&order_no=" and an id escaped whole */
-#define QUERY_CURSOR_MAX   32                     /* "YYYY-MM-DD HH:MM:SS.ffffff" */
+#define QUERY_DB_WAIT_MS 1000
+#define QUERY_URL_MAX 512   /* a 255-byte URL, "&order_no=" and an id escaped whole */
+#define QUERY_CURSOR_MAX 32 /* "YYYY-MM-DD HH:MM:SS.ffffff" */
 #define QUERY_CURSOR_START "1000-01-01 00:00:00.000000"
 
 /* Where a rotating round goes on in one shard's stale orders. */
@@ -40,9 +40,9 @@ struct query_cursor {
 };
 
 struct query_target {
-    const char *name;             /* QUERY_NATIVE_NAME or the profile's name (borrowed) */
-    const char *gateway;          /* pay_request.gateway: NULL for the native endpoint */
-    const char *url;              /* borrowed from the config */
+    const char *name;    /* QUERY_NATIVE_NAME or the profile's name (borrowed) */
+    const char *gateway; /* pay_request.gateway: NULL for the native endpoint */
+    const char *url;     /* borrowed from the config */
     char token[QUERY_TOKEN_MAX + 1];
     int timeout_ms;
 };
@@ -51,18 +51,17 @@ struct query {
     struct query_target t[QUERY_TARGETS_MAX];
     size_t n;
     atomic_bool stop;
-    pthread_mutex_t round;        /* one round at a time; guards the cursors */
-    struct query_cursor cursor[CFG_SHARDS_MAX];   /* by shard index */
-    size_t next_shard;            /* the shard a rotating round starts with */
+    pthread_mutex_t round;                      /* one round at a time; guards the cursors */
+    struct query_cursor cursor[CFG_SHARDS_MAX]; /* by shard index */
+    size_t next_shard;                          /* the shard a rotating round starts with */
 };
 
-static const char *const status_names[] = { "PAID", "NOTPAY", "CLOSED", "NOT_FOUND",
-                                            "MALFORMED", "ERROR", "TIMEOUT", "CANCELED" };
+static const char *const status_names[] = { "PAID",      "NOTPAY", "CLOSED",  "NOT_FOUND",
+                                            "MALFORMED", "ERROR",  "TIMEOUT", "CANCELED" };
 
 const char *query_status_name(enum query_status st)
 {
-    return (unsigned)st < ARRAY_SIZE(status_names) ? status_names[st]
-                                                                          : "UNKNOWN";
+    return (unsigned)st < ARRAY_SIZE(status_names) ? status_names[st] : "UNKNOWN";
 }
 
 /* ---- the answer ---------------------------------------------------------- */
@@ -150,13 +149,17 @@ static int add_target(struct query *q, const char *name, const char *gateway, co
     struct query_target *t = &q->t[q->n];
 
     if (token == NULL || token[0] == '\0') {
-        snprintf(err, errsz, "gateway %s: %s is not set; the query_url's bearer token must "
-                 "come from the environment", name, token_env);
+        snprintf(err, errsz,
+                 "gateway %s: %s is not set; the query_url's bearer token must "
+                 "come from the environment",
+                 name, token_env);
         return -1;
     }
     if (!validate_bearer_token(token, QUERY_TOKEN_MAX)) {
-        snprintf(err, errsz, "gateway %s: %s must be 1..%d characters of [A-Za-z0-9-._~+/] "
-                 "(then '=' padding)", name, token_env, QUERY_TOKEN_MAX);
+        snprintf(err, errsz,
+                 "gateway %s: %s must be 1..%d characters of [A-Za-z0-9-._~+/] "
+                 "(then '=' padding)",
+                 name, token_env, QUERY_TOKEN_MAX);
         return -1;
     }
     t->name = name;
@@ -188,9 +191,9 @@ struct query *query_create(const struct config *cfg, char *err, size_t errsz)
         cursor_reset(&q->cursor[i]);
     /* config.c has checked the native token already (it is a key). */
     if (cfg->callback_query_url[0] != '\0' &&
-        add_target(q, QUERY_NATIVE_NAME, NULL, cfg->callback_query_url,
-                   cfg->callback_query_token, "PAYCALLBACK_CALLBACK_QUERY_TOKEN",
-                   cfg->callback_query_timeout_ms, err, errsz) != 0)
+        add_target(q, QUERY_NATIVE_NAME, NULL, cfg->callback_query_url, cfg->callback_query_token,
+                   "PAYCALLBACK_CALLBACK_QUERY_TOKEN", cfg->callback_query_timeout_ms, err,
+                   errsz) != 0)
         goto fail;
     for (i = 0; i < cfg->gateways.n; i++) {
         const struct gateway_profile_cfg *p = &cfg->gateways.profile[i];
@@ -250,7 +253,7 @@ static size_t collect(char *ptr, size_t size, size_t nmemb, void *userdata)
 
     if (n > QUERY_ANSWER_MAX_BYTES - b->len) {
         b->too_large = true;
-        return 0;                               /* CURLE_WRITE_ERROR ends the transfer */
+        return 0; /* CURLE_WRITE_ERROR ends the transfer */
     }
     memcpy(b->data + b->len, ptr, n);
     b->len += n;
@@ -290,8 +293,8 @@ static int query_url(CURL *curl, const struct query_target *t, const char *order
 /* Asks t about order_no and parses what it says into ans. The reason of
  * a failure goes to why. */
 static enum query_status ask(struct query *q, CURL *curl, const struct query_target *t,
-                             const char *order_no, struct answer_buf *b,
-                             struct query_answer *ans, char *why, size_t whysz)
+                             const char *order_no, struct answer_buf *b, struct query_answer *ans,
+                             char *why, size_t whysz)
 {
     char url[QUERY_URL_MAX], auth[QUERY_TOKEN_MAX + 32];
     struct curl_slist *hdr = NULL, *h;
@@ -354,8 +357,8 @@ out:
 static void count(struct metrics *m, enum query_status st)
 {
     static const enum metric_counter by_status[] = {
-        [QUERY_PAID] = M_QUERY_PAID, [QUERY_NOTPAY] = M_QUERY_NOT_PAID,
-        [QUERY_CLOSED] = M_QUERY_NOT_PAID, [QUERY_NOT_FOUND] = M_QUERY_NOT_PAID,
+        [QUERY_PAID] = M_QUERY_PAID,           [QUERY_NOTPAY] = M_QUERY_NOT_PAID,
+        [QUERY_CLOSED] = M_QUERY_NOT_PAID,     [QUERY_NOT_FOUND] = M_QUERY_NOT_PAID,
         [QUERY_MALFORMED] = M_QUERY_MALFORMED, [QUERY_ERROR] = M_QUERY_ERROR,
         [QUERY_TIMEOUT] = M_QUERY_TIMEOUT,
     };
@@ -381,10 +384,15 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
     struct query_cursor start = { QUERY_CURSOR_START, "0" };
     char status[DB_INT_BUF], age[DB_INT_BUF], lim[DB_INT_BUF];
     const struct query_cursor *from = run->rotate ? cur : &start;
-    const char *p[] = { db_param_int(status, ORDER_WAIT_PAY), db_param_int(age, run->age_s),
-                        from->time, from->time, from->id, db_param_int(lim, (int64_t)max) };
-    const struct route rt = { .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS, .m = srv->m,
-                              .request_id = run->request_id };
+    const char *p[] = { db_param_int(status, ORDER_WAIT_PAY),
+                        db_param_int(age, run->age_s),
+                        from->time,
+                        from->time,
+                        from->id,
+                        db_param_int(lim, (int64_t)max) };
+    const struct route rt = {
+        .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS, .m = srv->m, .request_id = run->request_id
+    };
     enum query_round_result res = QUERY_ROUND_OK;
     struct route_failure fail;
     struct route_hop h;
@@ -405,17 +413,19 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
             !validate_id(order_nos[i]))
             st = db_fail(c, "order query: malformed order row");
     if (st != DB_OK) {
-        log_warn("order query: cannot list stale orders", "shard=%s status=%s error=\"%s\" "
-                 "request_id=%s", sh->label, db_status_str(st), db_errstr(c), run->request_id);
+        log_warn("order query: cannot list stale orders",
+                 "shard=%s status=%s error=\"%s\" "
+                 "request_id=%s",
+                 sh->label, db_status_str(st), db_errstr(c), run->request_id);
         res = st == DB_ERROR ? QUERY_ROUND_ERROR : QUERY_ROUND_UNAVAILABLE;
         if (res == QUERY_ROUND_UNAVAILABLE)
             route_failed(&h, true, "order query");
     } else if (run->rotate && got == max &&
                db_row_str(&rows[got - 1], QOC_CURSOR_TIME, cur->time, sizeof(cur->time)) == 0 &&
                db_row_str(&rows[got - 1], QOC_ID, cur->id, sizeof(cur->id)) == 0) {
-        *n = got;                               /* the next round goes on after these */
+        *n = got; /* the next round goes on after these */
     } else {
-        if (run->rotate)                        /* the end of the list: start again */
+        if (run->rotate) /* the end of the list: start again */
             cursor_reset(cur);
         *n = got;
     }
@@ -430,8 +440,8 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
  * each time. A shard that cannot be read is skipped (logged, counted): the
  * round fails only when every shard did. */
 static enum query_round_result list_orders(struct query *q, struct server *srv,
-                                           const struct query_round *run,
-                                           char (*order_nos)[ID_BUF], size_t *n)
+                                           const struct query_round *run, char (*order_nos)[ID_BUF],
+                                           size_t *n)
 {
     const struct shard_set *set = &srv->shards;
     size_t start = run->rotate ? q->next_shard % set->n : 0, k, got, failed = 0;
@@ -469,8 +479,9 @@ static enum query_round_result apply(struct server *srv, const struct query_targ
                                      const char *order_no, const struct query_answer *ans,
                                      const char *request_id, enum pay_result *result)
 {
-    const struct route rt = { .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS, .m = srv->m,
-                              .request_id = request_id };
+    const struct route rt = {
+        .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS, .m = srv->m, .request_id = request_id
+    };
     struct pay_request req = { .amount_cents = ans->amount_cents, .gateway = t->gateway };
     struct pay_outcome out;
     struct route_failure fail;
@@ -483,15 +494,16 @@ static enum query_round_result apply(struct server *srv, const struct query_targ
     *result = r;
     pay_report(srv->m, &req, r, &out, request_id);
     if (r == PAY_UNAVAILABLE || r == PAY_ERROR)
-        log_warn("order query: cannot apply a payment", "target=%s order_no=%s pay_no=%s "
-                 "result=%s op=%s shard=%s error=\"%s\" request_id=%s", t->name, order_no,
-                 ans->pay_no, pay_result_str(r), fail.step != NULL ? fail.step : "-",
-                 fail.shard != NULL ? fail.shard->label : "-", fail.msg, request_id);
+        log_warn("order query: cannot apply a payment",
+                 "target=%s order_no=%s pay_no=%s "
+                 "result=%s op=%s shard=%s error=\"%s\" request_id=%s",
+                 t->name, order_no, ans->pay_no, pay_result_str(r),
+                 fail.step != NULL ? fail.step : "-", fail.shard != NULL ? fail.shard->label : "-",
+                 fail.msg, request_id);
     if (r == PAY_ERROR)
         return QUERY_ROUND_ERROR;
     /* Sharded, one shard down leaves the other shards' orders to ask. */
-    return r == PAY_UNAVAILABLE && !srv->shards.sharded ? QUERY_ROUND_UNAVAILABLE
-                                                        : QUERY_ROUND_OK;
+    return r == PAY_UNAVAILABLE && !srv->shards.sharded ? QUERY_ROUND_UNAVAILABLE : QUERY_ROUND_OK;
 }
 
 /* Asks every endpoint about one order, so that a shopper who paid through
@@ -519,16 +531,19 @@ static enum query_round_result one_order(struct query *q, struct server *srv, CU
         it->nasked = i + 1;
         if (st == QUERY_MALFORMED || st == QUERY_ERROR || st == QUERY_TIMEOUT) {
             sum->failed++;
-            log_warn("order query failed", "target=%s order_no=%s answer=%s error=\"%s\" "
-                     "request_id=%s", t->name, order_no, query_status_name(st), why,
-                     run->request_id);
+            log_warn("order query failed",
+                     "target=%s order_no=%s answer=%s error=\"%s\" "
+                     "request_id=%s",
+                     t->name, order_no, query_status_name(st), why, run->request_id);
             continue;
         }
         if (st != QUERY_PAID)
             continue;
         sum->paid++;
-        log_info("order query found a payment", "target=%s order_no=%s pay_no=%s "
-                 "request_id=%s", t->name, order_no, ans.pay_no, run->request_id);
+        log_info("order query found a payment",
+                 "target=%s order_no=%s pay_no=%s "
+                 "request_id=%s",
+                 t->name, order_no, ans.pay_no, run->request_id);
         if ((res = apply(srv, t, order_no, &ans, run->request_id, &it->result[i])) !=
             QUERY_ROUND_OK)
             return res;
@@ -590,7 +605,7 @@ enum query_round_result query_run(struct query *q, struct server *srv,
                                   const struct query_round *run, size_t *nitems,
                                   struct query_summary *sum)
 {
-    char (*order_nos)[ID_BUF] = NULL;
+    char(*order_nos)[ID_BUF] = NULL;
     enum query_round_result res;
     size_t n = 0;
 
@@ -607,7 +622,7 @@ enum query_round_result query_run(struct query *q, struct server *srv,
     if ((res = list_orders(q, srv, run, order_nos, &n)) != QUERY_ROUND_OK)
         goto out;
     sum->orders = n;
-    res = ask_orders(q, srv, run, (const char (*)[ID_BUF])order_nos, n, run->items, nitems, sum);
+    res = ask_orders(q, srv, run, (const char(*)[ID_BUF])order_nos, n, run->items, nitems, sum);
 out:
     pthread_mutex_unlock(&q->round);
     free(order_nos);

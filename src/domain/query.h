@@ -27,22 +27,22 @@ struct config;
 struct server;
 struct query;
 
-#define QUERY_TARGETS_MAX (GATEWAYS_MAX + 1)   /* the native endpoint and one per gateway */
-#define QUERY_ANSWER_MAX_BYTES 16384           /* a longer answer is malformed */
-#define QUERY_TOKEN_MAX 1024                   /* bearer token characters */
-#define QUERY_NATIVE_NAME "native"             /* the native endpoint in logs and replies */
+#define QUERY_TARGETS_MAX (GATEWAYS_MAX + 1) /* the native endpoint and one per gateway */
+#define QUERY_ANSWER_MAX_BYTES 16384         /* a longer answer is malformed */
+#define QUERY_TOKEN_MAX 1024                 /* bearer token characters */
+#define QUERY_NATIVE_NAME "native"           /* the native endpoint in logs and replies */
 
 /* What one endpoint said about one order. The first four are answers of
  * the query contract; the rest are failures, which change nothing. */
 enum query_status {
-    QUERY_PAID,                   /* paid: pay_no, amount and currency given */
-    QUERY_NOTPAY,                 /* known to the gateway, not paid (yet) */
-    QUERY_CLOSED,                 /* known, closed or expired unpaid: no payment will come */
-    QUERY_NOT_FOUND,              /* unknown to this gateway (paid elsewhere, or never) */
-    QUERY_MALFORMED,              /* a 200 whose body breaks the contract */
-    QUERY_ERROR,                  /* no connection, or an HTTP status other than 200 */
-    QUERY_TIMEOUT,                /* past the endpoint's query timeout */
-    QUERY_CANCELED                /* the service is stopping */
+    QUERY_PAID,      /* paid: pay_no, amount and currency given */
+    QUERY_NOTPAY,    /* known to the gateway, not paid (yet) */
+    QUERY_CLOSED,    /* known, closed or expired unpaid: no payment will come */
+    QUERY_NOT_FOUND, /* unknown to this gateway (paid elsewhere, or never) */
+    QUERY_MALFORMED, /* a 200 whose body breaks the contract */
+    QUERY_ERROR,     /* no connection, or an HTTP status other than 200 */
+    QUERY_TIMEOUT,   /* past the endpoint's query timeout */
+    QUERY_CANCELED   /* the service is stopping */
 };
 
 /* A parsed answer. pay_no, amount_cents and currency are set for
@@ -99,37 +99,37 @@ void query_cancel(struct query *q);
 /* What one round did to one order. */
 struct query_item {
     char order_no[ID_BUF];
-    enum query_status answer[QUERY_TARGETS_MAX];   /* by endpoint index */
-    enum pay_result result[QUERY_TARGETS_MAX];     /* where answer is QUERY_PAID */
-    size_t nasked;                /* endpoints asked: answer[0 .. nasked) are set */
+    enum query_status answer[QUERY_TARGETS_MAX]; /* by endpoint index */
+    enum pay_result result[QUERY_TARGETS_MAX];   /* where answer is QUERY_PAID */
+    size_t nasked;                               /* endpoints asked: answer[0 .. nasked) are set */
 };
 
 /* A round's counts. */
 struct query_summary {
-    size_t orders;                /* stale orders taken */
-    size_t queries;               /* requests sent */
-    size_t paid;                  /* PAID answers (each applied) */
-    size_t failed;                /* MALFORMED, ERROR and TIMEOUT answers */
-    bool stopped;                 /* query_cancel cut the round short */
+    size_t orders;  /* stale orders taken */
+    size_t queries; /* requests sent */
+    size_t paid;    /* PAID answers (each applied) */
+    size_t failed;  /* MALFORMED, ERROR and TIMEOUT answers */
+    bool stopped;   /* query_cancel cut the round short */
 };
 
 struct query_round {
-    int age_s;                    /* orders WAIT_PAY for longer than this */
-    size_t limit;                 /* at most this many orders */
+    int age_s;    /* orders WAIT_PAY for longer than this */
+    size_t limit; /* at most this many orders */
     /* true: go on after the orders the last rotating round took, so that
      * every stale order is asked in turn however many there are (the
      * periodic pass); false: the oldest ones (an operator's call). */
     bool rotate;
-    const char *request_id;       /* names the round in the log lines */
-    struct query_item *items;     /* limit entries, or NULL */
+    const char *request_id;   /* names the round in the log lines */
+    struct query_item *items; /* limit entries, or NULL */
 };
 
 enum query_round_result {
     QUERY_ROUND_OK,
-    QUERY_ROUND_BUSY,             /* another round is running in this process */
-    QUERY_ROUND_UNAVAILABLE,      /* MySQL unreachable or busy (logged; sharded: every shard
+    QUERY_ROUND_BUSY,        /* another round is running in this process */
+    QUERY_ROUND_UNAVAILABLE, /* MySQL unreachable or busy (logged; sharded: every shard
                                      could not be listed); what was applied stays */
-    QUERY_ROUND_ERROR             /* a bug, a schema problem, out of memory (logged) */
+    QUERY_ROUND_ERROR        /* a bug, a schema problem, out of memory (logged) */
 };
 
 /* Runs one round with srv's shards and metrics: takes the stale orders of

@@ -24,8 +24,8 @@
 
 #define RECONCILE_DB_WAIT_MS 1000
 
-#define ORPHAN_PAGE          100  /* checkout bindings looked at per shard and pass */
-#define ORPHAN_START         "1000-01-01 00:00:00.000000"
+#define ORPHAN_PAGE 100 /* checkout bindings looked at per shard and pass */
+#define ORPHAN_START "1000-01-01 00:00:00.000000"
 
 /* Where the look for orphaned checkout bindings of one shard goes on. */
 struct orphan_cursor {
@@ -69,8 +69,8 @@ enum db_status reconcile_report(struct db_conn *c, const struct config *cfg,
 
     memset(out, 0, sizeof(*out));
     if ((st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &out->wait_pay_stale)) != DB_OK ||
-        (st = stale_orders_list(c, cfg->reconcile_wait_pay_age_s, out->stale,
-                                RECONCILE_LIST_MAX, &out->nstale)) != DB_OK ||
+        (st = stale_orders_list(c, cfg->reconcile_wait_pay_age_s, out->stale, RECONCILE_LIST_MAX,
+                                &out->nstale)) != DB_OK ||
         (st = count(c, ST_REFUND_COUNT, pr, 1, &out->refund_unsettled)) != DB_OK ||
         (st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &out->outbox)) != DB_OK ||
         (st = outbox_list(c, OUTBOX_DEAD, 0, out->dead, RECONCILE_LIST_MAX, &out->ndead)) != DB_OK)
@@ -105,8 +105,8 @@ static void merge_dead(const struct outbox_entry *a, size_t na, const struct out
     size_t i = 0, j = 0, k = 0;
 
     while (k < max && (i < na || j < nb))
-        out[k++] = j >= nb || (i < na && strcmp(a[i].created_at, b[j].created_at) <= 0)
-                       ? a[i++] : b[j++];
+        out[k++] =
+            j >= nb || (i < na && strcmp(a[i].created_at, b[j].created_at) <= 0) ? a[i++] : b[j++];
     *n = k;
 }
 
@@ -253,8 +253,12 @@ static void purge_orphans(struct reconcile *r, size_t idx)
     const struct shard *reg = &srv->shards.s[idx];
     struct orphan_cursor *cur = &r->cursor[idx];
     char age[DB_INT_BUF], limit[DB_INT_BUF];
-    const char *p[] = { db_param_int(age, srv->cfg->retention_orphan_checkout_s), cur->time,
-                        cur->time, cur->user, cur->user, cur->req,
+    const char *p[] = { db_param_int(age, srv->cfg->retention_orphan_checkout_s),
+                        cur->time,
+                        cur->time,
+                        cur->user,
+                        cur->user,
+                        cur->req,
                         db_param_int(limit, ORPHAN_PAGE) };
     struct db_row *rows;
     bool *orphan;
@@ -295,8 +299,10 @@ static void purge_orphans(struct reconcile *r, size_t idx)
         if (db_exec_retry(c, ST_CHECKOUT_FORGET, dp, 3, &one) != DB_OK)
             break;
         if (one > 0)
-            log_info("checkout binding purged", "shard=%s user_id=%s request_id=%s order_no=%s "
-                     "reason=\"no such order\"", reg->label, user, req, order_no);
+            log_info("checkout binding purged",
+                     "shard=%s user_id=%s request_id=%s order_no=%s "
+                     "reason=\"no such order\"",
+                     reg->label, user, req, order_no);
         deleted += one;
     }
     shard_release(reg, c);
@@ -319,17 +325,18 @@ static void query_pass(struct server *srv)
 {
     const struct config *cfg = srv->cfg;
     struct query_round run = { .age_s = cfg->reconcile_wait_pay_age_s,
-                               .limit = (size_t)cfg->reconcile_query_batch, .rotate = true,
+                               .limit = (size_t)cfg->reconcile_query_batch,
+                               .rotate = true,
                                .request_id = "reconcile" };
     struct query_summary sum;
 
     if (query_count(srv->query) == 0)
         return;
     if (query_run(srv->query, srv, &run, NULL, &sum) != QUERY_ROUND_OK)
-        return;                               /* logged; busy means an operator's round runs */
+        return; /* logged; busy means an operator's round runs */
     if (sum.orders > 0)
-        log_info("stale orders queried", "orders=%zu queries=%zu paid=%zu failed=%zu",
-                 sum.orders, sum.queries, sum.paid, sum.failed);
+        log_info("stale orders queried", "orders=%zu queries=%zu paid=%zu failed=%zu", sum.orders,
+                 sum.queries, sum.paid, sum.failed);
 }
 
 /* What one pass counted on one shard. */
@@ -353,8 +360,7 @@ static int pass_shard(struct server *srv, const struct shard *sh, struct shard_c
     enum db_status st = DB_UNAVAILABLE;
 
     memset(out, 0, sizeof(*out));
-    if (c == NULL ||
-        (st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &out->ob)) != DB_OK ||
+    if (c == NULL || (st = outbox_stats(c, cfg->reconcile_outbox_lag_s, &out->ob)) != DB_OK ||
         (st = count(c, ST_WAIT_PAY_COUNT, pw, 2, &out->stale)) != DB_OK ||
         (cfg->reconcile_payment_window_s > 0 &&
          (st = count(c, ST_WAIT_PAY_COUNT, po, 2, &out->overdue)) != DB_OK) ||
@@ -391,11 +397,11 @@ static void pass(struct reconcile *r)
     struct expiry_summary ex;
     size_t i, answered = 0;
 
-    query_pass(srv);                          /* no connection held while it asks */
+    query_pass(srv); /* no connection held while it asks */
     expiry_pass(srv, &ex);
     if (ex.expired > 0 || ex.deferred > 0)
-        log_info("payment window pass", "listed=%zu expired=%zu deferred=%zu paid=%zu",
-                 ex.listed, ex.expired, ex.deferred, ex.paid);
+        log_info("payment window pass", "listed=%zu expired=%zu deferred=%zu paid=%zu", ex.listed,
+                 ex.expired, ex.deferred, ex.paid);
     memset(&sum, 0, sizeof(sum));
     for (i = 0; i < srv->shards.n; i++) {
         if (pass_shard(srv, &srv->shards.s[i], &one) != 0)
@@ -424,9 +430,11 @@ static void pass(struct reconcile *r)
     if (answered == srv->shards.n)
         metrics_set_gauge(srv->m, G_RECONCILE_LAST_RUN_S, (int64_t)time(NULL));
     if (sum.stale > 0 || sum.refunds > 0 || sum.ob.dead > 0 || sum.ob.lagging > 0)
-        log_warn("reconciliation found work", "wait_pay_stale=%lld refund_unsettled=%lld "
-                 "outbox_dead=%lld outbox_lagging=%lld", (long long)sum.stale,
-                 (long long)sum.refunds, (long long)sum.ob.dead, (long long)sum.ob.lagging);
+        log_warn("reconciliation found work",
+                 "wait_pay_stale=%lld refund_unsettled=%lld "
+                 "outbox_dead=%lld outbox_lagging=%lld",
+                 (long long)sum.stale, (long long)sum.refunds, (long long)sum.ob.dead,
+                 (long long)sum.ob.lagging);
 }
 
 static void *reconcile_main(void *arg)
@@ -477,7 +485,7 @@ void reconcile_stop(struct reconcile *r)
 {
     if (r == NULL)
         return;
-    query_cancel(r->srv->query);              /* a query waiting on a slow endpoint ends now */
+    query_cancel(r->srv->query); /* a query waiting on a slow endpoint ends now */
     pthread_mutex_lock(&r->mu);
     r->stop = true;
     pthread_cond_broadcast(&r->cv);
@@ -575,11 +583,13 @@ static enum route_result cancel_on_shard(struct reconcile_cancel *rc, const stru
     bool down = false;
 
     route_hop_init(&h, rt, fail);
-    h.uncounted = sharded;                    /* sharded, the other shards still answer */
+    h.uncounted = sharded; /* sharded, the other shards still answer */
     for (size_t i = 0; i < rc->n && res == ROUTE_OK; i++) {
         struct reconcile_canceled *it = &rc->items[i];
-        struct order_transition_req tr = { .order_no = it->order.order_no, .to = ORDER_CANCELED,
-                                           .only_from = ORDER_WAIT_PAY, .hook = &audit };
+        struct order_transition_req tr = { .order_no = it->order.order_no,
+                                           .to = ORDER_CANCELED,
+                                           .only_from = ORDER_WAIT_PAY,
+                                           .hook = &audit };
 
         if (it->order.shard != sh->index)
             continue;

@@ -29,11 +29,11 @@ struct config;
 struct metrics;
 struct reconcile;
 
-#define RECONCILE_LIST_MAX 50     /* items of each class a report lists */
+#define RECONCILE_LIST_MAX 50 /* items of each class a report lists */
 
 /* One shard's counts in a report over every shard. */
 struct reconcile_part {
-    bool answered;                /* false: the shard's database failed; counts are 0 */
+    bool answered; /* false: the shard's database failed; counts are 0 */
     int64_t wait_pay_stale;
     int64_t refund_unsettled;
     struct outbox_stats outbox;
@@ -44,7 +44,7 @@ struct reconcile_part {
  * shards that answered, each shard's own in part[] by shard index. */
 struct reconcile_report {
     struct reconcile_part part[CFG_SHARDS_MAX];
-    size_t nparts;                /* shards added, answered or not */
+    size_t nparts; /* shards added, answered or not */
     int64_t wait_pay_stale;
     struct stale_order stale[RECONCILE_LIST_MAX];
     size_t nstale;
@@ -111,21 +111,21 @@ enum route_result reconcile_route_report(const struct route *rt, const struct co
 
 /* One stale order of a cancel, and what its cancel did. */
 struct reconcile_canceled {
-    struct stale_order order;     /* as listed, with its shard */
-    int result;                   /* enum orders_result; ORDERS_UNAVAILABLE: its shard failed */
-    int from;                     /* the status it had, unless ORDERS_UNAVAILABLE */
+    struct stale_order order; /* as listed, with its shard */
+    int result;               /* enum orders_result; ORDERS_UNAVAILABLE: its shard failed */
+    int from;                 /* the status it had, unless ORDERS_UNAVAILABLE */
 };
 
 /* A cancel of stale orders: what to cancel (set by the caller), what was
  * done (set by reconcile_route_cancel_stale). */
 struct reconcile_cancel {
-    const char *actor;            /* the operator credential's name, for the audit */
-    int age_s;                    /* WAIT_PAY for longer than this */
-    size_t limit;                 /* at most this many: the oldest across the shards */
+    const char *actor;                /* the operator credential's name, for the audit */
+    int age_s;                        /* WAIT_PAY for longer than this */
+    size_t limit;                     /* at most this many: the oldest across the shards */
     struct reconcile_canceled *items; /* limit of them, the caller's */
-    size_t n;                     /* listed */
-    size_t canceled;              /* of which this call canceled */
-    struct route_scan sc;         /* the shards that did not answer (listing or cancel) */
+    size_t n;                         /* listed */
+    size_t canceled;                  /* of which this call canceled */
+    struct route_scan sc;             /* the shards that did not answer (listing or cancel) */
     const struct route *rt;
 };
 

@@ -99,8 +99,8 @@ static enum db_status settle_txn(struct db_conn *c, void *arg)
         return DB_ROLLBACK;
     }
     if (j->out->status == PAYMENT_REFUND_SETTLED) {
-        j->result = strcmp(j->out->reference, j->reference) == 0 ? REFUNDS_DUPLICATE
-                                                                 : REFUNDS_CONFLICT;
+        j->result =
+            strcmp(j->out->reference, j->reference) == 0 ? REFUNDS_DUPLICATE : REFUNDS_CONFLICT;
         return DB_ROLLBACK;
     }
     if ((st = db_exec(c, ST_REFUND_SETTLE, up, 5, &rows)) != DB_OK)
@@ -160,8 +160,8 @@ static bool refund_before(const struct refund_entry *a, const struct refund_entr
     return t < 0 || (t == 0 && strcmp(a->pay_no, b->pay_no) <= 0);
 }
 
-void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_entry *b,
-                   size_t nb, struct refund_entry *out, size_t max, size_t *n)
+void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_entry *b, size_t nb,
+                   struct refund_entry *out, size_t max, size_t *n)
 {
     size_t i = 0, j = 0, k = 0;
 
@@ -195,9 +195,8 @@ static enum route_step list_shard(struct db_conn *c, const struct shard *sh, voi
     return ROUTE_NEXT;
 }
 
-enum route_result refunds_route_list(const struct route *rt, int status,
-                                     struct refund_entry *items, size_t limit, size_t *n,
-                                     struct route_scan *sc)
+enum route_result refunds_route_list(const struct route *rt, int status, struct refund_entry *items,
+                                     size_t limit, size_t *n, struct route_scan *sc)
 {
     struct list_job j = { .status = status, .items = items, .limit = limit };
     enum route_result r;
@@ -220,8 +219,7 @@ out:
 
 /* refunds_settle on sh. REFUNDS_NOT_FOUND when the payment is not there. */
 static enum refunds_result settle_on(struct route_hop *h, const struct shard *sh,
-                                     const struct refunds_settle_req *sr,
-                                     struct refund_entry *e)
+                                     const struct refunds_settle_req *sr, struct refund_entry *e)
 {
     enum refunds_result r;
 

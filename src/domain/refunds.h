@@ -16,16 +16,16 @@
 #include "route.h"
 #include "validate.h"
 
-#define REFUNDS_LIST_MAX 100      /* rows one list call returns at most */
-#define REFUNDS_REF_MAX  65       /* a settle reference: an identifier, and the NUL */
+#define REFUNDS_LIST_MAX 100 /* rows one list call returns at most */
+#define REFUNDS_REF_MAX 65   /* a settle reference: an identifier, and the NUL */
 
 enum refunds_result {
-    REFUNDS_OK,                   /* settled now / listed */
-    REFUNDS_DUPLICATE,            /* already settled with the same reference: nothing written */
-    REFUNDS_NOT_FOUND,            /* no payment with this pay_no */
-    REFUNDS_NOT_REQUIRED,         /* the payment is PAID: there is nothing to refund */
-    REFUNDS_CONFLICT,             /* already settled with another reference */
-    REFUNDS_UNAVAILABLE,          /* MySQL unreachable or busy; nothing written */
+    REFUNDS_OK,           /* settled now / listed */
+    REFUNDS_DUPLICATE,    /* already settled with the same reference: nothing written */
+    REFUNDS_NOT_FOUND,    /* no payment with this pay_no */
+    REFUNDS_NOT_REQUIRED, /* the payment is PAID: there is nothing to refund */
+    REFUNDS_CONFLICT,     /* already settled with another reference */
+    REFUNDS_UNAVAILABLE,  /* MySQL unreachable or busy; nothing written */
     REFUNDS_ERROR
 };
 
@@ -34,12 +34,12 @@ struct refund_entry {
     char pay_no[ID_BUF];
     char order_no[ID_BUF];
     int64_t amount_cents;
-    int status;                   /* PAYMENT_REFUND_REQUIRED or PAYMENT_REFUND_SETTLED */
+    int status; /* PAYMENT_REFUND_REQUIRED or PAYMENT_REFUND_SETTLED */
     char create_time[OUTBOX_TIME_MAX];
-    char reference[REFUNDS_REF_MAX];     /* "" until settled */
+    char reference[REFUNDS_REF_MAX]; /* "" until settled */
     char settled_by[ID_BUF];
     char settled_at[OUTBOX_TIME_MAX];
-    size_t shard;                 /* index in the shard set it was read from (set by the caller) */
+    size_t shard; /* index in the shard set it was read from (set by the caller) */
 };
 
 /* Lists up to max (<= REFUNDS_LIST_MAX) payments in status, oldest first. */
@@ -63,8 +63,8 @@ enum refunds_result refunds_registry_order(struct db_conn *c, const char *pay_no
 /* Merges the oldest-first lists a (na items) and b (nb) into out, by
  * (create_time, pay_no), keeping at most max; the count goes in *n. out
  * must not overlap a or b. */
-void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_entry *b,
-                   size_t nb, struct refund_entry *out, size_t max, size_t *n);
+void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_entry *b, size_t nb,
+                   struct refund_entry *out, size_t max, size_t *n);
 
 /* ---- routed (route.h): the operator API's refund queue --------------------- */
 
@@ -72,9 +72,8 @@ void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_
  * shards: each shard's oldest, merged into the oldest across them, each
  * item's shard set. ROUTE_OK (sc->missed names the shards that did not
  * answer), ROUTE_UNAVAILABLE or ROUTE_FAILED (sc->fail). */
-enum route_result refunds_route_list(const struct route *rt, int status,
-                                     struct refund_entry *items, size_t limit, size_t *n,
-                                     struct route_scan *sc);
+enum route_result refunds_route_list(const struct route *rt, int status, struct refund_entry *items,
+                                     size_t limit, size_t *n, struct route_scan *sc);
 
 /* A settle: the payment, the refund's reference at the gateway, and who. */
 struct refunds_settle_req {

@@ -12,8 +12,10 @@
 
 struct route route_of(const struct server *srv, const char *request_id)
 {
-    return (struct route){ .set = &srv->shards, .wait_ms = srv->cfg->mysql_wait_ms,
-                           .m = srv->m, .request_id = request_id };
+    return (struct route){ .set = &srv->shards,
+                           .wait_ms = srv->cfg->mysql_wait_ms,
+                           .m = srv->m,
+                           .request_id = request_id };
 }
 
 bool route_retryable(enum db_status st)
@@ -109,9 +111,9 @@ void route_log_failure(const struct route_failure *f, const char *request_id)
     if (f->logged || f->no_conn)
         return;
     log_write(f->unavailable ? LOG_WARN : LOG_ERROR, "mysql failure",
-              "op=%s shard=%s errno=%u error=\"%s\" request_id=%s",
-              f->step != NULL ? f->step : "-", f->shard != NULL ? f->shard->label : "-", f->err,
-              f->msg, request_id != NULL ? request_id : "-");
+              "op=%s shard=%s errno=%u error=\"%s\" request_id=%s", f->step != NULL ? f->step : "-",
+              f->shard != NULL ? f->shard->label : "-", f->err, f->msg,
+              request_id != NULL ? request_id : "-");
 }
 
 /* ---- every shard ------------------------------------------------------- */

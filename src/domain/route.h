@@ -24,9 +24,9 @@ struct server;
 /* One request's way to the databases. */
 struct route {
     const struct shard_set *set;
-    int wait_ms;                  /* longest wait for each connection borrowed */
-    struct metrics *m;            /* a shard that fails a request is counted; may be NULL */
-    const char *request_id;       /* for the log lines of a scan; may be NULL */
+    int wait_ms;            /* longest wait for each connection borrowed */
+    struct metrics *m;      /* a shard that fails a request is counted; may be NULL */
+    const char *request_id; /* for the log lines of a scan; may be NULL */
 };
 
 /* The route of a request served by srv: its shards, mysql.wait_ms, its
@@ -35,15 +35,15 @@ struct route route_of(const struct server *srv, const char *request_id);
 
 /* Where a routed call failed, for the caller's one log line and reply. */
 struct route_failure {
-    const struct shard *shard;    /* whose database failed; NULL: none did */
-    const char *step;             /* the operation, for the log ("orders_create") */
-    bool unavailable;             /* retryable (503): unreachable, busy, no connection */
-    bool no_conn;                 /* no connection of its pool freed up in time, or its
+    const struct shard *shard; /* whose database failed; NULL: none did */
+    const char *step;          /* the operation, for the log ("orders_create") */
+    bool unavailable;          /* retryable (503): unreachable, busy, no connection */
+    bool no_conn;              /* no connection of its pool freed up in time, or its
                                      guard refused at once (refusal says which) */
-    enum db_refusal refusal;      /* what the shard's pool said when it gave none */
-    bool logged;                  /* already logged (a scan logs each shard it missed) */
-    unsigned int err;             /* db_errno, 0 when there was none */
-    char msg[DB_ERRSTR_MAX];      /* db_errstr, or why there was no connection */
+    enum db_refusal refusal;   /* what the shard's pool said when it gave none */
+    bool logged;               /* already logged (a scan logs each shard it missed) */
+    unsigned int err;          /* db_errno, 0 when there was none */
+    char msg[DB_ERRSTR_MAX];   /* db_errstr, or why there was no connection */
 };
 
 /* The one connection a request holds, and its shard. Zero it with
@@ -52,8 +52,8 @@ struct route_hop {
     const struct route *rt;
     const struct shard *sh;
     struct db_conn *c;
-    struct route_failure *fail;   /* where route_hop_to and route_failed write */
-    bool uncounted;               /* its failures do not decide the answer: not counted */
+    struct route_failure *fail; /* where route_hop_to and route_failed write */
+    bool uncounted;             /* its failures do not decide the answer: not counted */
 };
 
 void route_hop_init(struct route_hop *h, const struct route *rt, struct route_failure *fail);
@@ -88,10 +88,10 @@ void route_count_unavailable(const struct route *rt, const struct shard *sh);
 
 /* What one shard's part of a scan did. */
 enum route_step {
-    ROUTE_NEXT,                   /* read: go on to the next shard */
-    ROUTE_STOP,                   /* read, and nothing more is needed */
-    ROUTE_MISSED,                 /* retryable failure: note the shard, go on */
-    ROUTE_ERROR                   /* a bug or a malformed row: the scan fails */
+    ROUTE_NEXT,   /* read: go on to the next shard */
+    ROUTE_STOP,   /* read, and nothing more is needed */
+    ROUTE_MISSED, /* retryable failure: note the shard, go on */
+    ROUTE_ERROR   /* a bug or a malformed row: the scan fails */
 };
 
 /* Reads shard sh over c for the scan, merging into arg. */
@@ -101,13 +101,13 @@ typedef enum route_step (*route_scan_fn)(struct db_conn *c, const struct shard *
 struct route_scan {
     bool missed[CFG_SHARDS_MAX];
     size_t asked, nmissed;
-    struct route_failure fail;    /* the last failure met */
+    struct route_failure fail; /* the last failure met */
 };
 
 enum route_result {
-    ROUTE_OK,                     /* some shard answered (or none was asked) */
-    ROUTE_UNAVAILABLE,            /* no shard answered: each counted; sc->fail says why */
-    ROUTE_FAILED                  /* a shard answered an error: sc->fail */
+    ROUTE_OK,          /* some shard answered (or none was asked) */
+    ROUTE_UNAVAILABLE, /* no shard answered: each counted; sc->fail says why */
+    ROUTE_FAILED       /* a shard answered an error: sc->fail */
 };
 
 /* Calls fn on each shard from index first on, one connection at a time,

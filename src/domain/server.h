@@ -18,15 +18,15 @@ struct query;
 
 struct server {
     const struct config *cfg;
-    struct shard_set shards;      /* the databases; one (shard 1) unless mysql.shards is set */
-    struct rds_pool *rds;         /* NULL until the Redis module is started */
+    struct shard_set shards; /* the databases; one (shard 1) unless mysql.shards is set */
+    struct rds_pool *rds;    /* NULL until the Redis module is started */
     struct metrics *m;
-    struct seen *paid;            /* pay_nos seen recorded: the hint of pay_apply */
-    struct http_state *http;      /* owned by http_server.c */
-    struct delivery *relay;       /* outbox delivery; NULL without webhook.url */
-    struct reconcile *recon;      /* periodic reconciliation and retention */
-    struct keyslot *keys;         /* secrets and keys: the snapshot SIGHUP replaces */
-    struct query *query;          /* the query endpoints of stale orders (maybe none) */
+    struct seen *paid;       /* pay_nos seen recorded: the hint of pay_apply */
+    struct http_state *http; /* owned by http_server.c */
+    struct delivery *relay;  /* outbox delivery; NULL without webhook.url */
+    struct reconcile *recon; /* periodic reconciliation and retention */
+    struct keyslot *keys;    /* secrets and keys: the snapshot SIGHUP replaces */
+    struct query *query;     /* the query endpoints of stale orders (maybe none) */
 };
 
 #endif

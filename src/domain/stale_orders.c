@@ -6,8 +6,8 @@
 #include "order_state.h"
 #include "stmts.h"
 
-enum db_status stale_orders_list(struct db_conn *c, int age_s, struct stale_order *out,
-                                 size_t max, size_t *n)
+enum db_status stale_orders_list(struct db_conn *c, int age_s, struct stale_order *out, size_t max,
+                                 size_t *n)
 {
     char status[DB_INT_BUF], age[DB_INT_BUF], lim[DB_INT_BUF];
     const char *p[] = { db_param_int(status, ORDER_WAIT_PAY), db_param_int(age, age_s),

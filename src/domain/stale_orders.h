@@ -16,11 +16,11 @@ struct stale_order {
     char user_id[ID_BUF];
     int64_t amount_cents;
     char create_time[OUTBOX_TIME_MAX];
-    size_t shard;                 /* index in the shard set it was read from (set by the caller) */
+    size_t shard; /* index in the shard set it was read from (set by the caller) */
 };
 
 /* Lists up to max WAIT_PAY orders older than age_s, oldest first. */
-enum db_status stale_orders_list(struct db_conn *c, int age_s, struct stale_order *out,
-                                 size_t max, size_t *n);
+enum db_status stale_orders_list(struct db_conn *c, int age_s, struct stale_order *out, size_t max,
+                                 size_t *n);
 
 #endif

@@ -72,14 +72,10 @@ static int64_t ttl_ms_of(const struct server *srv)
 static enum token_status from_rds(enum rds_status st)
 {
     switch (st) {
-    case RDS_OK:
-        return TOKEN_OK;
-    case RDS_NOT_FOUND:
-        return TOKEN_USED;
-    case RDS_DOWN:
-        return TOKEN_DOWN;
-    default:
-        return TOKEN_ERROR;
+    case RDS_OK: return TOKEN_OK;
+    case RDS_NOT_FOUND: return TOKEN_USED;
+    case RDS_DOWN: return TOKEN_DOWN;
+    default: return TOKEN_ERROR;
     }
 }
 
@@ -102,7 +98,7 @@ static enum token_status redis_restore(void *self, const char *token, int64_t re
     struct token_ctx *ctx = self;
     enum rds_status st = rds_token_put(ctx->srv->rds, token, remaining_ms);
 
-    return st == RDS_BUSY ? TOKEN_OK : from_rds(st);  /* BUSY: it is there already */
+    return st == RDS_BUSY ? TOKEN_OK : from_rds(st); /* BUSY: it is there already */
 }
 
 const struct token_store token_store_redis = {
@@ -115,7 +111,7 @@ const struct token_store token_store_redis = {
 /* ---- MySQL --------------------------------------------------------------- */
 
 struct token_job {
-    const char *token;            /* places the row */
+    const char *token; /* places the row */
     enum db_stmt stmt;
     const char *params[2];
     size_t nparams;
@@ -148,8 +144,8 @@ static enum token_status mysql_run(struct token_ctx *ctx, struct token_job *j, u
     if (st == DB_DUPLICATE)
         return TOKEN_USED;
     if (st != DB_OK) {
-        log_warn("mysql token store failed", "status=%s errno=%u error=\"%s\"",
-                 db_status_str(st), db_errno(c), db_errstr(c));
+        log_warn("mysql token store failed", "status=%s errno=%u error=\"%s\"", db_status_str(st),
+                 db_errno(c), db_errstr(c));
         return TOKEN_ERROR;
     }
     *rows = j->rows;
@@ -160,8 +156,9 @@ static enum token_status mysql_run(struct token_ctx *ctx, struct token_job *j, u
 static enum token_status mysql_insert(struct token_ctx *ctx, const char *token, int64_t ttl_ms)
 {
     char ttl_s[24];
-    struct token_job j = { .token = token, .stmt = ST_TOKEN_INSERT, .params = { token, ttl_s },
-                           .nparams = 2 };
+    struct token_job j = {
+        .token = token, .stmt = ST_TOKEN_INSERT, .params = { token, ttl_s }, .nparams = 2
+    };
     uint64_t rows;
 
     snprintf(ttl_s, sizeof(ttl_s), "%lld", (long long)((ttl_ms + 999) / 1000));
@@ -189,7 +186,7 @@ static enum token_status mysql_issue(void *self, const char *token, int64_t ttl_
     enum token_status st = mysql_insert(ctx, token, ttl_ms);
 
     if (st == TOKEN_USED)
-        st = TOKEN_ERROR;                     /* 128 random bits collided: do not hand it out */
+        st = TOKEN_ERROR; /* 128 random bits collided: do not hand it out */
     if (st == TOKEN_OK)
         maybe_purge(ctx, token);
     return st;
@@ -198,17 +195,18 @@ static enum token_status mysql_issue(void *self, const char *token, int64_t ttl_
 static enum token_status mysql_consume(void *self, const char *token, int64_t *remaining_ms)
 {
     struct token_ctx *ctx = self;
-    struct token_job j = { .token = token, .stmt = ST_TOKEN_CONSUME, .params = { token },
-                           .nparams = 1 };
+    struct token_job j = {
+        .token = token, .stmt = ST_TOKEN_CONSUME, .params = { token }, .nparams = 1
+    };
     uint64_t rows;
     enum token_status st = mysql_run(ctx, &j, &rows);
 
     *remaining_ms = 0;
     if (st != TOKEN_OK)
-        return st == TOKEN_USED ? TOKEN_ERROR : st;   /* a DELETE has no duplicate key */
+        return st == TOKEN_USED ? TOKEN_ERROR : st; /* a DELETE has no duplicate key */
     if (rows != 1)
         return TOKEN_USED;
-    *remaining_ms = ttl_ms_of(ctx->srv);              /* unknown: assume a full TTL */
+    *remaining_ms = ttl_ms_of(ctx->srv); /* unknown: assume a full TTL */
     return TOKEN_OK;
 }
 
@@ -216,7 +214,7 @@ static enum token_status mysql_restore(void *self, const char *token, int64_t re
 {
     enum token_status st = mysql_insert(self, token, remaining_ms);
 
-    return st == TOKEN_USED ? TOKEN_OK : st;  /* already back */
+    return st == TOKEN_USED ? TOKEN_OK : st; /* already back */
 }
 
 const struct token_store token_store_mysql = {
@@ -303,8 +301,8 @@ static void restore(struct token_ctx *ctx, const struct token_receipt *rcpt)
         log_warn("cannot restore a consumed token; its retry will be REPEAT_SUBMIT",
                  "token_store=%s", store->name);
     else
-        log_info("token restored after a failure", "token_store=%s remaining_ms=%lld",
-                 store->name, (long long)rcpt->remaining_ms);
+        log_info("token restored after a failure", "token_store=%s remaining_ms=%lld", store->name,
+                 (long long)rcpt->remaining_ms);
 }
 
 /* Each call gives back the connection it borrowed before it returns, so

@@ -16,9 +16,9 @@ struct shard;
 
 enum token_status {
     TOKEN_OK,
-    TOKEN_USED,                   /* unknown, already used, or expired */
-    TOKEN_DOWN,                   /* this store cannot be reached: use the other */
-    TOKEN_ERROR                   /* the store failed: answer 503 */
+    TOKEN_USED, /* unknown, already used, or expired */
+    TOKEN_DOWN, /* this store cannot be reached: use the other */
+    TOKEN_ERROR /* the store failed: answer 503 */
 };
 
 /* What a store works with: the server context and a MySQL connection that
@@ -29,13 +29,13 @@ enum token_status {
  * thread at a time. */
 struct token_ctx {
     struct server *srv;
-    struct db_conn *conn;         /* NULL until a MySQL call needs one */
-    const struct shard *shard;    /* the shard conn came from */
+    struct db_conn *conn;      /* NULL until a MySQL call needs one */
+    const struct shard *shard; /* the shard conn came from */
 };
 
 /* One token store. self is a struct token_ctx *. */
 struct token_store {
-    const char *name;             /* "redis" or "mysql", for logs */
+    const char *name; /* "redis" or "mysql", for logs */
     /* Stores a new token for ttl_ms. TOKEN_OK, TOKEN_DOWN or TOKEN_ERROR. */
     enum token_status (*issue)(void *self, const char *token, int64_t ttl_ms);
     /* Deletes the token atomically. TOKEN_OK only for the first use of an
@@ -50,7 +50,7 @@ extern const struct token_store token_store_mysql;
 
 /* A consumed token: enough to put it back where it came from. */
 struct token_receipt {
-    const struct token_store *store;  /* NULL: nothing was consumed */
+    const struct token_store *store; /* NULL: nothing was consumed */
     char token[IDS_TOKEN_BUF];
     int64_t remaining_ms;
 };

@@ -14,9 +14,9 @@
 
 struct gateways {
     struct gateway gw[GATEWAYS_MAX];
-    struct pubkey *keys[GATEWAYS_MAX][GATEWAY_KEYS_MAX];   /* owned */
+    struct pubkey *keys[GATEWAYS_MAX][GATEWAY_KEYS_MAX]; /* owned */
     size_t n;
-    const char *names[GATEWAYS_MAX];                       /* metrics labels */
+    const char *names[GATEWAYS_MAX]; /* metrics labels */
 };
 
 static struct pubkey *load_key(const struct gateway_key_cfg *k, char *err, size_t errsz)
@@ -32,8 +32,10 @@ static int load_secret(const struct gateway_profile_cfg *p, struct gateway *gw, 
     const char *v = getenv(p->secret_env);
 
     if (v == NULL || v[0] == '\0') {
-        snprintf(err, errsz, "gateway %s: %s is not set; the %s secret must come from the "
-                 "environment", p->name, p->secret_env,
+        snprintf(err, errsz,
+                 "gateway %s: %s is not set; the %s secret must come from the "
+                 "environment",
+                 p->name, p->secret_env,
                  p->kind == GATEWAY_WECHATPAY_V3 ? "APIv3 key" : "endpoint");
         return -1;
     }
@@ -90,7 +92,7 @@ struct gateways *gateways_create(const struct config *cfg, char *err, size_t err
     }
     for (i = 0; i < cfg->gateways.n; i++) {
         if (load_gateway(g, &cfg->gateways.profile[i], err, errsz) != 0) {
-            g->n++;                           /* so its keys are freed too */
+            g->n++; /* so its keys are freed too */
             gateways_destroy(g);
             return NULL;
         }

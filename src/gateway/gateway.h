@@ -17,12 +17,12 @@ struct pubkey;
 
 /* One usable gateway. Borrowed from the registry until gateways_destroy. */
 struct gateway {
-    const struct gateway_profile_cfg *cfg;      /* borrowed from the config */
-    size_t index;                               /* position: its metrics label slot */
-    const struct pubkey *alipay_key;            /* alipay: Alipay's public key */
+    const struct gateway_profile_cfg *cfg; /* borrowed from the config */
+    size_t index;                          /* position: its metrics label slot */
+    const struct pubkey *alipay_key;       /* alipay: Alipay's public key */
     struct gateway_wechat_key wechat_keys[GATEWAY_KEYS_MAX];
-    size_t nwechat_keys;                        /* wechatpay_v3: platform keys */
-    char secret[GATEWAY_SECRET_MAX];            /* stripe: endpoint secret;
+    size_t nwechat_keys;             /* wechatpay_v3: platform keys */
+    char secret[GATEWAY_SECRET_MAX]; /* stripe: endpoint secret;
                                                    wechatpay_v3: the APIv3 key */
 };
 

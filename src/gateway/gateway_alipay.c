@@ -43,7 +43,7 @@ char *gateway_alipay_sign_content(const struct form *f)
         sorted[n++] = &f->field[i];
         len += strlen(f->field[i].key) + strlen(f->field[i].value) + 2;
     }
-    qsort(sorted, n, sizeof(*sorted), cmp_field);  /* NOLINT(bugprone-sizeof-expression): as above */
+    qsort(sorted, n, sizeof(*sorted), cmp_field); /* NOLINT(bugprone-sizeof-expression): as above */
     if ((out = malloc(len)) == NULL)
         goto out;
     out[0] = '\0';
@@ -75,7 +75,7 @@ enum gateway_status gateway_alipay_verify(const struct form *f, const struct pub
     if (sign == NULL || sign[0] == '\0')
         return GATEWAY_SIG_MISSING;
     if (sign_type != NULL && strcmp(sign_type, "RSA2") != 0)
-        return GATEWAY_SIG_MISMATCH;             /* RSA (SHA1) is not accepted */
+        return GATEWAY_SIG_MISMATCH; /* RSA (SHA1) is not accepted */
     if ((content = gateway_alipay_sign_content(f)) == NULL)
         return GATEWAY_ERROR;
     part.data = content;
@@ -93,8 +93,8 @@ static int pays(const char *trade_status)
            strcmp(trade_status, "TRADE_FINISHED") == 0;
 }
 
-enum gateway_status gateway_alipay_notice(const struct form *f, const char *app_id, const char *currency,
-                                struct gateway_notice *n)
+enum gateway_status gateway_alipay_notice(const struct form *f, const char *app_id,
+                                          const char *currency, struct gateway_notice *n)
 {
     const char *got_app = form_get(f, "app_id");
     const char *status = form_get(f, "trade_status");
@@ -108,7 +108,7 @@ enum gateway_status gateway_alipay_notice(const struct form *f, const char *app_
         return GATEWAY_MALFORMED;
     memcpy(n->state, status, strlen(status) + 1);
     if (!pays(status))
-        return GATEWAY_OK;                       /* acknowledged, nothing to apply */
+        return GATEWAY_OK; /* acknowledged, nothing to apply */
     if (gateway_copy_id(n->pay_no, form_get(f, "trade_no")) != 0 ||
         gateway_copy_id(n->order_no, form_get(f, "out_trade_no")) != 0)
         goto fail;

@@ -9,8 +9,8 @@
 struct form;
 struct pubkey;
 
-#define GATEWAY_ALIPAY_ACK "success"   /* the only body that stops Alipay retrying */
-#define GATEWAY_ALIPAY_NACK "failure"  /* anything else makes it try again */
+#define GATEWAY_ALIPAY_ACK "success"  /* the only body that stops Alipay retrying */
+#define GATEWAY_ALIPAY_NACK "failure" /* anything else makes it try again */
 
 /* The string Alipay signs: every field except sign and sign_type, sorted by
  * key (bytewise), as decoded k=v joined by '&'. Empty values are kept, as
@@ -28,7 +28,7 @@ enum gateway_status gateway_alipay_verify(const struct form *f, const struct pub
  * (order_no) with total_amount yuan in currency; any other trade_status is
  * acknowledged only. Returns GATEWAY_OK, GATEWAY_WRONG_APP, GATEWAY_MALFORMED or
  * GATEWAY_BAD_AMOUNT; on failure *n is zeroed. */
-enum gateway_status gateway_alipay_notice(const struct form *f, const char *app_id, const char *currency,
-                                struct gateway_notice *n);
+enum gateway_status gateway_alipay_notice(const struct form *f, const char *app_id,
+                                          const char *currency, struct gateway_notice *n);
 
 #endif

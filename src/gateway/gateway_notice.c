@@ -39,28 +39,17 @@ const char *const *gateway_failure_reasons(size_t *n)
 const char *gateway_status_str(enum gateway_status st)
 {
     switch (st) {
-    case GATEWAY_OK:
-        return "notification ok";
-    case GATEWAY_MALFORMED:
-        return "notification is not in the gateway's format";
-    case GATEWAY_SIG_MISSING:
-        return "signature or signature header missing";
-    case GATEWAY_SIG_STALE:
-        return "signed timestamp outside the allowed window";
-    case GATEWAY_SIG_UNKNOWN_KEY:
-        return "no configured key has this serial";
-    case GATEWAY_SIG_MISMATCH:
-        return "signature does not verify";
-    case GATEWAY_DECRYPT_FAILED:
-        return "encrypted resource does not decrypt";
-    case GATEWAY_WRONG_APP:
-        return "notification is for another app or merchant";
-    case GATEWAY_BAD_AMOUNT:
-        return "amount missing or not exact";
-    case GATEWAY_BAD_CURRENCY:
-        return "currency missing or unknown";
-    case GATEWAY_ERROR:
-        return "internal error";
+    case GATEWAY_OK: return "notification ok";
+    case GATEWAY_MALFORMED: return "notification is not in the gateway's format";
+    case GATEWAY_SIG_MISSING: return "signature or signature header missing";
+    case GATEWAY_SIG_STALE: return "signed timestamp outside the allowed window";
+    case GATEWAY_SIG_UNKNOWN_KEY: return "no configured key has this serial";
+    case GATEWAY_SIG_MISMATCH: return "signature does not verify";
+    case GATEWAY_DECRYPT_FAILED: return "encrypted resource does not decrypt";
+    case GATEWAY_WRONG_APP: return "notification is for another app or merchant";
+    case GATEWAY_BAD_AMOUNT: return "amount missing or not exact";
+    case GATEWAY_BAD_CURRENCY: return "currency missing or unknown";
+    case GATEWAY_ERROR: return "internal error";
     }
     return "unknown gateway status";
 }
@@ -70,7 +59,7 @@ int gateway_copy_id(char *dst, const char *src)
     dst[0] = '\0';
     if (!validate_id(src))
         return -1;
-    memcpy(dst, src, strlen(src) + 1);      /* validate_id bounds it to 64 */
+    memcpy(dst, src, strlen(src) + 1); /* validate_id bounds it to 64 */
     return 0;
 }
 

@@ -13,20 +13,20 @@
 
 struct cJSON;
 
-#define GATEWAY_STATE_BUF 48           /* a gateway's status or event type */
+#define GATEWAY_STATE_BUF 48 /* a gateway's status or event type */
 
 enum gateway_status {
     GATEWAY_OK,
-    GATEWAY_MALFORMED,                 /* not the form or JSON the gateway sends */
-    GATEWAY_SIG_MISSING,               /* no signature, or a required header is absent */
-    GATEWAY_SIG_STALE,                 /* signed timestamp outside the tolerance */
-    GATEWAY_SIG_UNKNOWN_KEY,           /* the key serial names no configured key */
-    GATEWAY_SIG_MISMATCH,              /* the signature does not verify */
-    GATEWAY_DECRYPT_FAILED,            /* the encrypted resource fails authentication */
-    GATEWAY_WRONG_APP,                 /* app_id or mchid is not the profile's */
-    GATEWAY_BAD_AMOUNT,                /* amount missing, malformed or not exact in cents */
-    GATEWAY_BAD_CURRENCY,              /* currency code missing or unknown */
-    GATEWAY_ERROR                      /* OpenSSL or memory failed: not the sender's fault */
+    GATEWAY_MALFORMED,       /* not the form or JSON the gateway sends */
+    GATEWAY_SIG_MISSING,     /* no signature, or a required header is absent */
+    GATEWAY_SIG_STALE,       /* signed timestamp outside the tolerance */
+    GATEWAY_SIG_UNKNOWN_KEY, /* the key serial names no configured key */
+    GATEWAY_SIG_MISMATCH,    /* the signature does not verify */
+    GATEWAY_DECRYPT_FAILED,  /* the encrypted resource fails authentication */
+    GATEWAY_WRONG_APP,       /* app_id or mchid is not the profile's */
+    GATEWAY_BAD_AMOUNT,      /* amount missing, malformed or not exact in cents */
+    GATEWAY_BAD_CURRENCY,    /* currency code missing or unknown */
+    GATEWAY_ERROR            /* OpenSSL or memory failed: not the sender's fault */
 };
 
 /* A verified notification. When pays is false the gateway reports something
@@ -34,11 +34,11 @@ enum gateway_status {
  * acknowledged and changes nothing, and only state is meaningful. */
 struct gateway_notice {
     bool pays;
-    char state[GATEWAY_STATE_BUF];     /* trade_status, trade_state or event type */
-    char pay_no[ID_BUF];          /* the gateway's transaction id */
+    char state[GATEWAY_STATE_BUF]; /* trade_status, trade_state or event type */
+    char pay_no[ID_BUF];           /* the gateway's transaction id */
     char order_no[ID_BUF];
     int64_t amount_cents;
-    char currency[CURRENCY_BUF];  /* upper case ISO 4217 */
+    char currency[CURRENCY_BUF]; /* upper case ISO 4217 */
 };
 
 /* Stable snake_case reason for metrics labels ("signature_mismatch"). */

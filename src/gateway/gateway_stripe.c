@@ -44,7 +44,7 @@ static int take_item(const char *p, size_t len, struct gateway_stripe_header *h)
     size_t kl, vl;
 
     if (eq == NULL)
-        return 0;                           /* not k=v: ignored like unknown schemes */
+        return 0; /* not k=v: ignored like unknown schemes */
     kl = (size_t)(eq - p);
     vl = len - kl - 1;
     if (kl == 1 && p[0] == 't') {
@@ -86,7 +86,7 @@ enum gateway_status gateway_stripe_header_parse(const char *header, struct gatew
 }
 
 enum gateway_status gateway_stripe_verify(const char *secret, const char *header, const char *body,
-                                size_t body_len, int64_t now_s, int64_t tolerance_s)
+                                          size_t body_len, int64_t now_s, int64_t tolerance_s)
 {
     struct gateway_stripe_header h;
     char expected[SIG_HEX_LEN + 1];
@@ -99,7 +99,7 @@ enum gateway_status gateway_stripe_verify(const char *secret, const char *header
     if (!sig_ts_fresh(h.t, now_s, tolerance_s))
         return GATEWAY_SIG_STALE;
     if (secret == NULL || secret[0] == '\0')
-        return GATEWAY_SIG_MISMATCH;             /* fail closed */
+        return GATEWAY_SIG_MISMATCH; /* fail closed */
     if (sig_compute(secret, h.t, body, body_len, expected) != 0)
         return GATEWAY_ERROR;
     /* Every candidate is compared, so the time taken does not reveal which
@@ -127,14 +127,15 @@ static enum gateway_status read_intent(const cJSON *obj, struct gateway_notice *
     if (currency_normalize(str_member(obj, "currency"), n->currency) != CURRENCY_OK)
         return GATEWAY_BAD_CURRENCY;
     if (gateway_json_amount(cJSON_GetObjectItemCaseSensitive(obj, "amount_received"), INT64_MAX,
-                       &minor) != 0 ||
+                            &minor) != 0 ||
         currency_minor_to_cents(n->currency, minor, &n->amount_cents) != CURRENCY_OK)
         return GATEWAY_BAD_AMOUNT;
     n->pays = true;
     return GATEWAY_OK;
 }
 
-enum gateway_status gateway_stripe_notice(const char *body, size_t body_len, struct gateway_notice *n)
+enum gateway_status gateway_stripe_notice(const char *body, size_t body_len,
+                                          struct gateway_notice *n)
 {
     enum gateway_status st = GATEWAY_MALFORMED;
     const cJSON *data, *obj;
@@ -151,7 +152,7 @@ enum gateway_status gateway_stripe_notice(const char *body, size_t body_len, str
         goto out;
     memcpy(n->state, type, strlen(type) + 1);
     if (strcmp(type, "payment_intent.succeeded") != 0) {
-        st = GATEWAY_OK;                         /* acknowledged, nothing to apply */
+        st = GATEWAY_OK; /* acknowledged, nothing to apply */
         goto out;
     }
     data = cJSON_GetObjectItemCaseSensitive(root, "data");

@@ -10,14 +10,14 @@
 
 #include "gateway_notice.h"
 
-#define GATEWAY_STRIPE_TOLERANCE_S 300       /* Stripe's own default */
-#define GATEWAY_STRIPE_V1_MAX 8              /* v1 entries considered per header */
-#define GATEWAY_STRIPE_TS_BUF 20             /* 19 digits and the NUL */
+#define GATEWAY_STRIPE_TOLERANCE_S 300 /* Stripe's own default */
+#define GATEWAY_STRIPE_V1_MAX 8        /* v1 entries considered per header */
+#define GATEWAY_STRIPE_TS_BUF 20       /* 19 digits and the NUL */
 
 /* The parts of a Stripe-Signature header that matter. */
 struct gateway_stripe_header {
     char t[GATEWAY_STRIPE_TS_BUF];
-    const char *v1[GATEWAY_STRIPE_V1_MAX];   /* point into v1_buf */
+    const char *v1[GATEWAY_STRIPE_V1_MAX]; /* point into v1_buf */
     size_t nv1;
     char v1_buf[GATEWAY_STRIPE_V1_MAX][65];
 };
@@ -26,20 +26,22 @@ struct gateway_stripe_header {
  * that is 64 hex digits is kept (up to GATEWAY_STRIPE_V1_MAX); other schemes
  * (v0) are ignored. Returns GATEWAY_OK, or GATEWAY_SIG_MISSING when the header is
  * absent or has no t or no v1. */
-enum gateway_status gateway_stripe_header_parse(const char *header, struct gateway_stripe_header *h);
+enum gateway_status gateway_stripe_header_parse(const char *header,
+                                                struct gateway_stripe_header *h);
 
 /* Verifies header over body: t within tolerance_s of now_s either way,
  * and at least one v1 equal (constant time) to the lowercase hex
  * HMAC-SHA256(secret, t "." body). Returns GATEWAY_OK, GATEWAY_SIG_MISSING,
  * GATEWAY_SIG_STALE, GATEWAY_SIG_MISMATCH or GATEWAY_ERROR. */
 enum gateway_status gateway_stripe_verify(const char *secret, const char *header, const char *body,
-                                size_t body_len, int64_t now_s, int64_t tolerance_s);
+                                          size_t body_len, int64_t now_s, int64_t tolerance_s);
 
 /* Reads a verified event. payment_intent.succeeded pays data.object.id
  * (pay_no) for data.object.metadata.order_no, amount_received minor units
  * of data.object.currency; any other type is acknowledged only. Returns
  * GATEWAY_OK, GATEWAY_MALFORMED, GATEWAY_BAD_AMOUNT or GATEWAY_BAD_CURRENCY; on failure *n is
  * zeroed. */
-enum gateway_status gateway_stripe_notice(const char *body, size_t body_len, struct gateway_notice *n);
+enum gateway_status gateway_stripe_notice(const char *body, size_t body_len,
+                                          struct gateway_notice *n);
 
 #endif

@@ -42,9 +42,9 @@ static int empty(const char *s)
 }
 
 enum gateway_status gateway_wechat_verify(const char *ts, const char *nonce, const char *signature,
-                                const char *serial, const char *body, size_t body_len,
-                                const struct gateway_wechat_key *keys, size_t nkeys,
-                                int64_t now_s, int64_t tolerance_s)
+                                          const char *serial, const char *body, size_t body_len,
+                                          const struct gateway_wechat_key *keys, size_t nkeys,
+                                          int64_t now_s, int64_t tolerance_s)
 {
     const struct pubkey *key = NULL;
     struct pubkey_part parts[6];
@@ -77,8 +77,8 @@ enum gateway_status gateway_wechat_verify(const char *ts, const char *nonce, con
 }
 
 enum gateway_status gateway_wechat_decrypt(const char *apiv3_key, const char *associated_data,
-                                 const char *nonce, const char *ciphertext_b64,
-                                 char **plain, size_t *plain_len)
+                                           const char *nonce, const char *ciphertext_b64,
+                                           char **plain, size_t *plain_len)
 {
     enum gateway_status st = GATEWAY_DECRYPT_FAILED;
     EVP_CIPHER_CTX *ctx = NULL;
@@ -139,7 +139,7 @@ static const char *str_member(const cJSON *obj, const char *name)
 
 /* The decrypted transaction, checked against the profile. */
 static enum gateway_status read_transaction(const cJSON *tx, const char *mchid, const char *app_id,
-                                       struct gateway_notice *n)
+                                            struct gateway_notice *n)
 {
     const char *state = str_member(tx, "trade_state");
     const char *got_mchid = str_member(tx, "mchid");
@@ -157,12 +157,13 @@ static enum gateway_status read_transaction(const cJSON *tx, const char *mchid, 
         return GATEWAY_MALFORMED;
     memcpy(n->state, state, strlen(state) + 1);
     if (strcmp(state, "SUCCESS") != 0)
-        return GATEWAY_OK;                       /* acknowledged, nothing to apply */
+        return GATEWAY_OK; /* acknowledged, nothing to apply */
     if (gateway_copy_id(n->pay_no, str_member(tx, "transaction_id")) != 0 ||
         gateway_copy_id(n->order_no, str_member(tx, "out_trade_no")) != 0)
         return GATEWAY_MALFORMED;
     if (!cJSON_IsObject(amount) ||
-        gateway_json_amount(cJSON_GetObjectItemCaseSensitive(amount, "total"), INT64_MAX, &fen) != 0)
+        gateway_json_amount(cJSON_GetObjectItemCaseSensitive(amount, "total"), INT64_MAX, &fen) !=
+            0)
         return GATEWAY_BAD_AMOUNT;
     if (currency_normalize(str_member(amount, "currency"), n->currency) != CURRENCY_OK)
         return GATEWAY_BAD_CURRENCY;
@@ -173,7 +174,8 @@ static enum gateway_status read_transaction(const cJSON *tx, const char *mchid, 
 }
 
 enum gateway_status gateway_wechat_notice(const char *body, size_t body_len, const char *apiv3_key,
-                                const char *mchid, const char *app_id, struct gateway_notice *n)
+                                          const char *mchid, const char *app_id,
+                                          struct gateway_notice *n)
 {
     enum gateway_status st = GATEWAY_MALFORMED;
     cJSON *root = NULL, *tx = NULL;
@@ -194,8 +196,8 @@ enum gateway_status gateway_wechat_notice(const char *body, size_t body_len, con
     if (algo == NULL || strcmp(algo, "AEAD_AES_256_GCM") != 0)
         goto out;
     st = gateway_wechat_decrypt(apiv3_key, str_member(res, "associated_data"),
-                           str_member(res, "nonce"), str_member(res, "ciphertext"), &plain,
-                           &plain_len);
+                                str_member(res, "nonce"), str_member(res, "ciphertext"), &plain,
+                                &plain_len);
     if (st != GATEWAY_OK)
         goto out;
     st = GATEWAY_MALFORMED;

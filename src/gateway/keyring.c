@@ -68,7 +68,7 @@ void keyring_release(struct keyring *kr)
         return;
     gateways_destroy(kr->gw);
     sig_keys_destroy(kr->callback_keys);
-    OPENSSL_cleanse(&kr->cfg, sizeof(kr->cfg));  /* secrets and keys leave no copy */
+    OPENSSL_cleanse(&kr->cfg, sizeof(kr->cfg)); /* secrets and keys leave no copy */
     free(kr);
 }
 
@@ -78,17 +78,20 @@ int keyring_compatible(const struct keyring *cur, const struct keyring *next, ch
     size_t i, n = gateways_count(cur->gw);
 
     if (gateways_count(next->gw) != n) {
-        snprintf(err, errsz, "gateways: %zu profiles, %zu running; adding or removing a "
-                 "gateway needs a restart", gateways_count(next->gw), n);
+        snprintf(err, errsz,
+                 "gateways: %zu profiles, %zu running; adding or removing a "
+                 "gateway needs a restart",
+                 gateways_count(next->gw), n);
         return -1;
     }
     for (i = 0; i < n; i++) {
         const struct gateway *a = gateways_at(cur->gw, i), *b = gateways_at(next->gw, i);
 
         if (strcmp(a->cfg->name, b->cfg->name) != 0 || a->cfg->kind != b->cfg->kind) {
-            snprintf(err, errsz, "gateways[%zu] is %s (%s), running %s (%s); renaming, "
-                     "reordering or changing the kind of a gateway needs a restart", i,
-                     b->cfg->name, gateway_kind_name(b->cfg->kind), a->cfg->name,
+            snprintf(err, errsz,
+                     "gateways[%zu] is %s (%s), running %s (%s); renaming, "
+                     "reordering or changing the kind of a gateway needs a restart",
+                     i, b->cfg->name, gateway_kind_name(b->cfg->kind), a->cfg->name,
                      gateway_kind_name(a->cfg->kind));
             return -1;
         }

@@ -14,12 +14,12 @@ struct gateways;
 struct sig_keys;
 
 struct keyring {
-    struct config cfg;            /* the configuration the snapshot was read with; only
+    struct config cfg;              /* the configuration the snapshot was read with; only
                                      its reloadable keys are read from here */
-    struct gateways *gw;          /* loaded from cfg.gateways; owned */
+    struct gateways *gw;            /* loaded from cfg.gateways; owned */
     struct sig_keys *callback_keys; /* callback.secret, then previous_secret if set, each
                                        keyed once for HMAC; owned */
-    unsigned long generation;     /* 1 at start, +1 per reload */
+    unsigned long generation;       /* 1 at start, +1 per reload */
     atomic_long refs;
 };
 

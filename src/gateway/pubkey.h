@@ -18,8 +18,8 @@ struct pubkey_part {
 
 enum pubkey_status {
     PUBKEY_OK,
-    PUBKEY_BAD_SIGNATURE,         /* not base64, or does not verify */
-    PUBKEY_ERROR                  /* OpenSSL failed: not the sender's fault */
+    PUBKEY_BAD_SIGNATURE, /* not base64, or does not verify */
+    PUBKEY_ERROR          /* OpenSSL failed: not the sender's fault */
 };
 
 /* Loads an RSA public key from text: a "PUBLIC KEY" PEM,

@@ -42,7 +42,7 @@ void reply_route_failure(const struct http_req *req, struct http_resp *resp,
     route_log_failure(f, req->request_id);
     if (f->unavailable && f->shard != NULL && f->shard->set != NULL && f->shard->set->sharded)
         reply_shard_outage(resp, f);
-    else if (f->no_conn)                      /* the pool's own wait: not a MySQL failure */
+    else if (f->no_conn) /* the pool's own wait: not a MySQL failure */
         http_reply_unavailable(resp, "database busy: no free connection");
     else if (f->unavailable)
         http_reply_unavailable(resp, "database unavailable, retry later");

@@ -26,12 +26,9 @@
 static const struct gateway_callback_kind *kind_of(const struct gateway *gw)
 {
     switch (gw->cfg->kind) {
-    case GATEWAY_ALIPAY:
-        return &gateway_callback_alipay;
-    case GATEWAY_WECHATPAY_V3:
-        return &gateway_callback_wechat;
-    case GATEWAY_STRIPE:
-        return &gateway_callback_stripe;
+    case GATEWAY_ALIPAY: return &gateway_callback_alipay;
+    case GATEWAY_WECHATPAY_V3: return &gateway_callback_wechat;
+    case GATEWAY_STRIPE: return &gateway_callback_stripe;
     }
     return NULL;
 }
@@ -45,17 +42,13 @@ static enum api_error refusal(enum gateway_status st)
     case GATEWAY_SIG_STALE:
     case GATEWAY_SIG_UNKNOWN_KEY:
     case GATEWAY_SIG_MISMATCH:
-    case GATEWAY_DECRYPT_FAILED:
-        return API_BAD_SIGNATURE;
-    case GATEWAY_WRONG_APP:
-        return API_WRONG_APP;
-    case GATEWAY_ERROR:
-        return API_INTERNAL;
+    case GATEWAY_DECRYPT_FAILED: return API_BAD_SIGNATURE;
+    case GATEWAY_WRONG_APP: return API_WRONG_APP;
+    case GATEWAY_ERROR: return API_INTERNAL;
     case GATEWAY_OK:
     case GATEWAY_MALFORMED:
     case GATEWAY_BAD_AMOUNT:
-    case GATEWAY_BAD_CURRENCY:
-        break;
+    case GATEWAY_BAD_CURRENCY: break;
     }
     return API_BAD_REQUEST;
 }
@@ -67,12 +60,13 @@ static void fail(const struct gateway_callback_kind *k, struct http_resp *resp, 
     k->fail(resp, api_error_status(e), api_error_code(e), message);
 }
 
-static void refuse(struct server *srv, const struct gateway *gw, const struct gateway_callback_kind *k,
-                   const struct http_req *req, struct http_resp *resp, enum gateway_status st)
+static void refuse(struct server *srv, const struct gateway *gw,
+                   const struct gateway_callback_kind *k, const struct http_req *req,
+                   struct http_resp *resp, enum gateway_status st)
 {
     metrics_gateway_reject(srv->m, gw->index, (size_t)st - 1);
-    log_warn("gateway notification refused", "gateway=%s reason=%s request_id=%s",
-             gw->cfg->name, gateway_status_reason(st), req->request_id);
+    log_warn("gateway notification refused", "gateway=%s reason=%s request_id=%s", gw->cfg->name,
+             gateway_status_reason(st), req->request_id);
     fail(k, resp, refusal(st), gateway_status_str(st));
 }
 
@@ -85,20 +79,16 @@ static void render(const struct gateway_callback_kind *k, const struct http_req 
     switch (r) {
     case PAY_PAID:
     case PAY_REFUND_REQUIRED:
-    case PAY_REPLAY:
-        k->ack(resp);
-        break;
+    case PAY_REPLAY: k->ack(resp); break;
     case PAY_CONFLICT:
         fail(k, resp, API_PAY_NO_CONFLICT, "pay_no already recorded with another order or amount");
         break;
-    case PAY_NOT_FOUND:
-        fail(k, resp, API_ORDER_NOT_FOUND, "no order with this order_no");
-        break;
+    case PAY_NOT_FOUND: fail(k, resp, API_ORDER_NOT_FOUND, "no order with this order_no"); break;
     case PAY_MISMATCH:
         fail(k, resp, API_AMOUNT_MISMATCH, "amount or currency differs from the order's");
         break;
     case PAY_UNAVAILABLE:
-        if (f->no_conn)                       /* the pool's own wait: not a MySQL failure */
+        if (f->no_conn) /* the pool's own wait: not a MySQL failure */
             fail(k, resp, API_UNAVAILABLE, "database busy, retry later");
         else {
             route_log_failure(f, req->request_id);
@@ -116,8 +106,9 @@ static void render(const struct gateway_callback_kind *k, const struct http_req 
 }
 
 /* Applies a verified, paying notification on its order's shard and answers. */
-static void apply(struct server *srv, const struct gateway *gw, const struct gateway_callback_kind *k,
-                  const struct http_req *req, struct http_resp *resp, const struct gateway_notice *n)
+static void apply(struct server *srv, const struct gateway *gw,
+                  const struct gateway_callback_kind *k, const struct http_req *req,
+                  struct http_resp *resp, const struct gateway_notice *n)
 {
     const struct route rt = route_of(srv, req->request_id);
     struct pay_request pr = { .amount_cents = n->amount_cents, .gateway = gw->cfg->name };
@@ -132,9 +123,10 @@ static void apply(struct server *srv, const struct gateway *gw, const struct gat
     pay_report(srv->m, &pr, r, &out, req->request_id);
     metrics_gateway_result(srv->m, gw->index, r);
     if (!failure.no_conn)
-        log_info("gateway notification applied", "gateway=%s pay_no=%s order_no=%s result=%s "
-                 "request_id=%s", gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r),
-                 req->request_id);
+        log_info("gateway notification applied",
+                 "gateway=%s pay_no=%s order_no=%s result=%s "
+                 "request_id=%s",
+                 gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r), req->request_id);
     render(k, req, resp, &failure, r);
 }
 

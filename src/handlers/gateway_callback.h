@@ -17,7 +17,7 @@ struct gateway_callback_kind {
     /* Verifies req as the gateway signs it and reads it into *n; now_s is
      * the clock for timestamp windows. Returns GATEWAY_OK or the refusal. */
     enum gateway_status (*read)(const struct gateway *gw, const struct http_req *req, int64_t now_s,
-                           struct gateway_notice *n);
+                                struct gateway_notice *n);
     /* The acknowledgement that stops the gateway resending. */
     void (*ack)(struct http_resp *resp);
     /* A refusal in the gateway's failure format, which makes it resend:

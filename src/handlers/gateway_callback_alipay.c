@@ -13,12 +13,12 @@
 #define ALIPAY_CTYPE "text/plain; charset=utf-8"
 
 static enum gateway_status alipay_read(const struct gateway *gw, const struct http_req *req,
-                                  int64_t now_s, struct gateway_notice *n)
+                                       int64_t now_s, struct gateway_notice *n)
 {
     struct form *f = NULL;
     enum gateway_status st;
 
-    (void)now_s;                              /* Alipay signs no timestamp to bound */
+    (void)now_s; /* Alipay signs no timestamp to bound */
     memset(n, 0, sizeof(*n));
     if (form_parse(req->body, req->body_len, &f) != FORM_OK)
         return GATEWAY_MALFORMED;
@@ -40,9 +40,12 @@ static void alipay_fail(struct http_resp *resp, int status, const char *code, co
 {
     (void)message;
     if (status == 503)
-        http_reply_text_retry(resp, ALIPAY_CTYPE, GATEWAY_ALIPAY_NACK, strlen(GATEWAY_ALIPAY_NACK), code, 1);
+        http_reply_text_retry(resp, ALIPAY_CTYPE, GATEWAY_ALIPAY_NACK, strlen(GATEWAY_ALIPAY_NACK),
+                              code, 1);
     else
-        http_reply_text(resp, status, ALIPAY_CTYPE, GATEWAY_ALIPAY_NACK, strlen(GATEWAY_ALIPAY_NACK));
+        http_reply_text(resp, status, ALIPAY_CTYPE, GATEWAY_ALIPAY_NACK,
+                        strlen(GATEWAY_ALIPAY_NACK));
 }
 
-const struct gateway_callback_kind gateway_callback_alipay = { alipay_read, alipay_ack, alipay_fail };
+const struct gateway_callback_kind gateway_callback_alipay = { alipay_read, alipay_ack,
+                                                               alipay_fail };

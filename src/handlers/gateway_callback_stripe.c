@@ -10,13 +10,13 @@
 #include "http.h"
 
 static enum gateway_status stripe_read(const struct gateway *gw, const struct http_req *req,
-                                  int64_t now_s, struct gateway_notice *n)
+                                       int64_t now_s, struct gateway_notice *n)
 {
     enum gateway_status st;
 
     memset(n, 0, sizeof(*n));
     st = gateway_stripe_verify(gw->secret, http_req_header(req, "Stripe-Signature"), req->body,
-                          req->body_len, now_s, gw->cfg->tolerance_s);
+                               req->body_len, now_s, gw->cfg->tolerance_s);
     if (st != GATEWAY_OK)
         return st;
     return gateway_stripe_notice(req->body, req->body_len, n);
@@ -40,4 +40,5 @@ static void stripe_fail(struct http_resp *resp, int status, const char *code, co
         http_reply_error(resp, status, code, message);
 }
 
-const struct gateway_callback_kind gateway_callback_stripe = { stripe_read, stripe_ack, stripe_fail };
+const struct gateway_callback_kind gateway_callback_stripe = { stripe_read, stripe_ack,
+                                                               stripe_fail };

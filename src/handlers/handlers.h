@@ -9,7 +9,8 @@
 struct server;
 
 void handle_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
-void handle_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_gateway_callback(struct server *srv, const struct http_req *req,
+                             struct http_resp *resp);
 void handle_healthz(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_readyz(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_metrics(struct server *srv, const struct http_req *req, struct http_resp *resp);
@@ -25,12 +26,16 @@ void handle_order_cancel(struct server *srv, const struct http_req *req, struct 
 void handle_ops_reconcile(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_outbox_list(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struct http_resp *resp);
-void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, struct http_resp *resp);
-void handle_ops_refunds_list(struct server *srv, const struct http_req *req, struct http_resp *resp);
-void handle_ops_refund_settle(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_ops_outbox_retry(struct server *srv, const struct http_req *req,
+                             struct http_resp *resp);
+void handle_ops_refunds_list(struct server *srv, const struct http_req *req,
+                             struct http_resp *resp);
+void handle_ops_refund_settle(struct server *srv, const struct http_req *req,
+                              struct http_resp *resp);
 void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
                                 struct http_resp *resp);
-void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_ops_cancel_stale(struct server *srv, const struct http_req *req,
+                             struct http_resp *resp);
 void handle_ops_audit_list(struct server *srv, const struct http_req *req, struct http_resp *resp);
 
 #endif

@@ -15,7 +15,8 @@
 #include "route.h"
 #include "server.h"
 
-int idempotency_key_or_reply(const struct http_req *req, struct idempotency *ir, struct http_resp *resp)
+int idempotency_key_or_reply(const struct http_req *req, struct idempotency *ir,
+                             struct http_resp *resp)
 {
     const char *value = http_req_header(req, IDEMPOTENCY_HEADER);
 
@@ -55,12 +56,8 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
                  "scope=%s waited_ms=%lld result=%d request_id=%s", ir->claim.scope,
                  waited_us / 1000, (int)r, req->request_id);
     switch (r) {
-    case IDEM_RUN:
-        ir->owned = true;
-        return 0;
-    case IDEM_REPLAY:
-        http_reply_replay(resp, ans.status, ans.body, ans.len);
-        break;
+    case IDEM_RUN: ir->owned = true; return 0;
+    case IDEM_REPLAY: http_reply_replay(resp, ans.status, ans.body, ans.len); break;
     case IDEM_MISMATCH:
         log_warn("idempotency key reused for another request", "scope=%s request_id=%s",
                  ir->claim.scope, req->request_id);
@@ -76,7 +73,7 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
     case IDEM_ERROR:
         log_write(r == IDEM_UNAVAILABLE ? LOG_WARN : LOG_ERROR, "mysql failure",
                   "op=idem_begin error=\"%s\" request_id=%s", ir->claim.errstr, req->request_id);
-        if (r == IDEM_UNAVAILABLE)          /* counted for its shard by idem_begin */
+        if (r == IDEM_UNAVAILABLE) /* counted for its shard by idem_begin */
             http_reply_unavailable(resp, "database unavailable, retry later");
         else
             api_reply(resp, API_INTERNAL, "database error");
@@ -87,7 +84,7 @@ static int claim_or_reply(struct server *srv, const struct http_req *req, struct
 }
 
 int idempotency_begin_or_reply(struct server *srv, const struct http_req *req, const char *scope,
-                        struct idempotency *ir, struct http_resp *resp)
+                               struct idempotency *ir, struct http_resp *resp)
 {
     const struct route rt = route_of(srv, req->request_id);
 
@@ -120,7 +117,7 @@ static enum db_status store_hook(struct db_conn *c, const void *data, void *arg)
 }
 
 const struct orders_hook *idempotency_hook(struct idempotency *ir, struct http_resp *resp,
-                                    idempotency_render_fn render)
+                                           idempotency_render_fn render)
 {
     if (!ir->owned)
         return NULL;

@@ -14,13 +14,12 @@
 #include "money.h"
 #include "validate.h"
 
-#define JSON_MSG_MAX     192      /* bytes of one error message */
-#define JSON_PROBLEM_MAX 96       /* bytes of its part after the field name */
+#define JSON_MSG_MAX 192    /* bytes of one error message */
+#define JSON_PROBLEM_MAX 96 /* bytes of its part after the field name */
 
 /* Every reply here is the same 400, its message the field name followed
  * by what is wrong with it ("amount is required"). */
-static void reply_field(struct http_resp *resp, const char *name,
-                        const char *problem)
+static void reply_field(struct http_resp *resp, const char *name, const char *problem)
 {
     char msg[JSON_MSG_MAX];
 
@@ -28,27 +27,22 @@ static void reply_field(struct http_resp *resp, const char *name,
     api_reply(resp, API_BAD_REQUEST, msg);
 }
 
-struct cJSON *json_parse_object_or_reply(const char *body, size_t len,
-                                         struct http_resp *resp)
+struct cJSON *json_parse_object_or_reply(const char *body, size_t len, struct http_resp *resp)
 {
     cJSON *root = NULL;
 
     switch (json_parse_object(body, len, &root)) {
-    case JSON_OK:
-        return root;
+    case JSON_OK: return root;
     case JSON_NUL:
         api_reply(resp, API_BAD_REQUEST, "body must not contain NUL characters");
         return NULL;
-    default:
-        api_reply(resp, API_BAD_REQUEST, "body must be a JSON object");
-        return NULL;
+    default: api_reply(resp, API_BAD_REQUEST, "body must be a JSON object"); return NULL;
     }
 }
 
 /* Looks up name and checks presence and uniqueness. Returns the member,
  * or NULL after replying 400. */
-static const cJSON *member_or_reply(const cJSON *obj, const char *name,
-                                    struct http_resp *resp)
+static const cJSON *member_or_reply(const cJSON *obj, const char *name, struct http_resp *resp)
 {
     const cJSON *item = NULL;
 
@@ -82,25 +76,23 @@ int json_get_id_or_reply(const struct cJSON *obj, const char *name, char *out,
     return 0;
 }
 
-int json_get_money_or_reply(const struct cJSON *obj, const char *name,
-                            int64_t *cents, struct http_resp *resp)
+int json_get_money_or_reply(const struct cJSON *obj, const char *name, int64_t *cents,
+                            struct http_resp *resp)
 {
     const cJSON *item;
 
     *cents = 0;
     if ((item = member_or_reply(obj, name, resp)) == NULL)
         return -1;
-    if (!cJSON_IsString(item) ||
-        money_parse(item->valuestring, cents) != MONEY_OK) {
+    if (!cJSON_IsString(item) || money_parse(item->valuestring, cents) != MONEY_OK) {
         reply_field(resp, name, "must be a decimal string like \"899.00\"");
         return -1;
     }
     return 0;
 }
 /* Strings such as "1" are refused: the contract says integer. */
-int json_get_int_or_reply(const struct cJSON *obj, const char *name,
-                          int64_t min, int64_t max, int64_t *out,
-                          struct http_resp *resp)
+int json_get_int_or_reply(const struct cJSON *obj, const char *name, int64_t min, int64_t max,
+                          int64_t *out, struct http_resp *resp)
 {
     const cJSON *item;
     char problem[JSON_PROBLEM_MAX];
@@ -110,8 +102,7 @@ int json_get_int_or_reply(const struct cJSON *obj, const char *name,
         return -1;
     if (json_int_value(item, min, max, out) == JSON_OK)
         return 0;
-    snprintf(problem, sizeof(problem),
-             "must be an integer from %" PRId64 " to %" PRId64, min, max);
+    snprintf(problem, sizeof(problem), "must be an integer from %" PRId64 " to %" PRId64, min, max);
     reply_field(resp, name, problem);
     return -1;
 }

@@ -65,8 +65,7 @@ static void add_event_id(cJSON *o, const struct server *srv, const struct outbox
         cJSON_AddNumberToObject(o, "id", (double)e->id);
         return;
     }
-    snprintf(id, sizeof(id), "S%02d-%llu", srv->shards.s[e->shard].id,
-             (unsigned long long)e->id);
+    snprintf(id, sizeof(id), "S%02d-%llu", srv->shards.s[e->shard].id, (unsigned long long)e->id);
     cJSON_AddStringToObject(o, "id", id);
 }
 

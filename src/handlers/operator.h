@@ -26,7 +26,7 @@ struct outbox_entry;
 struct refund_entry;
 struct route_scan;
 
-#define OPS_LIST_DEFAULT 50       /* items a list answers when no limit is asked */
+#define OPS_LIST_DEFAULT 50 /* items a list answers when no limit is asked */
 
 /* Who is acting: the name of the operator credential that authenticated
  * the request (never the key itself); "anonymous" without one. */

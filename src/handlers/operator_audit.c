@@ -18,7 +18,7 @@
 #include "server.h"
 #include "shard.h"
 
-#define OPS_AUDIT_MAX 100         /* rows one page holds at most */
+#define OPS_AUDIT_MAX 100 /* rows one page holds at most */
 
 /* A filter parameter: absent is NULL; empty or longer than max is a 400.
  * 0, or -1. */

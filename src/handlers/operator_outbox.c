@@ -21,7 +21,7 @@
 #include "server.h"
 #include "shard.h"
 
-#define OPS_LIST_MAX     100
+#define OPS_LIST_MAX 100
 
 /* An event's name across shards: its shard and its row id there. Text
  * is a row id ("17") unsharded; sharded, "S02-17" names row 17 of shard 2

@@ -24,9 +24,9 @@
 #include "route.h"
 #include "server.h"
 
-#define OPS_CANCEL_MAX   100      /* stale orders one cancel-stale call cancels at most */
-#define OPS_QUERY_DEFAULT 20      /* stale orders one query call asks about by default */
-#define OPS_QUERY_MAX    100
+#define OPS_CANCEL_MAX 100   /* stale orders one cancel-stale call cancels at most */
+#define OPS_QUERY_DEFAULT 20 /* stale orders one query call asks about by default */
+#define OPS_QUERY_MAX 100
 #define OPS_QUERY_BUSY_RETRY_S 5
 
 static void outbox_counts_json(cJSON *sec, const struct outbox_stats *ob)
@@ -136,8 +136,8 @@ void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, str
 
     if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
         return;
-    if (json_get_int_or_reply(body, "older_than_s", srv->cfg->reconcile_wait_pay_age_s,
-                              31536000, &age, resp) != 0 ||
+    if (json_get_int_or_reply(body, "older_than_s", srv->cfg->reconcile_wait_pay_age_s, 31536000,
+                              &age, resp) != 0 ||
         json_get_int_or_reply(body, "limit", 1, OPS_CANCEL_MAX, &limit, resp) != 0)
         goto out;
     rc.age_s = (int)age;
@@ -160,9 +160,8 @@ void handle_ops_cancel_stale(struct server *srv, const struct http_req *req, str
         cJSON_AddStringToObject(x, "order_no", it->order.order_no);
         cJSON_AddStringToObject(x, "result", orders_result_str(it->result));
         if (it->result != ORDERS_UNAVAILABLE)
-            cJSON_AddStringToObject(x, "status",
-                                    order_state_name(it->result == ORDERS_OK ? ORDER_CANCELED
-                                                                             : it->from));
+            cJSON_AddStringToObject(
+                x, "status", order_state_name(it->result == ORDERS_OK ? ORDER_CANCELED : it->from));
         cJSON_AddItemToArray(arr, x);
     }
     cJSON_AddNumberToObject(o, "canceled", (double)rc.canceled);
@@ -193,8 +192,7 @@ static cJSON *query_item_json(const struct query *q, const struct query_item *it
 
 /* The operator's round of POST /ops/reconcile/query, rendered. */
 static void render_query(struct http_resp *resp, const struct query *q,
-                         const struct query_item *items, size_t n,
-                         const struct query_summary *sum)
+                         const struct query_item *items, size_t n, const struct query_summary *sum)
 {
     cJSON *o = cJSON_CreateObject(), *arr;
 
@@ -235,7 +233,8 @@ void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
             goto out;
     }
     if (query_count(srv->query) == 0) {
-        api_reply(resp, API_QUERY_NOT_CONFIGURED, "no query_url is configured: "
+        api_reply(resp, API_QUERY_NOT_CONFIGURED,
+                  "no query_url is configured: "
                   "GET /ops/reconcile reports the stale orders");
         goto out;
     }
@@ -246,20 +245,17 @@ void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
     run.age_s = (int)age;
     run.limit = (size_t)limit;
     run.items = items;
-    log_info("stale orders queried on demand", "limit=%lld older_than_s=%lld actor=%s "
-             "request_id=%s", (long long)limit, (long long)age, operator_actor(req),
-             req->request_id);
+    log_info("stale orders queried on demand",
+             "limit=%lld older_than_s=%lld actor=%s "
+             "request_id=%s",
+             (long long)limit, (long long)age, operator_actor(req), req->request_id);
     switch (query_run(srv->query, srv, &run, &n, &sum)) {
-    case QUERY_ROUND_OK:
-        render_query(resp, srv->query, items, n, &sum);
-        break;
+    case QUERY_ROUND_OK: render_query(resp, srv->query, items, n, &sum); break;
     case QUERY_ROUND_BUSY:
         http_reply_in_progress(resp, api_error_code(API_QUERY_IN_PROGRESS),
                                "a query round is running already", OPS_QUERY_BUSY_RETRY_S);
         break;
-    case QUERY_ROUND_UNAVAILABLE:
-        http_reply_unavailable(resp, "database unavailable");
-        break;
+    case QUERY_ROUND_UNAVAILABLE: http_reply_unavailable(resp, "database unavailable"); break;
     case QUERY_ROUND_ERROR:
         api_reply(resp, API_INTERNAL, "the query round failed; see the log");
         break;

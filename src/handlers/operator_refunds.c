@@ -62,11 +62,13 @@ out:
 /* Records that the double charge pay_no was refunded at the gateway, with
  * the refund's reference. The same reference again answers the settled
  * payment with "duplicate":true; another reference is a conflict. */
-void handle_ops_refund_settle(struct server *srv, const struct http_req *req, struct http_resp *resp)
+void handle_ops_refund_settle(struct server *srv, const struct http_req *req,
+                              struct http_resp *resp)
 {
     const struct route rt = route_of(srv, req->request_id);
     char reference[REFUNDS_REF_MAX];
-    const struct refunds_settle_req sr = { .pay_no = req->param, .reference = reference,
+    const struct refunds_settle_req sr = { .pay_no = req->param,
+                                           .reference = reference,
                                            .actor = operator_actor(req) };
     struct route_failure fail;
     struct refund_entry e;
@@ -101,13 +103,10 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req, st
                   "the payment is PAID: it did not charge the customer twice");
         break;
     case REFUNDS_CONFLICT:
-        api_reply(resp, API_ALREADY_SETTLED,
-                  "the payment was settled with another reference");
+        api_reply(resp, API_ALREADY_SETTLED, "the payment was settled with another reference");
         break;
     case REFUNDS_UNAVAILABLE:
-    case REFUNDS_ERROR:
-        reply_route_failure(req, resp, &fail);
-        break;
+    case REFUNDS_ERROR: reply_route_failure(req, resp, &fail); break;
     }
 out:
     cJSON_Delete(body);

@@ -87,7 +87,7 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
     o = cJSON_CreateObject();
     if (!srv->shards.sharded) {
         const struct db_node *node = &p.node[0];
-        if (!ok) {                                /* an error body like any other, plus the probe */
+        if (!ok) { /* an error body like any other, plus the probe */
             cJSON_AddStringToObject(o, "code", api_error_code(API_UNAVAILABLE));
             cJSON_AddStringToObject(o, "message",
                                     p.h[0] == DB_HEALTH_NOT_SYNCED ? "galera node is not synced"
@@ -103,8 +103,9 @@ void handle_readyz(struct server *srv, const struct http_req *req, struct http_r
         size_t asked = only != NULL ? 1 : srv->shards.n;
         if (!ok) {
             cJSON_AddStringToObject(o, "code", api_error_code(API_UNAVAILABLE));
-            cJSON_AddStringToObject(o, "message", only != NULL ? "the shard does not take writes"
-                                                               : "no shard takes writes");
+            cJSON_AddStringToObject(o, "message",
+                                    only != NULL ? "the shard does not take writes"
+                                                 : "no shard takes writes");
         }
         cJSON_AddStringToObject(o, "status", ok ? "ready" : "unavailable");
         cJSON_AddStringToObject(o, "mysql", p.up == asked ? "up" : p.up > 0 ? "partial" : "down");

@@ -38,8 +38,8 @@
 #include "token_store.h"
 #include "validate.h"
 
-#define ORDER_BUSY_RETRY_S   1
-#define TOKEN_HEADER         "Idempotent-Token"
+#define ORDER_BUSY_RETRY_S 1
+#define TOKEN_HEADER "Idempotent-Token"
 
 /* What POST /order/create carries: the token header and the order. */
 struct order_req {
@@ -67,24 +67,23 @@ static int parse_or_reply(const struct http_req *req, bool keyed, struct order_r
     memset(rq, 0, sizeof(*rq));
     if (!keyed && (token == NULL || token[0] == '\0')) {
         api_reply(resp, API_BAD_REQUEST,
-                  TOKEN_HEADER " header (apply for one at /token/apply) or "
-                  IDEMPOTENCY_HEADER " header is required");
+                  TOKEN_HEADER " header (apply for one at /token/apply) or " IDEMPOTENCY_HEADER
+                               " header is required");
         return -1;
     }
     if (!keyed && !validate_token(token)) {
-        api_reply(resp, API_BAD_REQUEST,
-                  TOKEN_HEADER " must be 32 lowercase hex digits");
+        api_reply(resp, API_BAD_REQUEST, TOKEN_HEADER " must be 32 lowercase hex digits");
         return -1;
     }
-    if (!keyed)                               /* with a key, the key stands in for it */
+    if (!keyed) /* with a key, the key stands in for it */
         snprintf(rq->token, sizeof(rq->token), "%s", token);
     if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL)
         return -1;
     if (json_get_id_or_reply(body, "user_id", rq->order.user_id, resp) != 0 ||
         json_get_id_or_reply(body, "request_id", rq->order.checkout_id, resp) != 0 ||
         json_get_id_or_reply(body, "sku", rq->order.sku, resp) != 0 ||
-        json_get_int_or_reply(body, "quantity", ORDERS_QTY_MIN, ORDERS_QTY_MAX,
-                              &rq->order.quantity, resp) != 0)
+        json_get_int_or_reply(body, "quantity", ORDERS_QTY_MIN, ORDERS_QTY_MAX, &rq->order.quantity,
+                              resp) != 0)
         goto out;
     rc = 0;
 out:
@@ -97,17 +96,14 @@ static int consume_or_reply(struct server *srv, struct token_ctx *ctx, const str
                             struct http_resp *resp)
 {
     switch (token_store_consume(ctx, rq->token, rcpt)) {
-    case TOKEN_OK:
-        return 0;
+    case TOKEN_OK: return 0;
     case TOKEN_USED:
         metrics_inc(srv->m, M_DUP_TOKEN);
         log_info("repeat submit refused", "user_id=%s checkout_id=%s request_id=%s",
                  rq->order.user_id, rq->order.checkout_id, req->request_id);
         api_reply(resp, API_REPEAT_SUBMIT, NULL);
         return -1;
-    default:
-        http_reply_unavailable(resp, "token store unavailable, retry later");
-        return -1;
+    default: http_reply_unavailable(resp, "token store unavailable, retry later"); return -1;
     }
 }
 
@@ -126,18 +122,13 @@ static int lock_or_reply(struct server *srv, struct stock_lock *lk, const char *
     }
     st = rds_lock_acquire(srv->rds, lk->key, lk->value, cfg->lock_ttl_ms, cfg->lock_wait_ms);
     switch (st) {
-    case RDS_OK:
-        lk->held = true;
-        return 0;
-    case RDS_DOWN:
-        return 0;                             /* the conditional UPDATE guards alone */
+    case RDS_OK: lk->held = true; return 0;
+    case RDS_DOWN: return 0; /* the conditional UPDATE guards alone */
     case RDS_BUSY:
         http_reply_retry(resp, api_error_code(API_BUSY), "this sku is busy, retry shortly",
                          ORDER_BUSY_RETRY_S);
         return -1;
-    default:
-        http_reply_unavailable(resp, "redis error, retry later");
-        return -1;
+    default: http_reply_unavailable(resp, "redis error, retry later"); return -1;
     }
 }
 
@@ -153,8 +144,8 @@ static void unlock(struct server *srv, struct stock_lock *lk)
         log_warn("stock lock expired before its release; raise redis.lock_ttl_ms",
                  "key=%s lock_ttl_ms=%d", lk->key, srv->cfg->lock_ttl_ms);
     else if (st != RDS_OK)
-        log_warn("cannot release the stock lock; it expires by itself", "key=%s status=%s",
-                 lk->key, rds_status_str(st));
+        log_warn("cannot release the stock lock; it expires by itself", "key=%s status=%s", lk->key,
+                 rds_status_str(st));
 }
 
 static void reply_order(struct http_resp *resp, int status, const struct order_view *o,
@@ -184,8 +175,9 @@ static void log_created(const struct http_req *req, const struct order_view *o,
     /* cppcheck-suppress ctunullpointer ; render_create passes NULLs only with a failed result */
     log_info("order created",
              "order_no=%s user_id=%s checkout_id=%s sku=%s quantity=%lld amount=%s "
-             "token_store=%s request_id=%s", o->order_no, o->user_id, o->checkout_id,
-             o->sku, (long long)o->quantity, money_format(o->amount_cents, amount, sizeof(amount)),
+             "token_store=%s request_id=%s",
+             o->order_no, o->user_id, o->checkout_id, o->sku, (long long)o->quantity,
+             money_format(o->amount_cents, amount, sizeof(amount)),
              rcpt->store ? rcpt->store->name : "none", req->request_id);
 }
 
@@ -202,13 +194,11 @@ static void render_create(struct server *srv, const struct http_req *req, enum o
     case ORDERS_DUPLICATE:
         metrics_inc(srv->m, M_DUP_ORDER);
         log_info("duplicate order request answered with the existing order",
-                 "order_no=%s user_id=%s checkout_id=%s request_id=%s", o->order_no,
-                 o->user_id, o->checkout_id, req->request_id);
+                 "order_no=%s user_id=%s checkout_id=%s request_id=%s", o->order_no, o->user_id,
+                 o->checkout_id, req->request_id);
         reply_order(resp, 200, o, true);
         break;
-    case ORDERS_NO_SKU:
-        api_reply(resp, API_SKU_NOT_FOUND, "no such sku");
-        break;
+    case ORDERS_NO_SKU: api_reply(resp, API_SKU_NOT_FOUND, "no such sku"); break;
     case ORDERS_NO_STOCK:
         api_reply(resp, API_OUT_OF_STOCK, "not enough stock for this quantity");
         break;
@@ -216,18 +206,15 @@ static void render_create(struct server *srv, const struct http_req *req, enum o
         metrics_inc(srv->m, M_OPEN_ORDER_CAP);
         log_info("order refused: too many unpaid orders", "max_open_per_user=%d request_id=%s",
                  srv->cfg->orders_max_open_per_user, req->request_id);
-        api_reply(resp, API_TOO_MANY_OPEN_ORDERS, "this user_id holds the most unpaid orders "
+        api_reply(resp, API_TOO_MANY_OPEN_ORDERS,
+                  "this user_id holds the most unpaid orders "
                   "allowed (orders.max_open_per_user): pay or cancel one first");
         break;
     case ORDERS_TOO_LARGE:
-        api_reply(resp, API_BAD_REQUEST,
-                  "quantity times the price exceeds the largest amount");
+        api_reply(resp, API_BAD_REQUEST, "quantity times the price exceeds the largest amount");
         break;
-    case ORDERS_ABORTED:
-        break;                                /* idempotency_end answers as a repeat */
-    default:
-        reply_route_failure(req, resp, fail);
-        break;
+    case ORDERS_ABORTED: break; /* idempotency_end answers as a repeat */
+    default: reply_route_failure(req, resp, fail); break;
     }
 }
 
@@ -237,8 +224,8 @@ static void render_create(struct server *srv, const struct http_req *req, enum o
  * keys never meet. Claims the key or answers from its record;
  * sharded, the record lives on shard_place(scope), whatever the sku, so a
  * key reused for another sku is still seen. */
-static int claim_key_or_reply(struct server *srv, const struct http_req *req,
-                              struct order_req *rq, struct idempotency *ir, struct http_resp *resp)
+static int claim_key_or_reply(struct server *srv, const struct http_req *req, struct order_req *rq,
+                              struct idempotency *ir, struct http_resp *resp)
 {
     char scope[IDEM_SCOPE_MAX + 1];
 
@@ -261,8 +248,7 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
     struct order_view o;
     enum orders_result r;
 
-    if (idempotency_key_or_reply(req, &ir, resp) != 0 ||
-        parse_or_reply(req, ir.on, &rq, resp) != 0)
+    if (idempotency_key_or_reply(req, &ir, resp) != 0 || parse_or_reply(req, ir.on, &rq, resp) != 0)
         goto out;
     rq.order.max_open = srv->cfg->orders_max_open_per_user;
     if (ir.on ? claim_key_or_reply(srv, req, &rq, &ir, resp) != 0

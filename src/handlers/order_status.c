@@ -68,8 +68,10 @@ static void log_change(const struct http_req *req, const struct order_transition
     log_info("order status changed", "order_no=%s from=%s to=%s request_id=%s", tr->order_no,
              order_state_name(ch->from), order_state_name(tr->to), req->request_id);
     for (size_t i = 0; i < ch->nrefunds; i++)
-        log_alert("REFUND_REQUIRED", "order_no=%s pay_no=%s amount=%s reason=order_canceled "
-                  "request_id=%s", tr->order_no, ch->refunds[i].pay_no,
+        log_alert("REFUND_REQUIRED",
+                  "order_no=%s pay_no=%s amount=%s reason=order_canceled "
+                  "request_id=%s",
+                  tr->order_no, ch->refunds[i].pay_no,
                   money_format(ch->refunds[i].amount_cents, amount, sizeof(amount)),
                   req->request_id);
 }
@@ -101,11 +103,8 @@ static void render_transition(struct server *srv, const struct http_req *req,
                  order_state_name(ch->from), order_state_name(tr->to));
         api_reply(resp, API_ILLEGAL_TRANSITION, msg);
         break;
-    case ORDERS_ABORTED:
-        break;                                /* idempotency_end answers as a repeat */
-    default:
-        reply_route_failure(req, resp, fail);
-        break;
+    case ORDERS_ABORTED: break; /* idempotency_end answers as a repeat */
+    default: reply_route_failure(req, resp, fail); break;
     }
 }
 
@@ -120,8 +119,9 @@ static void transition_and_reply(struct server *srv, const struct http_req *req,
                                  struct http_resp *resp, int to)
 {
     const struct route rt = route_of(srv, req->request_id);
-    struct order_transition_req tr = { .order_no = req->param, .to = to, .actor = req->caller,
-                                       .request_id = req->request_id };
+    struct order_transition_req tr = {
+        .order_no = req->param, .to = to, .actor = req->caller, .request_id = req->request_id
+    };
     struct idempotency ir = { .on = false };
     struct route_failure fail;
     struct order_change ch;
@@ -176,8 +176,8 @@ static cJSON *payments_json(const struct order_detail *d)
             return NULL;
         }
         if (cJSON_AddStringToObject(o, "pay_no", p->pay_no) == NULL ||
-            cJSON_AddStringToObject(o, "amount",
-                                    money_format(p->amount_cents, amount, sizeof(amount))) == NULL ||
+            cJSON_AddStringToObject(
+                o, "amount", money_format(p->amount_cents, amount, sizeof(amount))) == NULL ||
             cJSON_AddStringToObject(o, "status", payment_status_name(p->status)) == NULL ||
             cJSON_AddStringToObject(o, "create_time", p->create_time) == NULL) {
             cJSON_Delete(arr);
@@ -208,8 +208,7 @@ void handle_order_get(struct server *srv, const struct http_req *req, struct htt
     struct route_failure fail;
     enum orders_result r;
 
-    if (order_no_or_reply(req, resp) != 0 ||
-        order_shard_or_reply(srv, req->param, resp) == NULL)
+    if (order_no_or_reply(req, resp) != 0 || order_shard_or_reply(srv, req->param, resp) == NULL)
         return;
     if ((d = malloc(sizeof(*d))) == NULL) {
         api_reply(resp, API_INTERNAL, "out of memory");

@@ -25,9 +25,8 @@ struct cJSON *order_view_json(const struct order_view *o, bool with_times, int d
         cJSON_AddStringToObject(j, "amount", amount) == NULL ||
         cJSON_AddStringToObject(j, "status", order_state_name(o->status)) == NULL)
         goto fail;
-    if (with_times &&
-        (cJSON_AddStringToObject(j, "create_time", o->create_time) == NULL ||
-         cJSON_AddStringToObject(j, "update_time", o->update_time) == NULL))
+    if (with_times && (cJSON_AddStringToObject(j, "create_time", o->create_time) == NULL ||
+                       cJSON_AddStringToObject(j, "update_time", o->update_time) == NULL))
         goto fail;
     if (duplicate >= 0 && cJSON_AddBoolToObject(j, "duplicate", duplicate != 0) == NULL)
         goto fail;

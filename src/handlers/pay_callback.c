@@ -75,29 +75,24 @@ static void reply_success(struct http_resp *resp, const struct pay_request *pr,
     cJSON_Delete(o);
 }
 
-static void render(const struct http_req *req, struct http_resp *resp, const struct route_failure *f,
-                   const struct pay_request *pr, enum pay_result r, const struct pay_outcome *out)
+static void render(const struct http_req *req, struct http_resp *resp,
+                   const struct route_failure *f, const struct pay_request *pr, enum pay_result r,
+                   const struct pay_outcome *out)
 {
     switch (r) {
     case PAY_PAID:
     case PAY_REFUND_REQUIRED:
-    case PAY_REPLAY:
-        reply_success(resp, pr, out, r == PAY_REPLAY);
-        break;
+    case PAY_REPLAY: reply_success(resp, pr, out, r == PAY_REPLAY); break;
     case PAY_CONFLICT:
         api_reply(resp, API_PAY_NO_CONFLICT,
                   "pay_no already recorded with another order_no or amount");
         break;
-    case PAY_NOT_FOUND:
-        api_reply(resp, API_ORDER_NOT_FOUND, "no order with this order_no");
-        break;
+    case PAY_NOT_FOUND: api_reply(resp, API_ORDER_NOT_FOUND, "no order with this order_no"); break;
     case PAY_MISMATCH:
         api_reply(resp, API_AMOUNT_MISMATCH, "amount differs from the order's amount");
         break;
     case PAY_UNAVAILABLE:
-    case PAY_ERROR:
-        reply_route_failure(req, resp, f);
-        break;
+    case PAY_ERROR: reply_route_failure(req, resp, f); break;
     }
 }
 

@@ -23,8 +23,7 @@ void handle_token_apply(struct server *srv, const struct http_req *req, struct h
         http_reply_unavailable(resp, "cannot issue a token: redis and mysql are unavailable");
         goto out;
     }
-    if ((o = cJSON_CreateObject()) == NULL ||
-        cJSON_AddStringToObject(o, "token", token) == NULL ||
+    if ((o = cJSON_CreateObject()) == NULL || cJSON_AddStringToObject(o, "token", token) == NULL ||
         cJSON_AddNumberToObject(o, "expires_in", srv->cfg->token_ttl_s) == NULL) {
         api_reply(resp, API_INTERNAL, "out of memory");
         goto out;

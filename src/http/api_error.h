@@ -11,39 +11,39 @@ struct http_resp;
 
 /* X(name, HTTP status, default message). One line per code: the check
  * script reads them in this form. */
-#define API_ERRORS(X)                                                                             \
-    X(BAD_REQUEST, 400, "the request is malformed")                                              \
-    X(BAD_SIGNATURE, 401, "the signature does not verify")                                       \
-    X(UNAUTHORIZED, 401, "a valid operator key is required")                                     \
-    X(FORBIDDEN, 403, "this key lacks the scope this route needs")                               \
-    X(NOT_FOUND, 404, "no such route")                                                           \
-    X(METHOD_NOT_ALLOWED, 405, "method not allowed on this route")                               \
-    X(REQUEST_TIMEOUT, 408, "the request did not arrive in time")                                \
-    X(PAYLOAD_TOO_LARGE, 413, "request body exceeds body_max_bytes")                             \
-    X(URI_TOO_LONG, 414, "request path too long")                                                \
-    X(HEADER_TOO_LARGE, 431, "request headers too large")                                        \
-    X(RATE_LIMITED, 429, "too many requests from this client, retry after Retry-After")          \
-    X(NOT_IMPLEMENTED, 501, "method not implemented")                                            \
-    X(ORDER_NOT_FOUND, 404, "no order with this order_no")                                       \
-    X(SKU_NOT_FOUND, 404, "no such sku")                                                         \
-    X(PAY_NO_CONFLICT, 409, "pay_no already recorded with another order_no or amount")           \
-    X(AMOUNT_MISMATCH, 422, "amount differs from the order's amount")                            \
-    X(REPEAT_SUBMIT, 409, "请勿重复提交: token already used or expired")                          \
-    X(OUT_OF_STOCK, 409, "not enough stock for this quantity")                                   \
-    X(TOO_MANY_OPEN_ORDERS, 409, "this user_id holds orders.max_open_per_user unpaid orders")    \
-    X(ILLEGAL_TRANSITION, 409, "the order's status does not allow this change")                  \
+#define API_ERRORS(X)                                                                              \
+    X(BAD_REQUEST, 400, "the request is malformed")                                                \
+    X(BAD_SIGNATURE, 401, "the signature does not verify")                                         \
+    X(UNAUTHORIZED, 401, "a valid operator key is required")                                       \
+    X(FORBIDDEN, 403, "this key lacks the scope this route needs")                                 \
+    X(NOT_FOUND, 404, "no such route")                                                             \
+    X(METHOD_NOT_ALLOWED, 405, "method not allowed on this route")                                 \
+    X(REQUEST_TIMEOUT, 408, "the request did not arrive in time")                                  \
+    X(PAYLOAD_TOO_LARGE, 413, "request body exceeds body_max_bytes")                               \
+    X(URI_TOO_LONG, 414, "request path too long")                                                  \
+    X(HEADER_TOO_LARGE, 431, "request headers too large")                                          \
+    X(RATE_LIMITED, 429, "too many requests from this client, retry after Retry-After")            \
+    X(NOT_IMPLEMENTED, 501, "method not implemented")                                              \
+    X(ORDER_NOT_FOUND, 404, "no order with this order_no")                                         \
+    X(SKU_NOT_FOUND, 404, "no such sku")                                                           \
+    X(PAY_NO_CONFLICT, 409, "pay_no already recorded with another order_no or amount")             \
+    X(AMOUNT_MISMATCH, 422, "amount differs from the order's amount")                              \
+    X(REPEAT_SUBMIT, 409, "请勿重复提交: token already used or expired")                           \
+    X(OUT_OF_STOCK, 409, "not enough stock for this quantity")                                     \
+    X(TOO_MANY_OPEN_ORDERS, 409, "this user_id holds orders.max_open_per_user unpaid orders")      \
+    X(ILLEGAL_TRANSITION, 409, "the order's status does not allow this change")                    \
     X(IDEMPOTENCY_KEY_IN_USE, 409, "the first request with this Idempotency-Key is still running") \
-    X(IDEMPOTENCY_KEY_MISMATCH, 422, "this Idempotency-Key was used for a different request")    \
-    X(EVENT_NOT_FOUND, 404, "no outbox event with this id")                                      \
-    X(EVENT_NOT_DEAD, 409, "the event is not dead")                                              \
-    X(WRONG_APP, 403, "the notification is for another app")                                   \
-    X(PAYMENT_NOT_FOUND, 404, "no payment with this pay_no")                                     \
-    X(REFUND_NOT_REQUIRED, 409, "the payment is PAID: it did not charge the customer twice")     \
-    X(ALREADY_SETTLED, 409, "the payment was settled with another reference")                    \
-    X(QUERY_NOT_CONFIGURED, 409, "no query_url is configured")                                   \
-    X(QUERY_IN_PROGRESS, 409, "a query round is running already")                                \
-    X(BUSY, 503, "busy, retry shortly")                                                          \
-    X(UNAVAILABLE, 503, "database unavailable, retry later")                                     \
+    X(IDEMPOTENCY_KEY_MISMATCH, 422, "this Idempotency-Key was used for a different request")      \
+    X(EVENT_NOT_FOUND, 404, "no outbox event with this id")                                        \
+    X(EVENT_NOT_DEAD, 409, "the event is not dead")                                                \
+    X(WRONG_APP, 403, "the notification is for another app")                                       \
+    X(PAYMENT_NOT_FOUND, 404, "no payment with this pay_no")                                       \
+    X(REFUND_NOT_REQUIRED, 409, "the payment is PAID: it did not charge the customer twice")       \
+    X(ALREADY_SETTLED, 409, "the payment was settled with another reference")                      \
+    X(QUERY_NOT_CONFIGURED, 409, "no query_url is configured")                                     \
+    X(QUERY_IN_PROGRESS, 409, "a query round is running already")                                  \
+    X(BUSY, 503, "busy, retry shortly")                                                            \
+    X(UNAVAILABLE, 503, "database unavailable, retry later")                                       \
     X(INTERNAL, 500, "internal error")
 
 enum api_error {

@@ -16,8 +16,7 @@
 
 #define AUTH_SCHEME "Bearer"
 
-_Static_assert(HTTP_CALLER_MAX == CFG_AUTH_NAME_MAX,
-               "http_req.caller must hold any key name");
+_Static_assert(HTTP_CALLER_MAX == CFG_AUTH_NAME_MAX, "http_req.caller must hold any key name");
 
 /* The token of a "Bearer <token>" value: the scheme case-insensitively,
  * one or more spaces, then a token without blanks up to the end. Returns
@@ -50,7 +49,7 @@ static int find_key(const struct config *cfg, const char *token, size_t len)
     memcpy(presented, token, len);
     for (i = 0; i < cfg->auth_nkeys; i++) {
         int eq = CRYPTO_memcmp(presented, cfg->auth_keys[i].key, CFG_AUTH_KEY_MAX) == 0;
-        int mask = -eq;                          /* all ones on a match, else zero */
+        int mask = -eq; /* all ones on a match, else zero */
 
         found = (found & ~mask) | (i & mask);
     }
@@ -71,7 +70,7 @@ static enum auth_status check_key(const struct config *cfg, const char *authoriz
         return AUTH_MISSING;
     if ((token = bearer_token(authorization, &len)) == NULL)
         return AUTH_MALFORMED;
-    if (len >= CFG_AUTH_KEY_MAX)               /* longer than any key can be */
+    if (len >= CFG_AUTH_KEY_MAX) /* longer than any key can be */
         return AUTH_UNKNOWN_KEY;
     if ((i = find_key(cfg, token, len)) < 0)
         return AUTH_UNKNOWN_KEY;
@@ -79,8 +78,7 @@ static enum auth_status check_key(const struct config *cfg, const char *authoriz
     return AUTH_OK;
 }
 
-enum auth_status auth_check(const struct config *cfg, const char *authorization,
-                            const char **name)
+enum auth_status auth_check(const struct config *cfg, const char *authorization, const char **name)
 {
     const struct cfg_auth_key *key;
     enum auth_status st = check_key(cfg, authorization, &key);
@@ -92,20 +90,15 @@ enum auth_status auth_check(const struct config *cfg, const char *authorization,
 const char *auth_status_str(enum auth_status st)
 {
     switch (st) {
-    case AUTH_OK:
-        return "authorized";
-    case AUTH_MISSING:
-        return "this route needs Authorization: Bearer <key>";
-    case AUTH_MALFORMED:
-        return "Authorization must be \"Bearer <key>\"";
-    case AUTH_UNKNOWN_KEY:
-        return "unknown key";
+    case AUTH_OK: return "authorized";
+    case AUTH_MISSING: return "this route needs Authorization: Bearer <key>";
+    case AUTH_MALFORMED: return "Authorization must be \"Bearer <key>\"";
+    case AUTH_UNKNOWN_KEY: return "unknown key";
     }
     return "unknown authorization status";
 }
 
-int auth_require_or_reply(const struct config *cfg, struct http_req *req,
-                          struct http_resp *resp)
+int auth_require_or_reply(const struct config *cfg, struct http_req *req, struct http_resp *resp)
 {
     const struct cfg_auth_key *key = NULL;
     enum auth_status st = check_key(cfg, http_req_header(req, "Authorization"), &key);
@@ -118,7 +111,7 @@ int auth_require_or_reply(const struct config *cfg, struct http_req *req,
     req->caller[0] = '\0';
     req->scopes = 0;
     http_reply_error(resp, 401, "UNAUTHORIZED", auth_status_str(st));
-    http_reply_challenge(resp, st == AUTH_MISSING      ? "Bearer"
+    http_reply_challenge(resp, st == AUTH_MISSING     ? "Bearer"
                                : st == AUTH_MALFORMED ? "Bearer error=\"invalid_request\""
                                                       : "Bearer error=\"invalid_token\"");
     return -1;

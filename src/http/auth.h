@@ -12,9 +12,9 @@ struct http_resp;
 
 enum auth_status {
     AUTH_OK,
-    AUTH_MISSING,                 /* no Authorization header */
-    AUTH_MALFORMED,               /* not "Bearer <token>" */
-    AUTH_UNKNOWN_KEY              /* a token that is no configured key */
+    AUTH_MISSING,    /* no Authorization header */
+    AUTH_MALFORMED,  /* not "Bearer <token>" */
+    AUTH_UNKNOWN_KEY /* a token that is no configured key */
 };
 
 /* Checks the value of an Authorization header (NULL when absent). On
@@ -23,8 +23,7 @@ enum auth_status {
  * each over the key field's full size with CRYPTO_memcmp, and the match
  * is selected without a branch: the time taken does not depend on which
  * key matched, nor on how much of one did. Thread-safe. */
-enum auth_status auth_check(const struct config *cfg, const char *authorization,
-                            const char **name);
+enum auth_status auth_check(const struct config *cfg, const char *authorization, const char **name);
 
 /* Human-readable reason for a status, for the 401 message. */
 const char *auth_status_str(enum auth_status st);
@@ -33,8 +32,7 @@ const char *auth_status_str(enum auth_status st);
  * on success copies the caller's key name into req->caller and returns 0;
  * otherwise replies 401 UNAUTHORIZED with WWW-Authenticate: Bearer and
  * returns -1. */
-int auth_require_or_reply(const struct config *cfg, struct http_req *req,
-                          struct http_resp *resp);
+int auth_require_or_reply(const struct config *cfg, struct http_req *req, struct http_resp *resp);
 
 /* After auth_require_or_reply: 0 when the caller's key holds scope (one
  * CFG_SCOPE_* flag; 0 needs none); otherwise replies 403 FORBIDDEN naming

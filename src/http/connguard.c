@@ -16,8 +16,8 @@
 #include "monotime.h"
 #include "netaddr.h"
 
-#define CG_BUCKETS       4096         /* per-address hash buckets */
-#define CG_REAP_EVERY_MS 100          /* reaper pass interval */
+#define CG_BUCKETS 4096      /* per-address hash buckets */
+#define CG_REAP_EVERY_MS 100 /* reaper pass interval */
 
 struct addr_count {
     struct netaddr key;
@@ -27,13 +27,13 @@ struct addr_count {
 
 struct connguard_conn {
     int fd;
-    struct netaddr key;               /* the client as counted (IPv6 by prefix) */
-    bool trusted;                     /* from a trusted proxy: no per-client cap */
-    atomic_llong deadline_ms;         /* 0 = none */
+    struct netaddr key;       /* the client as counted (IPv6 by prefix) */
+    bool trusted;             /* from a trusted proxy: no per-client cap */
+    atomic_llong deadline_ms; /* 0 = none */
     atomic_int phase;
     const struct connguard *g;
-    bool reaped;                      /* shut down: the reaper leaves it alone */
-    bool evicted;                     /* shut down to admit another client: no longer counted */
+    bool reaped;  /* shut down: the reaper leaves it alone */
+    bool evicted; /* shut down to admit another client: no longer counted */
     struct connguard_conn *prev, *next;
 };
 
@@ -41,11 +41,11 @@ struct connguard {
     struct connguard_limits lim;
     struct metrics *m;
     pthread_mutex_t mu;
-    pthread_cond_t cv;                /* stop */
+    pthread_cond_t cv; /* stop */
     bool stop;
     pthread_t reaper;
-    int count;                        /* counted connections (evicted ones are not) */
-    struct connguard_conn *head, *tail;   /* newest first */
+    int count;                          /* counted connections (evicted ones are not) */
+    struct connguard_conn *head, *tail; /* newest first */
     struct addr_count *bucket[CG_BUCKETS];
 };
 
@@ -63,7 +63,7 @@ static bool make_key(const struct connguard *g, const struct sockaddr *sa, sockl
 
 static size_t hash_key(const struct netaddr *k)
 {
-    uint32_t h = 2166136261u;                 /* FNV-1a */
+    uint32_t h = 2166136261u; /* FNV-1a */
 
     for (unsigned i = 0; i < k->len; i++)
         h = (h ^ k->b[i]) * 16777619u;
@@ -120,7 +120,7 @@ static void reap(struct connguard *g)
         shutdown(c->fd, SHUT_RDWR);
         c->reaped = true;
         metrics_inc(g->m, atomic_load(&c->phase) == CONNGUARD_BODY ? M_HTTP_BODY_TIMEOUTS
-                                                                    : M_HTTP_HEADER_TIMEOUTS);
+                                                                   : M_HTTP_HEADER_TIMEOUTS);
     }
 }
 
@@ -303,7 +303,7 @@ void connguard_close(struct connguard *g, struct connguard_conn *c)
         c->next->prev = c->prev;
     else
         g->tail = c->prev;
-    if (!c->evicted) {                        /* else uncounted when it was evicted */
+    if (!c->evicted) { /* else uncounted when it was evicted */
         add_count(g, &c->key, -1);
         g->count--;
     }

@@ -22,16 +22,16 @@ struct connguard_conn;
  * bits. Connections from a trusted proxy (which carries many clients) are
  * neither capped per client nor evicted. */
 struct connguard_limits {
-    int max_conns;                /* open connections in all */
-    int max_per_addr;             /* open connections per client; 0 = no cap */
-    int reserved;                 /* of max_conns, the last ones: only for clients holding
+    int max_conns;    /* open connections in all */
+    int max_per_addr; /* open connections per client; 0 = no cap */
+    int reserved;     /* of max_conns, the last ones: only for clients holding
                                      fewer than reserved_below connections */
     int reserved_below;
-    int v6_prefix;                /* 1..128 */
-    struct netaddr_list trusted;  /* proxy addresses */
-    int header_ms;                /* from accept (or the end of the previous reply) to the
+    int v6_prefix;               /* 1..128 */
+    struct netaddr_list trusted; /* proxy addresses */
+    int header_ms;               /* from accept (or the end of the previous reply) to the
                                      end of the header block */
-    int body_ms;                  /* from the end of the header block to the end of the body */
+    int body_ms;                 /* from the end of the header block to the end of the body */
 };
 
 /* Starts the reaper. m (may be NULL) gets the refusal and reaping counts.
@@ -61,9 +61,9 @@ struct connguard_conn *connguard_accept(struct connguard *g, int fd, const struc
 void connguard_close(struct connguard *g, struct connguard_conn *c);
 
 enum connguard_phase {
-    CONNGUARD_HEADERS,            /* waiting for a request's header block */
-    CONNGUARD_BODY,               /* reading a request body */
-    CONNGUARD_BUSY,               /* the request is being handled: no deadline */
+    CONNGUARD_HEADERS, /* waiting for a request's header block */
+    CONNGUARD_BODY,    /* reading a request body */
+    CONNGUARD_BUSY,    /* the request is being handled: no deadline */
 };
 
 /* Moves c to phase p; the phase's deadline counts from now. NULL-safe. */

@@ -43,12 +43,9 @@ const char *framing_message(enum framing_status st)
     switch (st) {
     case FRAMING_BAD_NAME:
         return "malformed header name: whitespace, a folded line or a character outside a token";
-    case FRAMING_FOLDED:
-        return "folded Content-Length or Transfer-Encoding line";
-    case FRAMING_BAD_VALUE:
-        return "control character (CR, LF, NUL) in a header value";
-    case FRAMING_OK:
-        break;
+    case FRAMING_FOLDED: return "folded Content-Length or Transfer-Encoding line";
+    case FRAMING_BAD_VALUE: return "control character (CR, LF, NUL) in a header value";
+    case FRAMING_OK: break;
     }
     return "bad request";
 }

@@ -15,9 +15,9 @@
 
 enum framing_status {
     FRAMING_OK,
-    FRAMING_BAD_NAME,             /* empty, or a byte outside an RFC 9110 token */
-    FRAMING_FOLDED,               /* a framing header's name with more glued on */
-    FRAMING_BAD_VALUE,            /* CR, LF, NUL or another control byte but HTAB */
+    FRAMING_BAD_NAME,  /* empty, or a byte outside an RFC 9110 token */
+    FRAMING_FOLDED,    /* a framing header's name with more glued on */
+    FRAMING_BAD_VALUE, /* CR, LF, NUL or another control byte but HTAB */
 };
 
 /* Checks one header line: name of name_len bytes, value of value_len. */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HTTP_REPLY_INIT_BYTES 512     /* below the allocator's per-thread cache limit */
+#define HTTP_REPLY_INIT_BYTES 512 /* below the allocator's per-thread cache limit */
 
 const char *http_req_query(const struct http_req *req, const char *name)
 {
@@ -47,8 +47,7 @@ void http_reply_json(struct http_resp *resp, int status, const struct cJSON *obj
     char *text = malloc(HTTP_REPLY_INIT_BYTES), *copy;
 
     /* cJSON_PrintPreallocated takes a non-const item, but only reads it. */
-    if (text != NULL &&
-        cJSON_PrintPreallocated((cJSON *)obj, text, HTTP_REPLY_INIT_BYTES, false)) {
+    if (text != NULL && cJSON_PrintPreallocated((cJSON *)obj, text, HTTP_REPLY_INIT_BYTES, false)) {
         set_body(resp, status, text);
         return;
     }
@@ -99,7 +98,7 @@ void http_reply_text(struct http_resp *resp, int status, const char *ctype, cons
 static void set_retryable(struct http_resp *resp, int want, const char *code, int retry_after_s)
 {
     if (resp->status != want)
-        return;                               /* out of memory turned it into a 500 */
+        return; /* out of memory turned it into a 500 */
     resp->code = code;
     resp->retry_after_s = retry_after_s > 0 ? retry_after_s : 1;
     resp->outcome = HTTP_OUT_RETRYABLE;
@@ -112,8 +111,8 @@ void http_reply_retry(struct http_resp *resp, const char *code, const char *mess
     set_retryable(resp, 503, code, retry_after_s);
 }
 
-void http_reply_text_retry(struct http_resp *resp, const char *ctype, const char *text,
-                           size_t len, const char *code, int retry_after_s)
+void http_reply_text_retry(struct http_resp *resp, const char *ctype, const char *text, size_t len,
+                           const char *code, int retry_after_s)
 {
     http_reply_text(resp, 503, ctype, text, len);
     set_retryable(resp, 503, code, retry_after_s);

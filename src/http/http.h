@@ -9,10 +9,11 @@
 struct server;
 struct cJSON;
 
-#define HTTP_PARAM_MAX 66         /* one {param} segment: 64 chars, one more so that a
+#define HTTP_PARAM_MAX \
+    66 /* one {param} segment: 64 chars, one more so that a
                                      longer one stays too long, and the NUL */
 #define HTTP_REQ_ID_MAX 65
-#define HTTP_CALLER_MAX 33        /* an operator key's name (auth.keys) and the NUL */
+#define HTTP_CALLER_MAX 33 /* an operator key's name (auth.keys) and the NUL */
 
 /* One request as a handler sees it. Borrowed for the handler call only. */
 struct keyring;
@@ -20,9 +21,9 @@ struct keyring;
 struct http_req {
     const char *method;
     const char *path;
-    const char *body;             /* NUL-terminated; body_len excludes NUL */
+    const char *body; /* NUL-terminated; body_len excludes NUL */
     size_t body_len;
-    char param[HTTP_PARAM_MAX];   /* the {param} segment of the route, if any */
+    char param[HTTP_PARAM_MAX]; /* the {param} segment of the route, if any */
     char request_id[HTTP_REQ_ID_MAX];
     char caller[HTTP_CALLER_MAX]; /* name of the operator key that authenticated the
                                      request (operator routes), else "" */
@@ -35,9 +36,9 @@ struct http_req {
 /* What a handler's reply means to whoever ran it (the token restore, an
  * idempotency store): not read back from the HTTP status. */
 enum http_outcome {
-    HTTP_OUT_NONE,                /* nothing answered yet */
-    HTTP_OUT_DEFINITE,            /* the answer stands: repeating the request changes nothing */
-    HTTP_OUT_RETRYABLE            /* a 503 with Retry-After: nothing was done, try again */
+    HTTP_OUT_NONE,     /* nothing answered yet */
+    HTTP_OUT_DEFINITE, /* the answer stands: repeating the request changes nothing */
+    HTTP_OUT_RETRYABLE /* a 503 with Retry-After: nothing was done, try again */
 };
 
 /* The reply a handler fills. The server owns and frees it. Only the reply
@@ -51,8 +52,8 @@ struct http_resp {
     const char *code;             /* error code of the reply, for logs */
     const char *www_authenticate; /* static text; non-NULL adds WWW-Authenticate */
     enum http_outcome outcome;
-    int replayed;                 /* 1: a stored answer, sent with Idempotent-Replayed: true */
-    char shard_outage[4];         /* non-empty: the shard id whose outage this 503 is, sent
+    int replayed;         /* 1: a stored answer, sent with Idempotent-Replayed: true */
+    char shard_outage[4]; /* non-empty: the shard id whose outage this 503 is, sent
                                      as X-Shard-Outage (a proxy must not retry it elsewhere) */
 };
 
@@ -70,15 +71,14 @@ const char *http_req_header(const struct http_req *req, const char *name);
 void http_reply_json(struct http_resp *resp, int status, const struct cJSON *obj);
 
 /* Sets a {"code","message"} error reply; a definite answer. */
-void http_reply_error(struct http_resp *resp, int status, const char *code,
-                      const char *message);
+void http_reply_error(struct http_resp *resp, int status, const char *code, const char *message);
 
 /* Adds WWW-Authenticate: challenge (a static string) to a 401 reply. */
 void http_reply_challenge(struct http_resp *resp, const char *challenge);
 
 /* Sets a plain-text reply (copied), e.g. for /metrics; a definite answer. */
-void http_reply_text(struct http_resp *resp, int status, const char *ctype,
-                     const char *text, size_t len);
+void http_reply_text(struct http_resp *resp, int status, const char *ctype, const char *text,
+                     size_t len);
 
 /* 503 {"code":code,"message"} with Retry-After: retry_after_s (>= 1); a
  * retryable answer. code must be a string literal (it is kept for logs). */
@@ -88,8 +88,8 @@ void http_reply_retry(struct http_resp *resp, const char *code, const char *mess
 /* 503 with a plain-text body (a gateway's own "try again" answer) and
  * Retry-After: retry_after_s (>= 1); a retryable answer. code is kept for
  * logs and must be a string literal. */
-void http_reply_text_retry(struct http_resp *resp, const char *ctype, const char *text,
-                           size_t len, const char *code, int retry_after_s);
+void http_reply_text_retry(struct http_resp *resp, const char *ctype, const char *text, size_t len,
+                           const char *code, int retry_after_s);
 
 /* 503 UNAVAILABLE with Retry-After: 1; a retryable answer. */
 void http_reply_unavailable(struct http_resp *resp, const char *message);

@@ -84,7 +84,7 @@ static void allow_add(char *allow, size_t allow_sz, const char *method)
 {
     size_t n = strlen(allow);
 
-    if (strstr(allow, method) != NULL)        /* GET, HEAD, POST: none is in another */
+    if (strstr(allow, method) != NULL) /* GET, HEAD, POST: none is in another */
         return;
     snprintf(allow + n, allow_sz - n, "%s%s", n ? ", " : "", method);
 }

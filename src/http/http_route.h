@@ -15,9 +15,9 @@
 /* Where a route's handler runs. The polling threads must never block, or
  * every connection they serve (a /healthz probe among them) waits too. */
 enum http_lane {
-    HTTP_LANE_INLINE,             /* no I/O: on the polling thread */
-    HTTP_LANE_OPS,                /* bounded MySQL probe (/readyz, /metrics): the ops pool */
-    HTTP_LANE_WORK                /* MySQL and Redis: the work pool */
+    HTTP_LANE_INLINE, /* no I/O: on the polling thread */
+    HTTP_LANE_OPS,    /* bounded MySQL probe (/readyz, /metrics): the ops pool */
+    HTTP_LANE_WORK    /* MySQL and Redis: the work pool */
 };
 
 struct http_route;
@@ -30,7 +30,7 @@ typedef int (*http_guard)(const struct http_route *route, struct http_req *req,
 
 #define HTTP_ROUTE_QUOTA_TOKEN (1u << 0) /* counted in the client's quota.token_* bucket */
 #define HTTP_ROUTE_QUOTA_ORDER (1u << 1) /* counted in the client's quota.order_* bucket */
-#define HTTP_ROUTE_NO_HEAD     (1u << 2) /* a GET that writes: HEAD is not GET without a body */
+#define HTTP_ROUTE_NO_HEAD (1u << 2)     /* a GET that writes: HEAD is not GET without a body */
 /* The flags from this bit up are the guard's own (the router's operator
  * key scopes); the HTTP layer does not read them. */
 #define HTTP_ROUTE_GUARD_SHIFT 8
@@ -38,11 +38,11 @@ typedef int (*http_guard)(const struct http_route *route, struct http_req *req,
 /* One entry of a route table. */
 struct http_route {
     const char *method;
-    const char *pattern;          /* "/order/{order_no}/ship": {x} is one segment */
+    const char *pattern; /* "/order/{order_no}/ship": {x} is one segment */
     http_handler fn;
     enum http_lane lane;
-    http_guard guard;             /* NULL: the route takes any caller */
-    unsigned flags;               /* HTTP_ROUTE_* */
+    http_guard guard; /* NULL: the route takes any caller */
+    unsigned flags;   /* HTTP_ROUTE_* */
 };
 
 /* The index of the route of routes[0..n) for method and a decoded path,

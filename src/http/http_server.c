@@ -42,68 +42,69 @@
 #include "validate.h"
 #include "workq.h"
 
-#define HTTP_BODY_INIT_BYTES   1024
-#define HTTP_HEADER_MAX_BYTES  8192   /* request line and headers; the library's own
+#define HTTP_BODY_INIT_BYTES 1024
+#define HTTP_HEADER_MAX_BYTES \
+    8192                          /* request line and headers; the library's own
                                          limit (its 32 KiB memory pool) is above it */
-#define HTTP_IO_THREADS_MAX    4      /* libmicrohttpd polling threads */
-#define HTTP_OPS_THREADS       2      /* the /readyz and /metrics lane */
-#define HTTP_FD_RESERVE        64     /* descriptors for logs, listeners, the ITC, spare */
-#define HTTP_ACCEPT_POLL_MS    100    /* the acceptor checks for a stop this often */
-#define HTTP_ACCEPT_BACKOFF_MS 50     /* pause after running out of descriptors */
+#define HTTP_IO_THREADS_MAX 4     /* libmicrohttpd polling threads */
+#define HTTP_OPS_THREADS 2        /* the /readyz and /metrics lane */
+#define HTTP_FD_RESERVE 64        /* descriptors for logs, listeners, the ITC, spare */
+#define HTTP_ACCEPT_POLL_MS 100   /* the acceptor checks for a stop this often */
+#define HTTP_ACCEPT_BACKOFF_MS 50 /* pause after running out of descriptors */
 
 struct http_state {
     struct MHD_Daemon *d;
-    int listen_fd;                /* ours: the acceptor hands connections to the daemon */
+    int listen_fd; /* ours: the acceptor hands connections to the daemon */
     pthread_t acceptor;
     bool acceptor_running;
-    atomic_bool accept_stop;      /* quiesced: the acceptor returns */
+    atomic_bool accept_stop; /* quiesced: the acceptor returns */
     /* Guard handles of connections accepted and handed to the library,
      * by descriptor, until its polling thread takes them (connection_cb). */
     struct connguard_conn *_Atomic *pending;
     size_t npending;
     atomic_int inflight;
-    atomic_bool stopping;         /* quiesced: replies close their connection */
-    atomic_bool abandoned;        /* the grace period ran out: no reply goes out any more */
-    uint64_t req_id_key;          /* random at start, so ids differ between runs */
+    atomic_bool stopping;  /* quiesced: replies close their connection */
+    atomic_bool abandoned; /* the grace period ran out: no reply goes out any more */
+    uint64_t req_id_key;   /* random at start, so ids differ between runs */
     atomic_uint_fast64_t req_id_seq;
-    struct connguard *guard;      /* connection caps and deadlines */
-    struct workq *work;           /* runs the handlers, off the polling threads */
-    struct workq *ops;            /* runs /readyz and /metrics, never behind a business request */
-    struct quota *quota;          /* per-client rates of the anonymous write routes */
+    struct connguard *guard; /* connection caps and deadlines */
+    struct workq *work;      /* runs the handlers, off the polling threads */
+    struct workq *ops;       /* runs /readyz and /metrics, never behind a business request */
+    struct quota *quota;     /* per-client rates of the anonymous write routes */
     const struct http_route *routes;
     size_t nroutes;
 };
 
 enum req_phase {
-    RS_READING,                   /* headers or body arriving */
-    RS_QUEUED,                    /* connection suspended, handler queued or running */
-    RS_DONE,                      /* resp is ready to send */
+    RS_READING, /* headers or body arriving */
+    RS_QUEUED,  /* connection suspended, handler queued or running */
+    RS_DONE,    /* resp is ready to send */
 };
 
 /* Per-request state, born in the URI callback and freed in the completed
  * callback. While RS_QUEUED, a pool thread owns req and resp. */
 struct req_state {
-    struct workq_job job;         /* first: the job is the state */
+    struct workq_job job; /* first: the job is the state */
     struct server *srv;
     struct MHD_Connection *conn;
     struct connguard_conn *guard;
     char *body;
     size_t len, cap;
-    size_t body_hint;             /* Content-Length, when sent and within the cap */
-    bool started;                 /* the access callback has seen the headers */
+    size_t body_hint; /* Content-Length, when sent and within the cap */
+    bool started;     /* the access callback has seen the headers */
     bool too_large;
     bool replied;
-    bool close;                   /* reply with Connection: close */
-    _Atomic int phase;            /* enum req_phase */
+    bool close;        /* reply with Connection: close */
+    _Atomic int phase; /* enum req_phase */
     struct timespec start;
-    char *path;                   /* raw path, before percent-decoding: in paths */
-    char *dpath;                  /* decoded path, what req.path points at: in paths */
+    char *path;  /* raw path, before percent-decoding: in paths */
+    char *dpath; /* decoded path, what req.path points at: in paths */
     bool path_too_long;
     struct http_req req;
     struct http_resp resp;
     size_t route;
     char allow[64];
-    char paths[];                 /* path and dpath, each as long as this request's path */
+    char paths[]; /* path and dpath, each as long as this request's path */
 };
 
 /* splitmix64's finalizer: a bijection of 64-bit values that looks random. */
@@ -129,8 +130,7 @@ static void request_id(struct http_state *hs, struct MHD_Connection *conn,
         snprintf(out, HTTP_REQ_ID_MAX, "%s", v);
         return;
     }
-    r = mix64(hs->req_id_key + atomic_fetch_add_explicit(&hs->req_id_seq, 1,
-                                                          memory_order_relaxed));
+    r = mix64(hs->req_id_key + atomic_fetch_add_explicit(&hs->req_id_seq, 1, memory_order_relaxed));
     for (int i = 7; i >= 0; i--, r >>= 8)
         b[i] = (unsigned char)(r & 0xff);
     hex_encode(b, sizeof(b), out);
@@ -153,7 +153,9 @@ static const char *log_safe(const char *s, char *out, size_t n)
 
     for (i = 0; s[i] != '\0' && i + 1 < n; i++)
         out[i] = (s[i] == '"' || s[i] == '\\' || (unsigned char)s[i] < 0x20 ||
-                  (unsigned char)s[i] == 0x7f) ? '_' : s[i];
+                  (unsigned char)s[i] == 0x7f)
+                     ? '_'
+                     : s[i];
     out[i] = '\0';
     return out;
 }
@@ -184,7 +186,7 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
         resp->body = NULL;
         return MHD_NO;
     }
-    resp->body = NULL;                                /* owned by r now */
+    resp->body = NULL; /* owned by r now */
     MHD_add_response_header(r, "Content-Type",
                             resp->content_type ? resp->content_type
                                                : "application/json; charset=utf-8");
@@ -210,8 +212,8 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
     us = elapsed_us(&rs->start);
     metrics_observe(srv->m, rs->route, resp->status, us);
     log_write(resp->status >= 500 ? LOG_WARN : LOG_INFO, "request",
-              "method=%s path=\"%s\" status=%d duration_us=%llu request_id=%s%s%s%s%s",
-              req->method, log_safe(req->path, safe_path, sizeof(safe_path)), resp->status,
+              "method=%s path=\"%s\" status=%d duration_us=%llu request_id=%s%s%s%s%s", req->method,
+              log_safe(req->path, safe_path, sizeof(safe_path)), resp->status,
               (unsigned long long)us, req->request_id, resp->code ? " code=" : "",
               resp->code ? resp->code : "", req->caller[0] ? " caller=" : "", req->caller);
     return ret;
@@ -240,9 +242,11 @@ static void request_client(const struct config *cfg, struct MHD_Connection *conn
     struct netaddr peer, fwd;
     const char *xff = NULL;
 
-    netaddr_from_sockaddr(sa, sa == NULL ? 0 : sa->sa_family == AF_INET6
-                                                   ? sizeof(struct sockaddr_in6)
-                                                   : sizeof(struct sockaddr_in), &peer);
+    netaddr_from_sockaddr(sa,
+                          sa == NULL                  ? 0
+                          : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                      : sizeof(struct sockaddr_in),
+                          &peer);
     if (cfg->http_trusted.n > 0 && netaddr_list_contains(&cfg->http_trusted, &peer)) {
         MHD_get_connection_values(conn, MHD_HEADER_KIND, last_xff, &xff);
         if (netaddr_forwarded_client(xff, &cfg->http_trusted, &fwd) == 0)
@@ -296,13 +300,14 @@ static int prepare_request(struct req_state *rs, const char *method)
     request_id(rs->srv->http, rs->conn, req->request_id);
     rs->route = hs->nroutes;
     if (http_path_decode(rs->path, rs->dpath) != 0) {
-        strcpy(rs->dpath, rs->path);              /* the same size */
+        strcpy(rs->dpath, rs->path); /* the same size */
         http_reply_error(&rs->resp, 400, "BAD_REQUEST",
                          "malformed path: bad percent-escape, or an escaped '/' or NUL");
         return -1;
     }
     if (rs->too_large) {
-        http_reply_error(&rs->resp, 413, "PAYLOAD_TOO_LARGE", "request body exceeds body_max_bytes");
+        http_reply_error(&rs->resp, 413, "PAYLOAD_TOO_LARGE",
+                         "request body exceeds body_max_bytes");
         rs->route = http_route_find(hs->routes, hs->nroutes, method, rs->dpath);
         return -1;
     }
@@ -312,9 +317,9 @@ static int prepare_request(struct req_state *rs, const char *method)
         return -1;
     r = &hs->routes[rs->route];
     if (r->guard != NULL && r->guard(r, req, &rs->resp) != 0)
-        return -1;                                /* refused; the handler never runs */
+        return -1; /* refused; the handler never runs */
     if (quota_or_reply(rs) != 0)
-        return -1;                                /* 429 set */
+        return -1; /* 429 set */
     return (int)r->lane;
 }
 
@@ -359,7 +364,7 @@ static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection 
     rs->job.run = job_run;
     rs->job.expire = job_expire;
     atomic_store(&rs->phase, RS_QUEUED);
-    MHD_suspend_connection(conn);                 /* before the push: a pool thread resumes */
+    MHD_suspend_connection(conn); /* before the push: a pool thread resumes */
     if (workq_push(q, &rs->job) != 0) {
         http_reply_unavailable(&rs->resp, "server stopping");
         atomic_store(&rs->phase, RS_DONE);
@@ -380,7 +385,7 @@ static enum MHD_Result reply_early(struct server *srv, struct MHD_Connection *co
     rs->req.path = rs->dpath;
     request_id(srv->http, conn, rs->req.request_id);
     if (http_path_decode(rs->path, rs->dpath) != 0)
-        strcpy(rs->dpath, rs->path);              /* the same size */
+        strcpy(rs->dpath, rs->path); /* the same size */
     rs->route = srv->http->nroutes;
     rs->close = close;
     http_reply_error(&rs->resp, status, code, message);
@@ -403,7 +408,7 @@ static void append_body(struct req_state *rs, const char *data, size_t n, size_t
             ncap *= 2;
         char *nb = realloc(rs->body, ncap);
         if (nb == NULL) {
-            rs->too_large = true;                 /* cannot hold it: refuse it */
+            rs->too_large = true; /* cannot hold it: refuse it */
             return;
         }
         rs->body = nb;
@@ -493,8 +498,8 @@ static enum MHD_Result check_line(void *cls, enum MHD_ValueKind kind, const char
 static enum MHD_Result on_headers(struct server *srv, struct MHD_Connection *conn,
                                   struct req_state *rs, const char *method)
 {
-    const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *te =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
     int ncl = header_count(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
@@ -524,42 +529,41 @@ static enum MHD_Result on_headers(struct server *srv, struct MHD_Connection *con
     cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     cl_bytes = cl != NULL ? strtoull(cl, NULL, 10) : 0;
     if (cl_bytes > (size_t)srv->cfg->body_max_bytes) {
-        rs->too_large = true;                     /* answer now, never read it */
+        rs->too_large = true; /* answer now, never read it */
         return handle_request(srv, conn, rs, method);
     }
-    rs->body_hint = (size_t)cl_bytes;             /* the body gets one allocation */
+    rs->body_hint = (size_t)cl_bytes; /* the body gets one allocation */
     connguard_phase(rs->guard, CONNGUARD_BODY);
     return MHD_YES;
 }
 
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **req_cls)
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **req_cls)
 {
     struct server *srv = cls;
     struct req_state *rs = *req_cls;
 
-    (void)url;                                    /* decoded by libmicrohttpd: see uri_cb */
+    (void)url; /* decoded by libmicrohttpd: see uri_cb */
     (void)version;
     if (rs == NULL)
-        return MHD_NO;                            /* out of memory in uri_cb */
-    if (!rs->started) {                           /* headers complete: a request in flight */
+        return MHD_NO;  /* out of memory in uri_cb */
+    if (!rs->started) { /* headers complete: a request in flight */
         rs->started = true;
         rs->req.keys = keyslot_acquire(srv->keys);
         atomic_fetch_add(&srv->http->inflight, 1);
         return on_headers(srv, conn, rs, method);
     }
     if (rs->replied) {
-        *upload_data_size = 0;                    /* discard the rest */
+        *upload_data_size = 0; /* discard the rest */
         return MHD_YES;
     }
-    if (atomic_load(&rs->phase) == RS_DONE)       /* resumed after the handler ran */
+    if (atomic_load(&rs->phase) == RS_DONE) /* resumed after the handler ran */
         return send_reply(srv, conn, rs);
     if (*upload_data_size > 0) {
         append_body(rs, upload_data, *upload_data_size, (size_t)srv->cfg->body_max_bytes);
         *upload_data_size = 0;
-        if (connguard_expired(rs->guard))      /* a trickled body: the deadline is total */
+        if (connguard_expired(rs->guard)) /* a trickled body: the deadline is total */
             return reply_early(srv, conn, rs, method, 408, "REQUEST_TIMEOUT",
                                "request body not received within http.body_timeout_ms", true);
         return MHD_YES;
@@ -646,18 +650,17 @@ static void *acceptor_main(void *arg)
             continue;
         for (;;) {
             len = sizeof(ss);
-            fd = accept4(hs->listen_fd, (struct sockaddr *)&ss, &len,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+            fd = accept4(hs->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) {
                 if (errno == EINTR || errno == ECONNABORTED)
                     continue;
                 if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                    poll(NULL, 0, HTTP_ACCEPT_BACKOFF_MS);   /* the kernel keeps it queued */
-                break;                                      /* EAGAIN, or shut down */
+                    poll(NULL, 0, HTTP_ACCEPT_BACKOFF_MS); /* the kernel keeps it queued */
+                break;                                     /* EAGAIN, or shut down */
             }
             if ((size_t)fd >= hs->npending ||
                 (c = connguard_accept(hs->guard, fd, (const struct sockaddr *)&ss, len)) == NULL) {
-                close(fd);                                  /* over a cap: closed, never queued */
+                close(fd); /* over a cap: closed, never queued */
                 continue;
             }
             /* A handle left under this descriptor belonged to a connection
@@ -677,14 +680,15 @@ static void *acceptor_main(void *arg)
  * The socket, or -1 (logged). */
 static int open_listener(const struct config *cfg, const struct sockaddr *sa, int *port)
 {
-    socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                              : sizeof(struct sockaddr_in);
+    socklen_t len =
+        sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     struct sockaddr_storage bound;
     int fd, on = 1;
 
     fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
-        (cfg->listen_reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0) ||
+        (cfg->listen_reuse_port &&
+         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0) ||
         (sa->sa_family == AF_INET6 &&
          setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) != 0) ||
         bind(fd, sa, len) != 0 || listen(fd, SOMAXCONN) != 0) {
@@ -847,24 +851,24 @@ int http_start(struct server *srv, const struct http_route *routes, size_t nrout
     srv->http->npending = (size_t)(lib_limit + fd_reserve(cfg, io_threads));
     if ((srv->http->pending = calloc(srv->http->npending, sizeof(*srv->http->pending))) == NULL)
         return -1;
-    flags &= ~(unsigned int)MHD_USE_IPv6;             /* the library listens on nothing */
+    flags &= ~(unsigned int)MHD_USE_IPv6; /* the library listens on nothing */
     /* The library's own idle timeout only backs up the guard's deadlines:
      * it catches a client that stops reading its reply. */
     idle_s = (unsigned int)((cfg->http_header_timeout_ms > cfg->http_body_timeout_ms
                                  ? cfg->http_header_timeout_ms
-                                 : cfg->http_body_timeout_ms) + 999) / 1000 + 1;
+                                 : cfg->http_body_timeout_ms) +
+                            999) /
+                 1000 +
+             1;
     srv->http->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, access_cb, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)io_threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+        flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)io_threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        idle_s,
         /* Above our own cap, so the library never refuses what the guard
          * admitted: the guard decides. */
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)lib_limit,
-        MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
-        MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv,
-        MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)lib_limit, MHD_OPTION_NOTIFY_COMPLETED,
+        completed_cb, srv, MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv, MHD_OPTION_END);
     if (srv->http->d == NULL) {
         log_error("cannot start the http threads (see the microhttpd line above)", "%s", "");
         return -1;
@@ -922,7 +926,7 @@ void http_stop(struct server *srv)
         MHD_stop_daemon(srv->http->d);
     if (srv->http->listen_fd >= 0)
         close(srv->http->listen_fd);
-    for (size_t i = 0; i < srv->http->npending; i++)  /* handed over, never started */
+    for (size_t i = 0; i < srv->http->npending; i++) /* handed over, never started */
         connguard_close(srv->http->guard, atomic_exchange(&srv->http->pending[i], NULL));
     free((void *)srv->http->pending);
     connguard_destroy(srv->http->guard);

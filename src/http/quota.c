@@ -9,16 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define QUOTA_WAYS   4                       /* buckets a client may land in */
-#define QUOTA_SETS   (QUOTA_SLOTS / QUOTA_WAYS)
-#define MILLI        1000LL                  /* thousandths of a token per request */
+#define QUOTA_WAYS 4 /* buckets a client may land in */
+#define QUOTA_SETS (QUOTA_SLOTS / QUOTA_WAYS)
+#define MILLI 1000LL /* thousandths of a token per request */
 
 struct bucket {
     struct netaddr client;
     int cls;
     bool used;
-    long long milli;                         /* tokens, in thousandths */
-    long long last_ms;                       /* last refill */
+    long long milli;   /* tokens, in thousandths */
+    long long last_ms; /* last refill */
 };
 
 struct quota {
@@ -48,7 +48,7 @@ void quota_destroy(struct quota *q)
 
 static size_t set_of(const struct netaddr *a, int cls)
 {
-    uint32_t h = 2166136261u ^ (uint32_t)cls;       /* FNV-1a */
+    uint32_t h = 2166136261u ^ (uint32_t)cls; /* FNV-1a */
 
     for (unsigned i = 0; i < a->len; i++)
         h = (h ^ a->b[i]) * 16777619u;

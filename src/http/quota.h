@@ -9,17 +9,17 @@
 
 #include "netaddr.h"
 
-#define QUOTA_SLOTS 65536         /* buckets kept, all classes together */
+#define QUOTA_SLOTS 65536 /* buckets kept, all classes together */
 
 enum quota_class {
-    QUOTA_TOKEN,                  /* /token/apply */
-    QUOTA_ORDER,                  /* /order/create */
+    QUOTA_TOKEN, /* /token/apply */
+    QUOTA_ORDER, /* /order/create */
     QUOTA_CLASSES
 };
 
 struct quota_limit {
-    int rate_per_s;               /* 0 = no quota */
-    int burst;                    /* requests a full bucket holds, >= 1 */
+    int rate_per_s; /* 0 = no quota */
+    int burst;      /* requests a full bucket holds, >= 1 */
 };
 
 struct quota;

@@ -14,21 +14,21 @@
 
 #include "monotime.h"
 
-#define WORKQ_WATCH_MIN_MS 10         /* shortest watchdog sleep */
+#define WORKQ_WATCH_MIN_MS 10 /* shortest watchdog sleep */
 
 struct worker {
     struct workq *q;
     pthread_t tid;
-    sem_t wake;                       /* posted once per hand-off, and at stop */
-    struct workq_job *job;            /* handed by workq_push; NULL at stop */
+    sem_t wake;            /* posted once per hand-off, and at stop */
+    struct workq_job *job; /* handed by workq_push; NULL at stop */
     struct worker *next_idle;
 };
 
 struct workq {
     pthread_mutex_t mu;
-    pthread_cond_t watch_cv;          /* wakes the watchdog at stop */
-    struct workq_job *head, *tail;    /* empty whenever a worker is idle */
-    struct worker *idle;              /* idle workers, the last one to finish on top */
+    pthread_cond_t watch_cv;       /* wakes the watchdog at stop */
+    struct workq_job *head, *tail; /* empty whenever a worker is idle */
+    struct worker *idle;           /* idle workers, the last one to finish on top */
     int max_wait_ms;
     bool stop;
     int nthreads;
@@ -71,7 +71,7 @@ static struct workq_job *next_job(struct worker *w)
         return j;
     while (sem_wait(&w->wake) != 0 && errno == EINTR)
         ;
-    return w->job;                    /* written before the post */
+    return w->job; /* written before the post */
 }
 
 static void *worker_main(void *arg)
@@ -108,8 +108,7 @@ static void *watchdog_main(void *arg)
             pthread_mutex_lock(&q->mu);
             continue;
         }
-        wake = q->head != NULL ? q->head->enqueued_ms + q->max_wait_ms + 1
-                               : now + q->max_wait_ms;
+        wake = q->head != NULL ? q->head->enqueued_ms + q->max_wait_ms + 1 : now + q->max_wait_ms;
         if (wake < now + WORKQ_WATCH_MIN_MS)
             wake = now + WORKQ_WATCH_MIN_MS;
         until = monotime_after_ms(wake - now);
@@ -195,7 +194,7 @@ void workq_destroy(struct workq *q)
     pthread_mutex_lock(&q->mu);
     q->stop = true;
     for (w = q->idle; w != NULL; w = w->next_idle) {
-        w->job = NULL;                /* wakes to stop */
+        w->job = NULL; /* wakes to stop */
         sem_post(&w->wake);
     }
     q->idle = NULL;

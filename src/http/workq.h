@@ -19,8 +19,8 @@ typedef void (*workq_fn)(struct workq_job *job);
 struct workq_job {
     workq_fn run;
     workq_fn expire;
-    long long enqueued_ms;        /* set by workq_push */
-    struct workq_job *next;       /* owned by the queue while queued */
+    long long enqueued_ms;  /* set by workq_push */
+    struct workq_job *next; /* owned by the queue while queued */
 };
 
 /* nthreads threads; a job waits at most max_wait_ms. NULL on failure. */

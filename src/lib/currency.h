@@ -7,14 +7,14 @@
 
 #include <stdint.h>
 
-#define CURRENCY_BUF 4            /* three letters and the NUL */
+#define CURRENCY_BUF 4 /* three letters and the NUL */
 #define CURRENCY_DEFAULT "CNY"
 
 enum currency_status {
     CURRENCY_OK,
-    CURRENCY_UNKNOWN,             /* not a known ISO 4217 code */
-    CURRENCY_INEXACT,             /* has no exact value in cents (e.g. 1.005 KWD) */
-    CURRENCY_RANGE                /* negative, or beyond 9999999999.99 */
+    CURRENCY_UNKNOWN, /* not a known ISO 4217 code */
+    CURRENCY_INEXACT, /* has no exact value in cents (e.g. 1.005 KWD) */
+    CURRENCY_RANGE    /* negative, or beyond 9999999999.99 */
 };
 
 /* Copies code into out as three upper-case letters ("usd" -> "USD").

@@ -35,7 +35,7 @@ static enum form_status decode(const char *s, size_t len, char **out)
             if (i + 2 >= len || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
                 goto bad;
             if (hi == 0 && lo == 0)
-                goto bad;                     /* %00 would cut the C string */
+                goto bad; /* %00 would cut the C string */
             d[n++] = (char)(hi << 4 | lo);
             i += 2;
         } else if (s[i] == '\0') {
@@ -138,16 +138,11 @@ void form_destroy(struct form *f)
 const char *form_status_str(enum form_status st)
 {
     switch (st) {
-    case FORM_OK:
-        return "form ok";
-    case FORM_MALFORMED:
-        return "malformed form body";
-    case FORM_DUPLICATE:
-        return "a form field appears twice";
-    case FORM_TOO_MANY:
-        return "too many form fields";
-    case FORM_NOMEM:
-        return "out of memory";
+    case FORM_OK: return "form ok";
+    case FORM_MALFORMED: return "malformed form body";
+    case FORM_DUPLICATE: return "a form field appears twice";
+    case FORM_TOO_MANY: return "too many form fields";
+    case FORM_NOMEM: return "out of memory";
     }
     return "unknown form status";
 }

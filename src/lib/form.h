@@ -8,8 +8,8 @@
 #define FORM_FIELDS_MAX 256
 
 struct form_field {
-    char *key;                    /* decoded, NUL-terminated */
-    char *value;                  /* decoded, NUL-terminated, may be "" */
+    char *key;   /* decoded, NUL-terminated */
+    char *value; /* decoded, NUL-terminated, may be "" */
 };
 
 /* The fields in the order they came. */
@@ -20,9 +20,9 @@ struct form {
 
 enum form_status {
     FORM_OK,
-    FORM_MALFORMED,               /* empty pair, no '=', empty key, bad %XY, %00 */
-    FORM_DUPLICATE,               /* the same key twice: which one was signed? */
-    FORM_TOO_MANY,                /* more than FORM_FIELDS_MAX fields */
+    FORM_MALFORMED, /* empty pair, no '=', empty key, bad %XY, %00 */
+    FORM_DUPLICATE, /* the same key twice: which one was signed? */
+    FORM_TOO_MANY,  /* more than FORM_FIELDS_MAX fields */
     FORM_NOMEM
 };
 

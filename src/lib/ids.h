@@ -7,11 +7,11 @@
 #include <stddef.h>
 #include <time.h>
 
-#define IDS_TOKEN_BYTES    16     /* a token or lock value: 32 hex digits */
-#define IDS_TOKEN_BUF      (2 * IDS_TOKEN_BYTES + 1)
-#define IDS_ORDER_RAND_BYTES 8    /* random tail of an order number */
-#define IDS_ORDER_NO_LEN   (1 + 14 + 2 * IDS_ORDER_RAND_BYTES)   /* 31 */
-#define IDS_ORDER_NO_BUF   (IDS_ORDER_NO_LEN + 1)
+#define IDS_TOKEN_BYTES 16 /* a token or lock value: 32 hex digits */
+#define IDS_TOKEN_BUF (2 * IDS_TOKEN_BYTES + 1)
+#define IDS_ORDER_RAND_BYTES 8                               /* random tail of an order number */
+#define IDS_ORDER_NO_LEN (1 + 14 + 2 * IDS_ORDER_RAND_BYTES) /* 31 */
+#define IDS_ORDER_NO_BUF (IDS_ORDER_NO_LEN + 1)
 
 /* Writes 2 * nbytes lowercase hex digits of kernel randomness and a NUL
  * into out (2 * nbytes + 1 bytes). Returns 0, or -1 when the kernel

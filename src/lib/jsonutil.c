@@ -33,10 +33,9 @@ static bool has_nul(const char *s, size_t len)
         } else if (s[i] == '"') {
             in_string = false;
         } else if (s[i] == '\\' && i + 1 < len) {
-            if (s[i + 1] == 'u' && i + 5 < len &&
-                memcmp(s + i + 2, "0000", 4) == 0)
+            if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
                 return true;
-            i++;                            /* skip the escaped character */
+            i++; /* skip the escaped character */
         }
     }
     return false;
@@ -85,7 +84,7 @@ int json_member(const struct cJSON *obj, const char *name, const struct cJSON **
     const cJSON *child;
 
     *item = NULL;
-    cJSON_ArrayForEach(child, obj) {
+    cJSON_ArrayForEach (child, obj) {
         if (child->string == NULL || strcmp(child->string, name) != 0)
             continue;
         /* cppcheck-suppress knownConditionTrueFalse ; set by an earlier turn of the loop */
@@ -99,8 +98,7 @@ int json_member(const struct cJSON *obj, const char *name, const struct cJSON **
  * outside int64_t is undefined; the comparison is false for NaN, and the
  * infinity cJSON makes of 1e400 is outside every range. Only then is the
  * value converted and compared back to find a fraction. */
-enum json_status json_int_value(const struct cJSON *item, int64_t min, int64_t max,
-                                int64_t *out)
+enum json_status json_int_value(const struct cJSON *item, int64_t min, int64_t max, int64_t *out)
 {
     double d;
     int64_t v;
@@ -112,7 +110,7 @@ enum json_status json_int_value(const struct cJSON *item, int64_t min, int64_t m
     if (!(d >= (double)min && d <= (double)max))
         return JSON_RANGE;
     if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
-        return JSON_RANGE;        /* (double)INT64_MAX rounds up to 2^63 */
+        return JSON_RANGE; /* (double)INT64_MAX rounds up to 2^63 */
     v = (int64_t)d;
     if ((double)v != d)
         return JSON_FRACTION;

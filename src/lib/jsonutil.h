@@ -13,11 +13,11 @@ struct cJSON;
 /* What the pure readers below found. */
 enum json_status {
     JSON_OK,
-    JSON_NUL,                     /* a NUL byte or \u0000: C strings would cut it */
-    JSON_NOT_OBJECT,              /* not one JSON object, or data after it */
+    JSON_NUL,        /* a NUL byte or \u0000: C strings would cut it */
+    JSON_NOT_OBJECT, /* not one JSON object, or data after it */
     JSON_NOT_NUMBER,
-    JSON_RANGE,                   /* a number outside [min, max], NaN, infinity */
-    JSON_FRACTION                 /* a number with a fractional part */
+    JSON_RANGE,   /* a number outside [min, max], NaN, infinity */
+    JSON_FRACTION /* a number with a fractional part */
 };
 
 /* Parses exactly len bytes of text as one JSON object: only whitespace may
@@ -42,7 +42,6 @@ int json_member(const struct cJSON *obj, const char *name, const struct cJSON **
 /* Reads item as an integer in [min, max]: JSON_OK with *out set, or
  * JSON_NOT_NUMBER, JSON_RANGE or JSON_FRACTION with *out 0. The range is
  * checked on the double before any conversion. */
-enum json_status json_int_value(const struct cJSON *item, int64_t min, int64_t max,
-                                int64_t *out);
+enum json_status json_int_value(const struct cJSON *item, int64_t min, int64_t max, int64_t *out);
 
 #endif

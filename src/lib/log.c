@@ -26,7 +26,7 @@
 #define LOG_LINE_MAX 2048
 
 static atomic_int min_level = LOG_INFO;
-static atomic_int json_lines;                 /* 0 logfmt, 1 JSON lines */
+static atomic_int json_lines; /* 0 logfmt, 1 JSON lines */
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
 void log_set_level(enum log_level lvl)
@@ -129,7 +129,17 @@ static void put_value(struct line *l, const char *s, int precision, bool in_quot
     }
 }
 
-enum arg_len { LEN_NONE, LEN_HH, LEN_H, LEN_L, LEN_LL, LEN_Z, LEN_J, LEN_T, LEN_BIG_L };
+enum arg_len {
+    LEN_NONE,
+    LEN_HH,
+    LEN_H,
+    LEN_L,
+    LEN_LL,
+    LEN_Z,
+    LEN_J,
+    LEN_T,
+    LEN_BIG_L
+};
 
 static const char *parse_len(const char *f, enum arg_len *len)
 {
@@ -229,7 +239,7 @@ static void format_pairs(struct line *l, const char *fmt, va_list *ap)
         }
         f = parse_len(f, &len);
         if ((conv = *f) == '\0' || (size_t)(f + 1 - start) >= sizeof spec)
-            return;                           /* a malformed format: stop here */
+            return; /* a malformed format: stop here */
         f++;
         if (conv == 's') {
             const char *v = va_arg(*ap, const char *);
@@ -238,9 +248,11 @@ static void format_pairs(struct line *l, const char *fmt, va_list *ap)
                 put_value(l, v, precision, true);
             else if (start > fmt && start[-1] == '=')
                 put_value(l, v, precision, false);
-            else                              /* not a value: "%s" of no pairs */
-                put_s(l, v != NULL ? v : "", v != NULL && precision >= 0 ?
-                      strnlen(v, (size_t)precision) : v != NULL ? strlen(v) : 0);
+            else /* not a value: "%s" of no pairs */
+                put_s(l, v != NULL ? v : "",
+                      v != NULL && precision >= 0 ? strnlen(v, (size_t)precision)
+                      : v != NULL                 ? strlen(v)
+                                                  : 0);
             continue;
         }
         memcpy(spec, start, (size_t)(f - start));
@@ -330,7 +342,7 @@ static void to_json(const char *src, size_t n, struct line *out)
 
         while (i < n && src[i] != '=' && src[i] != ' ')
             i++;
-        if (i == k || i >= n || src[i] != '=') {  /* not a pair: skip the word */
+        if (i == k || i >= n || src[i] != '=') { /* not a pair: skip the word */
             while (i < n && src[i] != ' ')
                 i++;
             i++;
@@ -346,11 +358,11 @@ static void to_json(const char *src, size_t n, struct line *out)
                 if (src[i] == '\\')
                     i++;
             e = i < n ? i : n;
-            if (e == n) {                     /* cut short: an odd run of '\\' ends it */
+            if (e == n) { /* cut short: an odd run of '\\' ends it */
                 size_t b = 0;
                 while (e - b > v && src[e - b - 1] == '\\')
                     b++;
-                e -= b % 2;                   /* drop the half escape */
+                e -= b % 2; /* drop the half escape */
             }
             put_c(out, '"');
             put_utf8(out, src + v, e - v);
@@ -376,7 +388,7 @@ static void to_json(const char *src, size_t n, struct line *out)
 void log_write(enum log_level lvl, const char *msg, const char *fmt, ...)
 {
     char buf[LOG_LINE_MAX];
-    struct line l = { buf, 0, sizeof(buf) - 1 };     /* room for the newline */
+    struct line l = { buf, 0, sizeof(buf) - 1 }; /* room for the newline */
     char head[64];
     struct timespec ts;
     struct tm tm;
@@ -388,8 +400,8 @@ void log_write(enum log_level lvl, const char *msg, const char *fmt, ...)
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     w = snprintf(head, sizeof(head), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s msg=\"",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L, level_names[lvl]);
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 ts.tv_nsec / 1000000L, level_names[lvl]);
     put_s(&l, head, w > 0 ? (size_t)w : 0);
     put_escaped(&l, msg, strlen(msg));
     put_c(&l, '"');
@@ -401,10 +413,10 @@ void log_write(enum log_level lvl, const char *msg, const char *fmt, ...)
         format_pairs(&l, fmt, &ap);
         va_end(ap);
         if (l.n == before + 1)
-            l.n = before;                     /* no pairs after all: no trailing space */
+            l.n = before; /* no pairs after all: no trailing space */
     }
     if (atomic_load_explicit(&json_lines, memory_order_relaxed)) {
-        char jbuf[LOG_LINE_MAX * 3];          /* a pair grows at most 2.4 times */
+        char jbuf[LOG_LINE_MAX * 3]; /* a pair grows at most 2.4 times */
         struct line j = { jbuf, 0, sizeof(jbuf) - 1 };
 
         to_json(buf, l.n, &j);

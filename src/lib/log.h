@@ -4,7 +4,12 @@
 #ifndef PAYCALLBACK_LOG_H
 #define PAYCALLBACK_LOG_H
 
-enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+enum log_level {
+    LOG_DEBUG,
+    LOG_INFO,
+    LOG_WARN,
+    LOG_ERROR
+};
 
 /* Sets the minimum level written; safe from any thread (SIGHUP reloads it). */
 void log_set_level(enum log_level lvl);
@@ -26,13 +31,12 @@ void log_write(enum log_level lvl, const char *msg, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define log_debug(msg, ...) log_write(LOG_DEBUG, msg, __VA_ARGS__)
-#define log_info(msg, ...)  log_write(LOG_INFO, msg, __VA_ARGS__)
-#define log_warn(msg, ...)  log_write(LOG_WARN, msg, __VA_ARGS__)
+#define log_info(msg, ...) log_write(LOG_INFO, msg, __VA_ARGS__)
+#define log_warn(msg, ...) log_write(LOG_WARN, msg, __VA_ARGS__)
 #define log_error(msg, ...) log_write(LOG_ERROR, msg, __VA_ARGS__)
 
 /* An alert: a warning with alert=<name> that operators page on
  * (AMOUNT_MISMATCH, REFUND_REQUIRED, ILLEGAL_TRANSITION, PAY_NO_CONFLICT). */
-#define log_alert(name, fmt, ...) \
-    log_write(LOG_WARN, "alert", "alert=%s " fmt, name, __VA_ARGS__)
+#define log_alert(name, fmt, ...) log_write(LOG_WARN, "alert", "alert=%s " fmt, name, __VA_ARGS__)
 
 #endif

@@ -22,58 +22,58 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
                "metrics need lock-free 64-bit atomics");
 
 /* Upper bounds of the latency buckets in microseconds; +Inf is implicit. */
-static const uint64_t bucket_us[] = { 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+static const uint64_t bucket_us[] = { 1000,   2500,   5000,    10000,   25000,   50000,   100000,
                                       250000, 500000, 1000000, 2500000, 5000000, 10000000 };
 #define NBUCKETS (ARRAY_SIZE(bucket_us))
 
 /* Status codes counted one by one; anything else goes in "other". */
-static const int codes[] = { 200, 201, 204, 400, 401, 403, 404, 405, 408, 409, 413, 414, 422,
-                             429, 431, 500, 501, 503, 505 };
+static const int codes[] = { 200, 201, 204, 400, 401, 403, 404, 405, 408, 409,
+                             413, 414, 422, 429, 431, 500, 501, 503, 505 };
 #define NCODES (ARRAY_SIZE(codes))
 
 struct route_stats {
     atomic_ullong by_code[NCODES + 1];
-    atomic_ullong bucket[NBUCKETS + 1];       /* non-cumulative; last = +Inf */
+    atomic_ullong bucket[NBUCKETS + 1]; /* non-cumulative; last = +Inf */
     atomic_ullong sum_us;
     atomic_ullong count;
 };
 
 struct metrics {
-    struct metrics_route *routes;             /* a copy of metrics_create's */
+    struct metrics_route *routes; /* a copy of metrics_create's */
     size_t nroutes;
-    struct route_stats *rs;                   /* nroutes + 1: the last is unmatched */
+    struct route_stats *rs; /* nroutes + 1: the last is unmatched */
     atomic_ullong counter[M_COUNT];
     atomic_int redis_degraded;
     atomic_int ready;
-    char version[32], commit[48];             /* set once before threads start */
+    char version[32], commit[48]; /* set once before threads start */
     /* Payment gateways: names and label values set once before threads
      * start (the arrays belong to the caller), counts by gateway. */
     const char *const *gateway_names, *const *gateway_results, *const *gateway_reasons;
     size_t ngw, ngw_results, ngw_reasons;
     atomic_ullong gateway_result[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
     atomic_ullong gateway_reject[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
-    const char *const *shard_labels;          /* set once before threads start */
+    const char *const *shard_labels; /* set once before threads start */
     size_t nshards;
     atomic_ullong shard_count[METRICS_SHARDS_MAX][MS_COUNT];
     atomic_int shard_ready[METRICS_SHARDS_MAX];
     atomic_llong shard_gauge[METRICS_SHARDS_MAX][MSG_COUNT];
-    struct timespec start;                    /* wall clock at creation */
+    struct timespec start; /* wall clock at creation */
     atomic_llong gauge[G_COUNT];
-    atomic_ullong idem_wait_bucket[NBUCKETS + 1];   /* non-cumulative; last = +Inf */
+    atomic_ullong idem_wait_bucket[NBUCKETS + 1]; /* non-cumulative; last = +Inf */
     atomic_ullong idem_wait_sum_us;
 };
 
 static const struct {
     const char *name;
-    const char *label;                        /* extra label pair, or NULL */
+    const char *label; /* extra label pair, or NULL */
     const char *help;
 } counter_info[M_COUNT] = {
     [M_DUP_CALLBACK] = { "paycallback_duplicates_absorbed_total", "kind=\"callback_replay\"",
                          "Repeated requests answered without doing the work again." },
     [M_DUP_ORDER] = { "paycallback_duplicates_absorbed_total", "kind=\"order_dedupe\"", NULL },
     [M_DUP_TOKEN] = { "paycallback_duplicates_absorbed_total", "kind=\"token_repeat\"", NULL },
-    [M_DUP_TRANSITION] = { "paycallback_duplicates_absorbed_total",
-                           "kind=\"transition_repeat\"", NULL },
+    [M_DUP_TRANSITION] = { "paycallback_duplicates_absorbed_total", "kind=\"transition_repeat\"",
+                           NULL },
     [M_DOUBLE_PAYMENT] = { "paycallback_double_payments_total", NULL,
                            "Payments for an order that was no longer waiting for payment (REFUND_REQUIRED)." },
     [M_ILLEGAL_TRANSITION] = { "paycallback_illegal_transitions_total", NULL,
@@ -132,8 +132,7 @@ static const struct {
     [M_QUOTA_REFUSED_TOKEN] = { "paycallback_http_quota_refusals_total", "route=\"token\"",
                                 "Requests answered 429 RATE_LIMITED past their client's quota, "
                                 "by route (token: /token/apply, order: /order/create)." },
-    [M_QUOTA_REFUSED_ORDER] = { "paycallback_http_quota_refusals_total", "route=\"order\"",
-                                NULL },
+    [M_QUOTA_REFUSED_ORDER] = { "paycallback_http_quota_refusals_total", "route=\"order\"", NULL },
     [M_HTTP_EVICTED] = { "paycallback_http_connections_evicted_total", NULL,
                          "Connections still waiting for their headers, of the client holding the "
                          "most, shut down to admit a client holding few." },
@@ -165,9 +164,10 @@ static const struct {
 static const struct {
     const char *name;
     const char *help;
-    int scale_ms;                             /* value is ms, rendered in seconds */
+    int scale_ms; /* value is ms, rendered in seconds */
 } gauge_info[G_COUNT] = {
-    [G_OUTBOX_PENDING] = { "paycallback_outbox_pending", "Events not delivered to the shop yet.", 0 },
+    [G_OUTBOX_PENDING] = { "paycallback_outbox_pending", "Events not delivered to the shop yet.",
+                           0 },
     [G_OUTBOX_DEAD] = { "paycallback_outbox_dead", "Events that ran out of delivery attempts.", 0 },
     [G_OUTBOX_LAGGING] = { "paycallback_outbox_lagging",
                            "Pending events older than reconcile.outbox_lag_s.", 0 },
@@ -182,7 +182,8 @@ static const struct {
     [G_RECONCILE_LAST_RUN_S] = { "paycallback_reconcile_last_success_timestamp_seconds",
                                  "Unix time of the last complete reconciliation pass.", 0 },
     [G_RELOAD_OK] = { "paycallback_config_last_reload_successful",
-                      "Whether the last SIGHUP reload succeeded (1; also before any) or was refused (0).", 0 },
+                      "Whether the last SIGHUP reload succeeded (1; also before any) or was refused (0).",
+                      0 },
 };
 
 struct metrics *metrics_create(const struct metrics_route *routes, size_t nroutes)
@@ -303,8 +304,7 @@ struct buf {
     int failed;
 };
 
-__attribute__((format(printf, 2, 3)))
-static void bprintf(struct buf *b, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void bprintf(struct buf *b, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -352,19 +352,25 @@ static const char *route_method(const struct metrics *m, size_t r)
 
 static void render_requests(const struct metrics *m, struct buf *b)
 {
-    bprintf(b, "# HELP paycallback_http_requests_total HTTP requests by route, method and status code.\n"
-               "# TYPE paycallback_http_requests_total counter\n");
+    bprintf(
+        b,
+        "# HELP paycallback_http_requests_total HTTP requests by route, method and status code.\n"
+        "# TYPE paycallback_http_requests_total counter\n");
     for (size_t r = 0; r <= m->nroutes; r++) {
         for (size_t i = 0; i <= NCODES; i++) {
             unsigned long long v = ld(&m->rs[r].by_code[i]);
             if (v == 0)
                 continue;
             if (i < NCODES)
-                bprintf(b, "paycallback_http_requests_total{route=\"%s\",method=\"%s\",code=\"%d\"} %llu\n",
-                        route_label(m, r), route_method(m, r), codes[i], v);
+                bprintf(
+                    b,
+                    "paycallback_http_requests_total{route=\"%s\",method=\"%s\",code=\"%d\"} %llu\n",
+                    route_label(m, r), route_method(m, r), codes[i], v);
             else
-                bprintf(b, "paycallback_http_requests_total{route=\"%s\",method=\"%s\",code=\"other\"} %llu\n",
-                        route_label(m, r), route_method(m, r), v);
+                bprintf(
+                    b,
+                    "paycallback_http_requests_total{route=\"%s\",method=\"%s\",code=\"other\"} %llu\n",
+                    route_label(m, r), route_method(m, r), v);
         }
     }
 }
@@ -391,8 +397,10 @@ static void render_latency(const struct metrics *m, struct buf *b)
 {
     char le[32];
 
-    bprintf(b, "# HELP paycallback_http_request_duration_seconds Time from the request's first byte to the reply.\n"
-               "# TYPE paycallback_http_request_duration_seconds histogram\n");
+    bprintf(
+        b,
+        "# HELP paycallback_http_request_duration_seconds Time from the request's first byte to the reply.\n"
+        "# TYPE paycallback_http_request_duration_seconds histogram\n");
     for (size_t r = 0; r <= m->nroutes; r++) {
         const struct route_stats *rs = &m->rs[r];
         const char *route = route_label(m, r), *method = route_method(m, r);
@@ -401,16 +409,23 @@ static void render_latency(const struct metrics *m, struct buf *b)
         for (size_t i = 0; i < NBUCKETS; i++) {
             cum += ld(&rs->bucket[i]);
             seconds_label(bucket_us[i], le, sizeof(le));
-            bprintf(b, "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%s\"} %llu\n",
-                    route, method, le, cum);
+            bprintf(
+                b,
+                "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%s\"} %llu\n",
+                route, method, le, cum);
         }
         cum += ld(&rs->bucket[NBUCKETS]);
-        bprintf(b, "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",
-                route, method, cum);
-        bprintf(b, "paycallback_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %llu.%06llu\n",
-                route, method, sum / 1000000ULL, sum % 1000000ULL);
-        bprintf(b, "paycallback_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
-                route, method, cum);
+        bprintf(
+            b,
+            "paycallback_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",
+            route, method, cum);
+        bprintf(
+            b,
+            "paycallback_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %llu.%06llu\n",
+            route, method, sum / 1000000ULL, sum % 1000000ULL);
+        bprintf(
+            b, "paycallback_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n",
+            route, method, cum);
     }
 }
 
@@ -419,8 +434,10 @@ static void render_idem_wait(const struct metrics *m, struct buf *b)
     unsigned long long cum = 0, sum = ld(&m->idem_wait_sum_us);
     char le[32];
 
-    bprintf(b, "# HELP paycallback_idempotency_wait_seconds Time an Idempotency-Key repeat waited for its first attempt.\n"
-               "# TYPE paycallback_idempotency_wait_seconds histogram\n");
+    bprintf(
+        b,
+        "# HELP paycallback_idempotency_wait_seconds Time an Idempotency-Key repeat waited for its first attempt.\n"
+        "# TYPE paycallback_idempotency_wait_seconds histogram\n");
     for (size_t i = 0; i < NBUCKETS; i++) {
         cum += ld(&m->idem_wait_bucket[i]);
         seconds_label(bucket_us[i], le, sizeof(le));
@@ -445,14 +462,16 @@ static void render_counters(const struct metrics *m, struct buf *b)
         else
             bprintf(b, "%s %llu\n", counter_info[c].name, ld(&m->counter[c]));
     }
-    bprintf(b, "# HELP paycallback_redis_degraded 1 while Redis is unreachable and tokens use MySQL.\n"
-               "# TYPE paycallback_redis_degraded gauge\n"
-               "paycallback_redis_degraded %d\n",
+    bprintf(b,
+            "# HELP paycallback_redis_degraded 1 while Redis is unreachable and tokens use MySQL.\n"
+            "# TYPE paycallback_redis_degraded gauge\n"
+            "paycallback_redis_degraded %d\n",
             atomic_load_explicit(&m->redis_degraded, memory_order_relaxed));
-    bprintf(b, "# HELP paycallback_ready 1 while MySQL answered the last readiness probe "
-               "(each /readyz and /metrics request runs one).\n"
-               "# TYPE paycallback_ready gauge\n"
-               "paycallback_ready %d\n",
+    bprintf(b,
+            "# HELP paycallback_ready 1 while MySQL answered the last readiness probe "
+            "(each /readyz and /metrics request runs one).\n"
+            "# TYPE paycallback_ready gauge\n"
+            "paycallback_ready %d\n",
             atomic_load_explicit(&m->ready, memory_order_relaxed));
     for (int g = 0; g < G_COUNT; g++) {
         long long v = atomic_load_explicit(&m->gauge[g], memory_order_relaxed);
@@ -467,8 +486,8 @@ static void render_counters(const struct metrics *m, struct buf *b)
 }
 
 void metrics_set_gateways(struct metrics *m, const char *const *names, size_t n,
-                          const char *const *results, size_t nresults,
-                          const char *const *reasons, size_t nreasons)
+                          const char *const *results, size_t nresults, const char *const *reasons,
+                          size_t nreasons)
 {
     if (m == NULL)
         return;
@@ -520,7 +539,9 @@ void metrics_shard_ready(struct metrics *m, size_t idx, int ready)
 
 static void render_shards(const struct metrics *m, struct buf *b)
 {
-    static const struct { const char *name, *help; } info[MS_COUNT] = {
+    static const struct {
+        const char *name, *help;
+    } info[MS_COUNT] = {
         [MS_UNAVAILABLE] = { "paycallback_shard_unavailable_total",
                              "Requests answered 503 because this shard's database failed them." },
         [MS_POOL_TIMEOUTS] = { "paycallback_shard_pool_timeouts_total",
@@ -542,7 +563,9 @@ static void render_shards(const struct metrics *m, struct buf *b)
                                   "Requests refused because this shard had "
                                   "mysql.shard_max_inflight requests in flight." },
     };
-    static const struct { const char *name, *help; } ginfo[MSG_COUNT] = {
+    static const struct {
+        const char *name, *help;
+    } ginfo[MSG_COUNT] = {
         [MSG_OUTBOX_PENDING] = { "paycallback_shard_outbox_pending",
                                  "Events on this shard not delivered to the shop yet." },
         [MSG_OUTBOX_DEAD] = { "paycallback_shard_outbox_dead",
@@ -575,20 +598,18 @@ static void render_shards(const struct metrics *m, struct buf *b)
                     ld(&m->shard_count[i][c]));
     }
     for (c = 0; c < MSG_COUNT; c++) {
-        bprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", ginfo[c].name, ginfo[c].help,
-                ginfo[c].name);
+        bprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", ginfo[c].name, ginfo[c].help, ginfo[c].name);
         for (i = 0; i < m->nshards; i++)
             bprintf(b, "%s{shard=\"%s\"} %lld\n", ginfo[c].name, m->shard_labels[i],
-                    (long long)atomic_load_explicit(&m->shard_gauge[i][c],
-                                                    memory_order_relaxed));
+                    (long long)atomic_load_explicit(&m->shard_gauge[i][c], memory_order_relaxed));
     }
 }
 
 /* One labelled series per gateway and label value, zeros included, so a
  * rate() sees a series before its first increment. */
 static void render_gateway_family(const struct metrics *m, struct buf *b, const char *name,
-                                  const char *help, const char *label,
-                                  const char *const *values, size_t nvalues,
+                                  const char *help, const char *label, const char *const *values,
+                                  size_t nvalues,
                                   const atomic_ullong (*count)[METRICS_GW_LABELS_MAX])
 {
     if (m->ngw == 0)
@@ -613,9 +634,10 @@ static void render_gateways(const struct metrics *m, struct buf *b)
 
 static void render_build_info(const struct metrics *m, struct buf *b)
 {
-    bprintf(b, "# HELP paycallback_build_info The running build: version and commit, always 1.\n"
-               "# TYPE paycallback_build_info gauge\n"
-               "paycallback_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+    bprintf(b,
+            "# HELP paycallback_build_info The running build: version and commit, always 1.\n"
+            "# TYPE paycallback_build_info gauge\n"
+            "paycallback_build_info{version=\"%s\",commit=\"%s\"} 1\n",
             m->version, m->commit);
 }
 
@@ -648,35 +670,44 @@ static void render_process(const struct metrics *m, struct buf *b)
     FILE *f;
 
     if (getrusage(RUSAGE_SELF, &ru) == 0)
-        bprintf(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
-                   "# TYPE process_cpu_seconds_total counter\n"
-                   "process_cpu_seconds_total %ld.%06ld\n",
-                (long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-                       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000000),
-                (long)((ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) % 1000000));
+        bprintf(
+            b,
+            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+            "# TYPE process_cpu_seconds_total counter\n"
+            "process_cpu_seconds_total %ld.%06ld\n",
+            (long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000000),
+            (long)((ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) % 1000000));
     if (fds >= 0)
-        bprintf(b, "# HELP process_open_fds Number of open file descriptors.\n"
-                   "# TYPE process_open_fds gauge\n"
-                   "process_open_fds %ld\n", fds);
+        bprintf(b,
+                "# HELP process_open_fds Number of open file descriptors.\n"
+                "# TYPE process_open_fds gauge\n"
+                "process_open_fds %ld\n",
+                fds);
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        bprintf(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
-                   "# TYPE process_max_fds gauge\n"
-                   "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+        bprintf(b,
+                "# HELP process_max_fds Maximum number of open file descriptors.\n"
+                "# TYPE process_max_fds gauge\n"
+                "process_max_fds %llu\n",
+                (unsigned long long)rl.rlim_cur);
     if (page > 0 && (f = fopen("/proc/self/statm", "r")) != NULL) {
         if (fscanf(f, "%llu %llu", &vm_pages, &rss_pages) == 2)
-            bprintf(b, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
-                       "# TYPE process_virtual_memory_bytes gauge\n"
-                       "process_virtual_memory_bytes %llu\n"
-                       "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
-                       "# TYPE process_resident_memory_bytes gauge\n"
-                       "process_resident_memory_bytes %llu\n",
+            bprintf(b,
+                    "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+                    "# TYPE process_virtual_memory_bytes gauge\n"
+                    "process_virtual_memory_bytes %llu\n"
+                    "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                    "# TYPE process_resident_memory_bytes gauge\n"
+                    "process_resident_memory_bytes %llu\n",
                     vm_pages * (unsigned long long)page, rss_pages * (unsigned long long)page);
         fclose(f);
     }
-    bprintf(b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
-               "# TYPE process_start_time_seconds gauge\n"
-               "process_start_time_seconds %lld.%03ld\n",
-            (long long)m->start.tv_sec, m->start.tv_nsec / 1000000L);
+    bprintf(
+        b,
+        "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+        "# TYPE process_start_time_seconds gauge\n"
+        "process_start_time_seconds %lld.%03ld\n",
+        (long long)m->start.tv_sec, m->start.tv_nsec / 1000000L);
 }
 
 char *metrics_render(const struct metrics *m, size_t *len)

@@ -11,68 +11,68 @@
 struct metrics;
 
 enum metric_counter {
-    M_DUP_CALLBACK,               /* callback replays answered from payment_record */
-    M_DUP_ORDER,                  /* order create answered with the existing order */
-    M_DUP_TOKEN,                  /* REPEAT_SUBMIT: token already used or expired */
-    M_DUP_TRANSITION,             /* ship/finish/cancel already in the target */
-    M_DOUBLE_PAYMENT,             /* REFUND_REQUIRED: a second charge on one order */
+    M_DUP_CALLBACK,   /* callback replays answered from payment_record */
+    M_DUP_ORDER,      /* order create answered with the existing order */
+    M_DUP_TOKEN,      /* REPEAT_SUBMIT: token already used or expired */
+    M_DUP_TRANSITION, /* ship/finish/cancel already in the target */
+    M_DOUBLE_PAYMENT, /* REFUND_REQUIRED: a second charge on one order */
     M_ILLEGAL_TRANSITION,
     M_AMOUNT_MISMATCH,
     M_PAY_NO_CONFLICT,
-    M_REDIS_DEGRADED_OPS,         /* token or lock operations served without Redis */
+    M_REDIS_DEGRADED_OPS, /* token or lock operations served without Redis */
     M_REDIS_ERRORS,
-    M_MYSQL_RETRIES,              /* transactions re-run after deadlock or lost link */
-    M_MYSQL_CONNECTS,             /* connections made, first ones included */
-    M_MYSQL_RECONNECTS,           /* connections made again after a lost link */
-    M_MYSQL_POOL_WAITS,           /* acquisitions that had to wait */
-    M_MYSQL_POOL_TIMEOUTS,        /* acquisitions that gave up -> 503 */
-    M_OUTBOX_DELIVERED,           /* events the shop's webhook acknowledged */
-    M_OUTBOX_FAILURES,            /* attempts answered non-2xx or not connected */
-    M_OUTBOX_TIMEOUTS,            /* attempts that ran out of webhook.timeout_ms */
-    M_OUTBOX_DEAD,                /* events that ran out of attempts */
-    M_PURGED_OUTBOX,              /* delivered events purged by retention */
-    M_PURGED_PAYMENTS,            /* payment records purged by retention */
-    M_PURGED_PAY_NO_REGISTRY,     /* pay_no bindings older than retention.registry_days */
-    M_PURGED_CHECKOUT_REGISTRY,   /* checkout bindings older than retention.registry_days */
-    M_PURGED_CHECKOUT_ORPHANS,    /* checkout bindings of attempts that made no order */
-    M_IDEM_REPLAYS,               /* Idempotency-Key repeats answered with the stored reply */
-    M_IDEM_MISMATCHES,            /* a key reused with another request -> 422 */
-    M_IDEM_WAITS,                 /* repeats that waited for the first attempt */
-    M_IDEM_BUSY,                  /* repeats still waiting past the bound -> 409 */
-    M_HTTP_REFUSED_TOTAL_CAP,     /* connections closed at accept: http.max_connections */
-    M_HTTP_REFUSED_ADDR_CAP,      /* ... http.max_connections_per_ip */
-    M_HTTP_REFUSED_RESERVED,      /* ... only http.reserved_percent left, not a small holder */
-    M_HTTP_EVICTED,               /* connections shut down to make room for a small holder */
-    M_QUOTA_REFUSED_TOKEN,        /* /token/apply answered 429 past quota.token_rate */
-    M_QUOTA_REFUSED_ORDER,        /* /order/create answered 429 past quota.order_rate */
-    M_HTTP_HEADER_TIMEOUTS,       /* connections shut down past http.header_timeout_ms */
-    M_HTTP_BODY_TIMEOUTS,         /* ... past http.body_timeout_ms */
-    M_HTTP_QUEUE_EXPIRED,         /* requests answered 503 past http.queue_wait_ms */
-    M_RELOADS_OK,                 /* SIGHUP reloads that published new secrets and keys */
-    M_RELOADS_FAILED,             /* SIGHUP reloads refused: the running ones stay */
-    M_QUERY_PAID,                 /* stale-order queries answered PAID */
-    M_QUERY_NOT_PAID,             /* ... answered NOTPAY, CLOSED or NOT_FOUND */
-    M_QUERY_MALFORMED,            /* ... answered 200 with a body that breaks the contract */
-    M_QUERY_ERROR,                /* ... not connected, or answered another HTTP status */
-    M_QUERY_TIMEOUT,              /* ... past the endpoint's query timeout */
-    M_OPEN_ORDER_CAP,             /* creates refused: orders.max_open_per_user reached (409) */
-    M_ORDERS_EXPIRED,             /* WAIT_PAY orders closed past reconcile.payment_window_s */
-    M_EXPIRY_DEFERRED,            /* ... left open: a gateway could not confirm them unpaid */
+    M_MYSQL_RETRIES,            /* transactions re-run after deadlock or lost link */
+    M_MYSQL_CONNECTS,           /* connections made, first ones included */
+    M_MYSQL_RECONNECTS,         /* connections made again after a lost link */
+    M_MYSQL_POOL_WAITS,         /* acquisitions that had to wait */
+    M_MYSQL_POOL_TIMEOUTS,      /* acquisitions that gave up -> 503 */
+    M_OUTBOX_DELIVERED,         /* events the shop's webhook acknowledged */
+    M_OUTBOX_FAILURES,          /* attempts answered non-2xx or not connected */
+    M_OUTBOX_TIMEOUTS,          /* attempts that ran out of webhook.timeout_ms */
+    M_OUTBOX_DEAD,              /* events that ran out of attempts */
+    M_PURGED_OUTBOX,            /* delivered events purged by retention */
+    M_PURGED_PAYMENTS,          /* payment records purged by retention */
+    M_PURGED_PAY_NO_REGISTRY,   /* pay_no bindings older than retention.registry_days */
+    M_PURGED_CHECKOUT_REGISTRY, /* checkout bindings older than retention.registry_days */
+    M_PURGED_CHECKOUT_ORPHANS,  /* checkout bindings of attempts that made no order */
+    M_IDEM_REPLAYS,             /* Idempotency-Key repeats answered with the stored reply */
+    M_IDEM_MISMATCHES,          /* a key reused with another request -> 422 */
+    M_IDEM_WAITS,               /* repeats that waited for the first attempt */
+    M_IDEM_BUSY,                /* repeats still waiting past the bound -> 409 */
+    M_HTTP_REFUSED_TOTAL_CAP,   /* connections closed at accept: http.max_connections */
+    M_HTTP_REFUSED_ADDR_CAP,    /* ... http.max_connections_per_ip */
+    M_HTTP_REFUSED_RESERVED,    /* ... only http.reserved_percent left, not a small holder */
+    M_HTTP_EVICTED,             /* connections shut down to make room for a small holder */
+    M_QUOTA_REFUSED_TOKEN,      /* /token/apply answered 429 past quota.token_rate */
+    M_QUOTA_REFUSED_ORDER,      /* /order/create answered 429 past quota.order_rate */
+    M_HTTP_HEADER_TIMEOUTS,     /* connections shut down past http.header_timeout_ms */
+    M_HTTP_BODY_TIMEOUTS,       /* ... past http.body_timeout_ms */
+    M_HTTP_QUEUE_EXPIRED,       /* requests answered 503 past http.queue_wait_ms */
+    M_RELOADS_OK,               /* SIGHUP reloads that published new secrets and keys */
+    M_RELOADS_FAILED,           /* SIGHUP reloads refused: the running ones stay */
+    M_QUERY_PAID,               /* stale-order queries answered PAID */
+    M_QUERY_NOT_PAID,           /* ... answered NOTPAY, CLOSED or NOT_FOUND */
+    M_QUERY_MALFORMED,          /* ... answered 200 with a body that breaks the contract */
+    M_QUERY_ERROR,              /* ... not connected, or answered another HTTP status */
+    M_QUERY_TIMEOUT,            /* ... past the endpoint's query timeout */
+    M_OPEN_ORDER_CAP,           /* creates refused: orders.max_open_per_user reached (409) */
+    M_ORDERS_EXPIRED,           /* WAIT_PAY orders closed past reconcile.payment_window_s */
+    M_EXPIRY_DEFERRED,          /* ... left open: a gateway could not confirm them unpaid */
     M_COUNT
 };
 
 /* Gauges set by the periodic reconciliation (last pass's values). */
 enum metric_gauge {
-    G_OUTBOX_PENDING,             /* events not delivered yet */
-    G_OUTBOX_DEAD,                /* events that ran out of attempts */
-    G_OUTBOX_LAGGING,             /* pending events older than reconcile.outbox_lag_s */
-    G_OUTBOX_OLDEST_MS,           /* age of the oldest pending event */
-    G_WAIT_PAY_STALE,             /* WAIT_PAY orders older than reconcile.wait_pay_age_s */
-    G_REFUND_UNSETTLED,           /* REFUND_REQUIRED payments nobody settled yet */
-    G_WAIT_PAY_OVERDUE,           /* WAIT_PAY orders past reconcile.payment_window_s after the
+    G_OUTBOX_PENDING,       /* events not delivered yet */
+    G_OUTBOX_DEAD,          /* events that ran out of attempts */
+    G_OUTBOX_LAGGING,       /* pending events older than reconcile.outbox_lag_s */
+    G_OUTBOX_OLDEST_MS,     /* age of the oldest pending event */
+    G_WAIT_PAY_STALE,       /* WAIT_PAY orders older than reconcile.wait_pay_age_s */
+    G_REFUND_UNSETTLED,     /* REFUND_REQUIRED payments nobody settled yet */
+    G_WAIT_PAY_OVERDUE,     /* WAIT_PAY orders past reconcile.payment_window_s after the
                                      pass's expiry (0 when the window is off) */
-    G_RECONCILE_LAST_RUN_S,       /* unix time of the last successful pass */
-    G_RELOAD_OK,                  /* 1 when the last SIGHUP reload (or the start) succeeded */
+    G_RECONCILE_LAST_RUN_S, /* unix time of the last successful pass */
+    G_RELOAD_OK,            /* 1 when the last SIGHUP reload (or the start) succeeded */
     G_COUNT
 };
 
@@ -80,7 +80,7 @@ enum metric_gauge {
  * paycallback_http_request_duration_seconds. */
 struct metrics_route {
     const char *method;
-    const char *pattern;          /* "/order/{order_no}/ship" */
+    const char *pattern; /* "/order/{order_no}/ship" */
 };
 
 /* Creates the registry for nroutes routes; route i of the observations is
@@ -120,8 +120,8 @@ void metrics_observe_idem_wait(struct metrics *m, uint64_t usec);
  * before the HTTP threads start; the arrays must outlive m. Extra entries
  * past the maxima are not counted. */
 void metrics_set_gateways(struct metrics *m, const char *const *names, size_t n,
-                          const char *const *results, size_t nresults,
-                          const char *const *reasons, size_t nreasons);
+                          const char *const *results, size_t nresults, const char *const *reasons,
+                          size_t nreasons);
 
 /* Counts one notification of gateway gw by result or by refusal reason
  * (indices into the arrays given to metrics_set_gateways). */
@@ -132,15 +132,15 @@ void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason);
 
 /* Per-shard counters, labelled shard="<id>". */
 enum metric_shard_counter {
-    MS_UNAVAILABLE,               /* requests answered 503 because this shard failed them */
-    MS_POOL_TIMEOUTS,             /* acquisitions of this shard's pool that gave up */
-    MS_RECONNECTS,                /* this shard's connections made again after a lost link */
-    MS_OUTBOX_CLAIM_FAILURES,     /* relay claims this shard's database failed: retried later */
-    MS_RECONCILE_FAILURES,        /* reconciliation passes that could not read this shard */
-    MS_BREAKER_OPENS,             /* times this shard's circuit breaker opened */
-    MS_FAST_FAILS,                /* acquisitions refused at once: breaker open, shard down
+    MS_UNAVAILABLE,           /* requests answered 503 because this shard failed them */
+    MS_POOL_TIMEOUTS,         /* acquisitions of this shard's pool that gave up */
+    MS_RECONNECTS,            /* this shard's connections made again after a lost link */
+    MS_OUTBOX_CLAIM_FAILURES, /* relay claims this shard's database failed: retried later */
+    MS_RECONCILE_FAILURES,    /* reconciliation passes that could not read this shard */
+    MS_BREAKER_OPENS,         /* times this shard's circuit breaker opened */
+    MS_FAST_FAILS,            /* acquisitions refused at once: breaker open, shard down
                                      or its shard map changed */
-    MS_INFLIGHT_REFUSED,          /* acquisitions refused: the shard's cap on requests in flight */
+    MS_INFLIGHT_REFUSED,      /* acquisitions refused: the shard's cap on requests in flight */
     MS_COUNT
 };
 
@@ -152,7 +152,7 @@ enum metric_shard_gauge {
     MSG_OUTBOX_LAGGING,
     MSG_WAIT_PAY_STALE,
     MSG_REFUND_UNSETTLED,
-    MSG_RECONCILE_LAST_RUN_S,     /* unix time of the last pass that read this shard */
+    MSG_RECONCILE_LAST_RUN_S, /* unix time of the last pass that read this shard */
     MSG_COUNT
 };
 

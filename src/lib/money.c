@@ -23,8 +23,7 @@ static bool is_digit(char c)
  * adds them to *acc, and advances *pos. Returns the number of digits
  * read, which is 0 when s[*pos] is not a digit and max + 1 when there are
  * too many, so the caller can reject both. */
-static size_t read_digits(const char *s, size_t len, size_t *pos, size_t max,
-                          int64_t *acc)
+static size_t read_digits(const char *s, size_t len, size_t *pos, size_t max, int64_t *acc)
 {
     size_t n = 0;
 
@@ -60,7 +59,7 @@ enum money_status money_parse_n(const char *s, size_t len, int64_t *cents)
         if (frac_digits == 0 || frac_digits > FRAC_DIGITS_MAX || pos != len)
             return MONEY_INVALID;
         if (frac_digits == 1)
-            frac *= 10;                     /* "1.5" is 150 cents */
+            frac *= 10; /* "1.5" is 150 cents */
     }
     /* At most 10 digits, so units * 100 + 99 <= CENTS_MAX: no overflow. */
     *cents = units * 100 + frac;
@@ -84,7 +83,7 @@ enum money_status money_parse(const char *s, int64_t *cents)
  * truncated, NUL-terminated string, as snprintf() gives. */
 char *money_format(int64_t cents, char *buf, size_t bufsz)
 {
-    char tmp[32];                 /* "-", 18 digits, ".", 2 digits, NUL: room */
+    char tmp[32]; /* "-", 18 digits, ".", 2 digits, NUL: room */
     char *p = tmp + sizeof(tmp);
     uint64_t mag;
     size_t n;

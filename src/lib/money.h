@@ -6,10 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MONEY_INT_DIGITS_MAX 10   /* integer part: 1..10 digits */
-#define MONEY_STR_MAX        16   /* "9999999999.99" plus NUL, with room */
+#define MONEY_INT_DIGITS_MAX 10 /* integer part: 1..10 digits */
+#define MONEY_STR_MAX 16        /* "9999999999.99" plus NUL, with room */
 
-enum money_status { MONEY_OK, MONEY_INVALID };
+enum money_status {
+    MONEY_OK,
+    MONEY_INVALID
+};
 
 /* Parses a contract amount: 1..10 integer digits, optionally '.' and 1..2
  * fraction digits; no sign, no exponent, no spaces, no leading '+'.

@@ -2,7 +2,7 @@
  * deadline. */
 #include "monotime.h"
 
-#define NS_PER_S  1000000000L
+#define NS_PER_S 1000000000L
 #define NS_PER_MS 1000000L
 
 long long monotime_ms(void)

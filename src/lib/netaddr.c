@@ -126,7 +126,7 @@ int netaddr_list_parse(const char *text, struct netaddr_list *out, char *err, si
         while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
             len--;
         if (len == 0 && end == NULL)
-            break;                              /* trailing blanks */
+            break; /* trailing blanks */
         if (out->n == NETADDR_LIST_MAX) {
             snprintf(err, errsz, "more than %d networks", NETADDR_LIST_MAX);
             return -1;
@@ -167,7 +167,7 @@ int netaddr_forwarded_client(const char *xff, const struct netaddr_list *trusted
     memset(out, 0, sizeof(*out));
     if (xff == NULL)
         return -1;
-    for (end = strlen(xff);; end = start - 1) {      /* xff[start..end) is one item */
+    for (end = strlen(xff);; end = start - 1) { /* xff[start..end) is one item */
         for (start = end; start > 0 && xff[start - 1] != ','; start--)
             ;
         len = end - start;
@@ -186,7 +186,7 @@ int netaddr_forwarded_client(const char *xff, const struct netaddr_list *trusted
         if (!netaddr_list_contains(trusted, out))
             return 0;
         while (start > 0 && xff[start - 1] != ',')
-            start--;                                  /* back over the blanks trimmed */
+            start--; /* back over the blanks trimmed */
         if (start == 0)
             break;
     }

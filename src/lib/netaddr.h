@@ -12,8 +12,8 @@
 
 struct sockaddr;
 
-#define NETADDR_LIST_MAX   32          /* networks in one list */
-#define NETADDR_TEXT_MAX   46          /* INET6_ADDRSTRLEN */
+#define NETADDR_LIST_MAX 32 /* networks in one list */
+#define NETADDR_TEXT_MAX 46 /* INET6_ADDRSTRLEN */
 
 /* An address: 4 or 16 bytes; len 0 is the unknown address (a socket of
  * another family), which all such clients share. */
@@ -23,8 +23,8 @@ struct netaddr {
 };
 
 struct netaddr_net {
-    struct netaddr addr;          /* host bits zero */
-    int prefix;                   /* 0..32 or 0..128 */
+    struct netaddr addr; /* host bits zero */
+    int prefix;          /* 0..32 or 0..128 */
 };
 
 struct netaddr_list {

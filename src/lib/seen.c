@@ -10,8 +10,8 @@
 #define SEEN_SLOTS_MIN 64
 
 struct seen {
-    size_t mask;                  /* slots - 1, slots a power of two */
-    _Atomic uint64_t slot[];      /* 0: empty; else the key's hash, never 0 */
+    size_t mask;             /* slots - 1, slots a power of two */
+    _Atomic uint64_t slot[]; /* 0: empty; else the key's hash, never 0 */
 };
 
 /* FNV-1a, then a final mix so the low bits (the slot index) depend on
@@ -69,6 +69,6 @@ bool seen_has(const struct seen *s, const char *key)
     h = hash(key);
     /* The slot is only read; the cast drops const for C11's atomic_load,
      * whose argument is not const-qualified before C17. */
-    return atomic_load_explicit((_Atomic uint64_t *)&s->slot[h & s->mask],
-                                memory_order_relaxed) == h;
+    return atomic_load_explicit((_Atomic uint64_t *)&s->slot[h & s->mask], memory_order_relaxed) ==
+           h;
 }

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define SEEN_SLOTS_DEFAULT 65536  /* 512 KiB */
+#define SEEN_SLOTS_DEFAULT 65536 /* 512 KiB */
 
 struct seen;
 

@@ -16,8 +16,8 @@
 
 #include "hex.h"
 
-#define SIG_MAC_LEN   32          /* bytes of a SHA-256 MAC */
-#define SIG_TS_DIGITS_MAX 19      /* enough for any int64 unix time */
+#define SIG_MAC_LEN 32       /* bytes of a SHA-256 MAC */
+#define SIG_TS_DIGITS_MAX 19 /* enough for any int64 unix time */
 
 struct sig_keys {
     size_t n;
@@ -26,15 +26,13 @@ struct sig_keys {
 
 /* Feeds ts, "." and body to ctx in three updates, so the body, which can
  * be up to the request cap, is never copied. Returns 0 or -1. */
-static int mac_message(EVP_MAC_CTX *ctx, const char *ts, const char *body,
-                       size_t body_len)
+static int mac_message(EVP_MAC_CTX *ctx, const char *ts, const char *body, size_t body_len)
 {
     if (!EVP_MAC_update(ctx, (const unsigned char *)ts, strlen(ts)))
         return -1;
     if (!EVP_MAC_update(ctx, (const unsigned char *)".", 1))
         return -1;
-    if (body_len > 0 &&
-        !EVP_MAC_update(ctx, (const unsigned char *)body, body_len))
+    if (body_len > 0 && !EVP_MAC_update(ctx, (const unsigned char *)body, body_len))
         return -1;
     return 0;
 }
@@ -53,28 +51,26 @@ static EVP_MAC_CTX *keyed_ctx(const char *secret)
 
     if (secret == NULL || secret[0] == '\0')
         return NULL;
-    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                                 digest, 0);
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0);
     params[1] = OSSL_PARAM_construct_end();
     if ((mac = EVP_MAC_fetch(NULL, "HMAC", NULL)) == NULL)
         goto fail;
     if ((ctx = EVP_MAC_CTX_new(mac)) == NULL)
         goto fail;
-    if (!EVP_MAC_init(ctx, (const unsigned char *)secret, strlen(secret),
-                      params))
+    if (!EVP_MAC_init(ctx, (const unsigned char *)secret, strlen(secret), params))
         goto fail;
-    EVP_MAC_free(mac);                      /* ctx holds its own reference */
+    EVP_MAC_free(mac); /* ctx holds its own reference */
     return ctx;
 fail:
-    EVP_MAC_CTX_free(ctx);                  /* both NULL-safe */
+    EVP_MAC_CTX_free(ctx); /* both NULL-safe */
     EVP_MAC_free(mac);
     return NULL;
 }
 
 /* Finishes the MAC of ts "." body on ctx (a keyed context, used up by
  * this call) and writes it as hex into out. Returns 0 or -1. */
-static int mac_hex(EVP_MAC_CTX *ctx, const char *ts, const char *body,
-                   size_t body_len, char out[SIG_HEX_LEN + 1])
+static int mac_hex(EVP_MAC_CTX *ctx, const char *ts, const char *body, size_t body_len,
+                   char out[SIG_HEX_LEN + 1])
 {
     unsigned char md[SIG_MAC_LEN];
     size_t md_len = 0;
@@ -90,8 +86,8 @@ static int mac_hex(EVP_MAC_CTX *ctx, const char *ts, const char *body,
 /* An empty secret is refused (-1): a MAC under an empty key authenticates
  * nothing, and the caller is expected to skip verification instead. The
  * key schedule is done afresh on every call. */
-int sig_compute(const char *secret, const char *ts, const char *body,
-                size_t body_len, char out[SIG_HEX_LEN + 1])
+int sig_compute(const char *secret, const char *ts, const char *body, size_t body_len,
+                char out[SIG_HEX_LEN + 1])
 {
     EVP_MAC_CTX *ctx = NULL;
     int rc;
@@ -117,7 +113,7 @@ struct sig_keys *sig_keys_create(const char *const *secrets, size_t nsecrets)
     for (i = 0; i < nsecrets; i++) {
         k->keyed[i] = keyed_ctx(secrets[i]);
         if (k->keyed[i] == NULL && secrets[i] != NULL && secrets[i][0] != '\0') {
-            sig_keys_destroy(k);            /* OpenSSL failed on a real secret */
+            sig_keys_destroy(k); /* OpenSSL failed on a real secret */
             return NULL;
         }
     }
@@ -164,7 +160,7 @@ static bool parse_ts(const char *ts, int64_t *out)
     for (n = 0; ts[n] != '\0'; n++) {
         if (n == SIG_TS_DIGITS_MAX || ts[n] < '0' || ts[n] > '9')
             return false;
-        v = v * 10 + (uint64_t)(ts[n] - '0');   /* <= 19 digits fit */
+        v = v * 10 + (uint64_t)(ts[n] - '0'); /* <= 19 digits fit */
     }
     if (n == 0 || v > (uint64_t)INT64_MAX)
         return false;
@@ -180,17 +176,15 @@ static bool within_window(int64_t ts, int64_t now_s, int64_t window_s)
 
     if (window_s < 0)
         return false;
-    dist = ts >= now_s ? (uint64_t)ts - (uint64_t)now_s
-                       : (uint64_t)now_s - (uint64_t)ts;
+    dist = ts >= now_s ? (uint64_t)ts - (uint64_t)now_s : (uint64_t)now_s - (uint64_t)ts;
     return dist <= (uint64_t)window_s;
 }
 
 /* The checks run in the order of the statuses: missing headers, then the
  * timestamp, then the MAC. An empty or NULL secret yields SIG_MISMATCH,
  * never SIG_OK, so a misconfigured caller fails closed. */
-enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
-                           const char *body, size_t body_len,
-                           int64_t now_s, int64_t window_s)
+enum sig_status sig_verify(const char *secret, const char *ts, const char *sig, const char *body,
+                           size_t body_len, int64_t now_s, int64_t window_s)
 {
     return sig_verify_any(&secret, 1, ts, sig, body, body_len, now_s, window_s);
 }
@@ -200,8 +194,7 @@ enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
  * matched. The length check and the header checks depend only on what
  * the caller sent. */
 enum sig_status sig_keys_verify(const struct sig_keys *k, const char *ts, const char *sig,
-                                const char *body, size_t body_len, int64_t now_s,
-                                int64_t window_s)
+                                const char *body, size_t body_len, int64_t now_s, int64_t window_s)
 {
     char expected[SIG_HEX_LEN + 1];
     unsigned int matched = 0;
@@ -220,7 +213,8 @@ enum sig_status sig_keys_verify(const struct sig_keys *k, const char *ts, const 
          * zeroed buffer that no 64-hex signature equals. */
         if (!ok)
             memset(expected, 0, sizeof(expected));
-        matched |= (unsigned int)ok & (unsigned int)(CRYPTO_memcmp(expected, sig, SIG_HEX_LEN) == 0);
+        matched |=
+            (unsigned int)ok & (unsigned int)(CRYPTO_memcmp(expected, sig, SIG_HEX_LEN) == 0);
     }
     OPENSSL_cleanse(expected, sizeof(expected));
     return matched ? SIG_OK : SIG_MISMATCH;
@@ -230,8 +224,8 @@ enum sig_status sig_keys_verify(const struct sig_keys *k, const char *ts, const 
  * OpenSSL failure, leave no keys, and the call fails closed after the
  * header checks. */
 enum sig_status sig_verify_any(const char *const *secrets, size_t nsecrets, const char *ts,
-                               const char *sig, const char *body, size_t body_len,
-                               int64_t now_s, int64_t window_s)
+                               const char *sig, const char *body, size_t body_len, int64_t now_s,
+                               int64_t window_s)
 {
     struct sig_keys *k = sig_keys_create(secrets, nsecrets);
     enum sig_status st = sig_keys_verify(k, ts, sig, body, body_len, now_s, window_s);
@@ -250,14 +244,10 @@ bool sig_ts_fresh(const char *ts, int64_t now_s, int64_t window_s)
 const char *sig_status_str(enum sig_status st)
 {
     switch (st) {
-    case SIG_OK:
-        return "signature ok";
-    case SIG_MISSING:
-        return "missing X-Timestamp or X-Signature header";
-    case SIG_BAD_TIMESTAMP:
-        return "X-Timestamp is not a unix time within the allowed window";
-    case SIG_MISMATCH:
-        return "signature does not match";
+    case SIG_OK: return "signature ok";
+    case SIG_MISSING: return "missing X-Timestamp or X-Signature header";
+    case SIG_BAD_TIMESTAMP: return "X-Timestamp is not a unix time within the allowed window";
+    case SIG_MISMATCH: return "signature does not match";
     }
     return "unknown signature status";
 }

@@ -8,26 +8,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIG_HEX_LEN 64            /* lowercase hex of a 32-byte MAC */
+#define SIG_HEX_LEN 64 /* lowercase hex of a 32-byte MAC */
 
 enum sig_status {
     SIG_OK,
-    SIG_MISSING,                  /* no timestamp or no signature header */
-    SIG_BAD_TIMESTAMP,            /* not decimal digits, or out of the window */
-    SIG_MISMATCH                  /* MAC differs */
+    SIG_MISSING,       /* no timestamp or no signature header */
+    SIG_BAD_TIMESTAMP, /* not decimal digits, or out of the window */
+    SIG_MISMATCH       /* MAC differs */
 };
 
 /* Writes the lowercase hex MAC of ts "." body into out (SIG_HEX_LEN + 1
  * bytes, NUL-terminated). Returns 0, or -1 when OpenSSL fails. */
-int sig_compute(const char *secret, const char *ts, const char *body,
-                size_t body_len, char out[SIG_HEX_LEN + 1]);
+int sig_compute(const char *secret, const char *ts, const char *body, size_t body_len,
+                char out[SIG_HEX_LEN + 1]);
 
 /* Verifies a callback. ts and sig are the header values (may be NULL).
  * now_s is the current unix time; window_s the allowed skew either way.
  * The hex comparison is constant-time and case-sensitive (lowercase). */
-enum sig_status sig_verify(const char *secret, const char *ts, const char *sig,
-                           const char *body, size_t body_len,
-                           int64_t now_s, int64_t window_s);
+enum sig_status sig_verify(const char *secret, const char *ts, const char *sig, const char *body,
+                           size_t body_len, int64_t now_s, int64_t window_s);
 
 /* True when ts is 1..19 ASCII digits of unix seconds within window_s of
  * now_s either way. The gateway formats share this freshness rule. */
@@ -40,8 +39,8 @@ bool sig_ts_fresh(const char *ts, int64_t now_s, int64_t window_s);
  * NULL secrets never match. */
 #define SIG_SECRETS_MAX 2
 enum sig_status sig_verify_any(const char *const *secrets, size_t nsecrets, const char *ts,
-                               const char *sig, const char *body, size_t body_len,
-                               int64_t now_s, int64_t window_s);
+                               const char *sig, const char *body, size_t body_len, int64_t now_s,
+                               int64_t window_s);
 
 /* The secrets a service verifies with, each keyed once: the HMAC
  * context of every secret is prepared at start (key hashing, inner and
@@ -68,8 +67,7 @@ int sig_keys_compute(const struct sig_keys *k, size_t i, const char *ts, const c
  * order and the same constant-time rule: every key is computed and
  * compared. A NULL k never matches. */
 enum sig_status sig_keys_verify(const struct sig_keys *k, const char *ts, const char *sig,
-                                const char *body, size_t body_len, int64_t now_s,
-                                int64_t window_s);
+                                const char *body, size_t body_len, int64_t now_s, int64_t window_s);
 
 /* Human-readable reason for a status, for error messages. */
 const char *sig_status_str(enum sig_status st);

@@ -13,7 +13,7 @@ struct slots {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int nfree;
-    int free[];                   /* indices of free slots; top at nfree - 1 */
+    int free[]; /* indices of free slots; top at nfree - 1 */
 };
 
 struct slots *slots_create(int n)
@@ -24,7 +24,7 @@ struct slots *slots_create(int n)
     if (s == NULL)
         return NULL;
     for (int i = 0; i < n; i++)
-        s->free[i] = n - 1 - i;               /* slot 0 is taken first */
+        s->free[i] = n - 1 - i; /* slot 0 is taken first */
     s->nfree = n;
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_init(&ca);

@@ -4,15 +4,14 @@
 
 #include <string.h>
 
-#define TOKEN_LEN 32              /* 16 random bytes, lowercase hex */
+#define TOKEN_LEN 32 /* 16 random bytes, lowercase hex */
 
 /* True for [A-Za-z0-9_.:-], spelled out in ASCII so that neither the
  * locale nor a signed char can widen the set. */
 static bool is_id_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == ':' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == ':' || c == '-';
 }
 
 static bool is_lower_hex(char c)
@@ -88,7 +87,7 @@ static bool valid_authority(const char *s, size_t n)
     if (i == n)
         return true;
     if (s[i] != ':')
-        return false;                         /* '@' (user info) and anything else */
+        return false; /* '@' (user info) and anything else */
     for (digits = 0, i++; i < n; i++, digits++) {
         if (s[i] < '0' || s[i] > '9' || digits == 5)
             return false;

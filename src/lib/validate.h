@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define ID_MAX_LEN 64             /* identifiers are 1..64 chars */
-#define ID_BUF     (ID_MAX_LEN + 1)
+#define ID_MAX_LEN 64 /* identifiers are 1..64 chars */
+#define ID_BUF (ID_MAX_LEN + 1)
 
 /* True when s is 1..64 chars of [A-Za-z0-9_.:-]. NULL is false. */
 bool validate_id(const char *s);

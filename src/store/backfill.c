@@ -16,8 +16,8 @@
 #include "shard.h"
 #include "validate.h"
 
-#define BACKFILL_PAGE     200
-#define BACKFILL_WAIT_MS  5000
+#define BACKFILL_PAGE 200
+#define BACKFILL_WAIT_MS 5000
 
 struct tally {
     unsigned long long written, present, conflicts, failures;
@@ -26,15 +26,20 @@ struct tally {
 /* One binding to write: the registry insert and, on a duplicate, the read
  * of what is bound (first column: the order_no). */
 struct binding {
-    const struct shard *r;        /* the shard its key is placed on */
+    const struct shard *r; /* the shard its key is placed on */
     enum db_stmt ins, get;
     const char *ins_p[5], *get_p[2];
     size_t nins, nget;
-    char key[2][ID_BUF];          /* pay_no; or user_id, request_id */
+    char key[2][ID_BUF]; /* pay_no; or user_id, request_id */
     char order_no[ID_BUF], sku[ID_BUF], qty[DB_INT_BUF];
     char what[2 * ID_BUF + 32];
     /* outcome */
-    enum { B_FAILED, B_WRITTEN, B_PRESENT, B_CONFLICT } res;
+    enum {
+        B_FAILED,
+        B_WRITTEN,
+        B_PRESENT,
+        B_CONFLICT
+    } res;
     char bound[ID_BUF];
 };
 
@@ -90,8 +95,7 @@ static void write_page(const struct shard_set *set, struct binding *b, size_t n,
         if (mine == 0)
             continue;
         if ((c = db_acquire(bt.r->pool, BACKFILL_WAIT_MS)) == NULL) {
-            fprintf(err, "paycallback: shard %d: no connection for %zu bindings\n", bt.r->id,
-                    mine);
+            fprintf(err, "paycallback: shard %d: no connection for %zu bindings\n", bt.r->id, mine);
             continue;
         }
         if ((st = db_txn(c, batch_body, &bt)) != DB_OK) {
@@ -114,15 +118,13 @@ static bool count_page(const struct binding *b, size_t n, struct tally *t, FILE 
 
     for (size_t i = 0; i < n; i++)
         switch (b[i].res) {
-        case B_WRITTEN:
-            t->written++;
-            break;
-        case B_PRESENT:
-            t->present++;
-            break;
+        case B_WRITTEN: t->written++; break;
+        case B_PRESENT: t->present++; break;
         case B_CONFLICT:
-            fprintf(err, "paycallback: conflict: %s is bound to %s on shard %d, and %s also "
-                    "holds it\n", b[i].what, b[i].bound, b[i].r->id, b[i].order_no);
+            fprintf(err,
+                    "paycallback: conflict: %s is bound to %s on shard %d, and %s also "
+                    "holds it\n",
+                    b[i].what, b[i].bound, b[i].r->id, b[i].order_no);
             t->conflicts++;
             break;
         case B_FAILED:
@@ -155,8 +157,7 @@ static int read_page(const struct shard *sh, struct db_conn *c, enum db_stmt stm
 }
 
 /* Fills b from a payment_record row. 0, or -1 when it is malformed. */
-static int payment_binding(const struct shard_set *set, const struct db_row *row,
-                           struct binding *b)
+static int payment_binding(const struct shard_set *set, const struct db_row *row, struct binding *b)
 {
     memset(b, 0, sizeof(*b));
     if (db_row_str(row, PPC_PAY_NO, b->key[0], sizeof(b->key[0])) != 0 ||
@@ -175,8 +176,7 @@ static int payment_binding(const struct shard_set *set, const struct db_row *row
 }
 
 /* Fills b from an orders row. 0, or -1 when it is malformed. */
-static int order_binding(const struct shard_set *set, const struct db_row *row,
-                         struct binding *b)
+static int order_binding(const struct shard_set *set, const struct db_row *row, struct binding *b)
 {
     memset(b, 0, sizeof(*b));
     if (db_row_str(row, OPC_USER_ID, b->key[0], sizeof(b->key[0])) != 0 ||
@@ -203,7 +203,7 @@ static int order_binding(const struct shard_set *set, const struct db_row *row,
 
 /* What one walk reads and binds. */
 struct walk {
-    const char *name;             /* its row in backfill_progress */
+    const char *name; /* its row in backfill_progress */
     enum db_stmt page;
     int (*binding)(const struct shard_set *, const struct db_row *, struct binding *);
 };
@@ -258,7 +258,7 @@ static int run_walk(const struct shard_set *set, const struct shard *sh, const s
             goto out;
         if (n == 0)
             break;
-        db_release(sh->pool, c);                  /* one connection at a time */
+        db_release(sh->pool, c); /* one connection at a time */
         c = NULL;
         size_t nb = 0;
         for (i = 0; i < n; i++) {
@@ -277,8 +277,10 @@ static int run_walk(const struct shard_set *set, const struct shard *sh, const s
             return -1;
         }
         if (!whole) {
-            fprintf(err, "paycallback: shard %d: %s stopped after id %lld: a page could not be "
-                    "written whole; run again to resume\n", sh->id, w->name, (long long)after);
+            fprintf(err,
+                    "paycallback: shard %d: %s stopped after id %lld: a page could not be "
+                    "written whole; run again to resume\n",
+                    sh->id, w->name, (long long)after);
             goto out;
         }
         after = next;
@@ -315,7 +317,7 @@ int backfill_registries(const struct config *cfg, bool (*stop)(void), FILE *out,
 
     if (cfg->nshards == 0) {
         fprintf(err, "paycallback: --backfill-registries needs mysql.shards: without it there "
-                "are no registries to fill\n");
+                     "are no registries to fill\n");
         return 2;
     }
     rows = calloc(BACKFILL_PAGE, sizeof(*rows));
@@ -331,13 +333,12 @@ int backfill_registries(const struct config *cfg, bool (*stop)(void), FILE *out,
         unsigned long long seen[2] = { 0, 0 };
 
         for (w = 0; w < 2 && !stopped && !failed; w++) {
-            int rc = run_walk(&set, &set.s[i], &walks[w], rows, b, &seen[w], &tally[w], stop,
-                              out, err);
+            int rc =
+                run_walk(&set, &set.s[i], &walks[w], rows, b, &seen[w], &tally[w], stop, out, err);
             stopped = rc == 1;
             failed = rc < 0;
         }
-        fprintf(out, "shard %d: %llu payments, %llu orders read\n", set.s[i].id, seen[0],
-                seen[1]);
+        fprintf(out, "shard %d: %llu payments, %llu orders read\n", set.s[i].id, seen[0], seen[1]);
         total += seen[0] + seen[1];
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -354,5 +355,8 @@ int backfill_registries(const struct config *cfg, bool (*stop)(void), FILE *out,
     if (stopped)
         return 3;
     return failed || tally[0].conflicts + tally[0].failures + tally[1].conflicts +
-                         tally[1].failures != 0 ? 1 : 0;
+                             tally[1].failures !=
+                         0
+               ? 1
+               : 0;
 }

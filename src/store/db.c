@@ -29,37 +29,41 @@
 #include "monotime.h"
 #include "slots.h"
 
-#define DB_PARAMS_MAX        12
-#define DB_BACKOFF_BASE_MS   20   /* 20, 40, 80 ms between attempts */
-#define DB_LOCK_WAIT_S       3    /* innodb_lock_wait_timeout per session */
+#define DB_PARAMS_MAX 12
+#define DB_BACKOFF_BASE_MS 20 /* 20, 40, 80 ms between attempts */
+#define DB_LOCK_WAIT_S 3      /* innodb_lock_wait_timeout per session */
 
 struct db_conn {
-    MYSQL *my;                    /* NULL while disconnected */
+    MYSQL *my; /* NULL while disconnected */
     MYSQL_STMT *st[ST_COUNT];
     struct db_pool *pool;
-    bool was_connected;           /* a connect now is a reconnect */
-    atomic_ulong server_id;       /* MySQL's id of the session, 0 while disconnected */
-    unsigned int err;             /* last failure: MySQL errno, 0 for none */
-    char errstr[DB_ERRSTR_MAX];   /* last failure, one line */
+    bool was_connected;         /* a connect now is a reconnect */
+    atomic_ulong server_id;     /* MySQL's id of the session, 0 while disconnected */
+    unsigned int err;           /* last failure: MySQL errno, 0 for none */
+    char errstr[DB_ERRSTR_MAX]; /* last failure, one line */
     /* Since db_acquire, for the guard: */
-    bool guarded;                 /* counted in the guard's in-flight requests */
-    bool trial;                   /* the half-open breaker's one trial */
-    bool reached;                 /* a statement ran on the server */
-    bool unreachable;             /* the last connect, read or write failed or timed out */
+    bool guarded;     /* counted in the guard's in-flight requests */
+    bool trial;       /* the half-open breaker's one trial */
+    bool reached;     /* a statement ran on the server */
+    bool unreachable; /* the last connect, read or write failed or timed out */
 };
 
-enum breaker { BR_CLOSED, BR_OPEN, BR_HALF_OPEN };
+enum breaker {
+    BR_CLOSED,
+    BR_OPEN,
+    BR_HALF_OPEN
+};
 
 struct db_guard {
     pthread_mutex_t mu;
     bool on;
     int failures_max, open_ms, max_inflight, stall_ms, probe_timeout_ms;
     bool trust_probe;
-    long long probe_since_ms;     /* a probe is running since then; 0: none */
+    long long probe_since_ms; /* a probe is running since then; 0: none */
     int inflight;
-    long long last_done_ms;       /* when a request last finished, or the first of a
+    long long last_done_ms; /* when a request last finished, or the first of a
                                      busy spell came in */
-    int failures;                 /* consecutive */
+    int failures;           /* consecutive */
     enum breaker br;
     long long open_until_ms;
     bool trial_out;
@@ -69,10 +73,10 @@ struct db_guard {
 
 struct db_pool {
     const struct config *cfg;
-    struct cfg_shard at;          /* the server and database (cfg_endpoints) */
-    size_t shard_index;           /* its index in the shard set, for per-shard metrics */
+    struct cfg_shard at; /* the server and database (cfg_endpoints) */
+    size_t shard_index;  /* its index in the shard set, for per-shard metrics */
     struct metrics *m;
-    struct slots *free;           /* which of conns are lent out */
+    struct slots *free; /* which of conns are lent out */
     struct db_conn *conns;
     int size;
     struct db_guard g;
@@ -85,30 +89,30 @@ struct db_pool {
 struct db_errmap {
     unsigned int err;
     enum db_status st;
-    bool drop;                    /* close the link; the next call reconnects */
+    bool drop; /* close the link; the next call reconnects */
 };
 
 static const struct db_errmap errmap[] = {
-    { ER_DUP_ENTRY,            DB_DUPLICATE,   false },   /* 1062 */
-    { ER_LOCK_DEADLOCK,        DB_RETRY,       false },   /* 1213 */
-    { ER_LOCK_WAIT_TIMEOUT,    DB_RETRY,       false },   /* 1205 */
-    { ER_CON_COUNT_ERROR,      DB_RETRY,       true },    /* 1040 too many connections */
-    { ER_SERVER_SHUTDOWN,      DB_RETRY,       true },    /* 1053 */
-    { 1927,                    DB_RETRY,       true },    /* MariaDB: connection killed */
-    { 4031,                    DB_RETRY,       true },    /* MySQL 8: idle client disconnected */
-    { CR_CONNECTION_ERROR,     DB_RETRY,       true },    /* 2002 */
-    { CR_CONN_HOST_ERROR,      DB_RETRY,       true },    /* 2003 */
-    { CR_SERVER_GONE_ERROR,    DB_RETRY,       true },    /* 2006 */
-    { CR_SERVER_LOST,          DB_RETRY,       true },    /* 2013 */
-    { CR_SERVER_LOST_EXTENDED, DB_RETRY,       true },    /* 2055 */
-    { CR_COMMANDS_OUT_OF_SYNC, DB_ERROR,       true },    /* 2014 */
+    { ER_DUP_ENTRY, DB_DUPLICATE, false },       /* 1062 */
+    { ER_LOCK_DEADLOCK, DB_RETRY, false },       /* 1213 */
+    { ER_LOCK_WAIT_TIMEOUT, DB_RETRY, false },   /* 1205 */
+    { ER_CON_COUNT_ERROR, DB_RETRY, true },      /* 1040 too many connections */
+    { ER_SERVER_SHUTDOWN, DB_RETRY, true },      /* 1053 */
+    { 1927, DB_RETRY, true },                    /* MariaDB: connection killed */
+    { 4031, DB_RETRY, true },                    /* MySQL 8: idle client disconnected */
+    { CR_CONNECTION_ERROR, DB_RETRY, true },     /* 2002 */
+    { CR_CONN_HOST_ERROR, DB_RETRY, true },      /* 2003 */
+    { CR_SERVER_GONE_ERROR, DB_RETRY, true },    /* 2006 */
+    { CR_SERVER_LOST, DB_RETRY, true },          /* 2013 */
+    { CR_SERVER_LOST_EXTENDED, DB_RETRY, true }, /* 2055 */
+    { CR_COMMANDS_OUT_OF_SYNC, DB_ERROR, true }, /* 2014 */
     /* Galera. 1047: the node is joining, donating or outside the primary
      * component ("WSREP has not yet prepared node for application use");
      * it answers nothing useful until it rejoins, so fail at once (503)
      * rather than retry against it. 1180: the primary was lost at COMMIT,
      * an unknown outcome, re-run like a lost COMMIT. */
-    { 1047,                    DB_UNAVAILABLE, true },
-    { ER_ERROR_DURING_COMMIT,  DB_RETRY,       true },    /* 1180 */
+    { 1047, DB_UNAVAILABLE, true },
+    { ER_ERROR_DURING_COMMIT, DB_RETRY, true }, /* 1180 */
 };
 
 /* Looks err up in errmap. */
@@ -167,7 +171,7 @@ static enum db_status fail(struct db_conn *c, unsigned int err, const char *what
         err == CR_SERVER_LOST || err == CR_SERVER_LOST_EXTENDED || err == 1047)
         c->unreachable = true;
     if (e.drop)
-        disconnect(c);                          /* unknown state: start clean */
+        disconnect(c); /* unknown state: start clean */
     return e.st;
 }
 
@@ -208,8 +212,7 @@ static void session_options(MYSQL *my, const struct config *cfg)
     int lock_s = (int)io_s - 1 < DB_LOCK_WAIT_S ? (int)io_s - 1 : DB_LOCK_WAIT_S;
     char init[128];
 
-    snprintf(init, sizeof(init), "SET time_zone = '+00:00', innodb_lock_wait_timeout = %d",
-             lock_s);
+    snprintf(init, sizeof(init), "SET time_zone = '+00:00', innodb_lock_wait_timeout = %d", lock_s);
     /* mysql_options copies string values, so init may live on the stack. */
     mysql_options(my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
     mysql_options(my, MYSQL_OPT_READ_TIMEOUT, &io_s);
@@ -230,11 +233,12 @@ static enum db_status connect_conn(struct db_conn *c)
     if ((c->my = mysql_init(NULL)) == NULL)
         return db_fail(c, "cannot allocate a mysql handle");
     session_options(c->my, cfg);
-    if (mysql_real_connect(c->my, at->host, cfg->mysql_user, cfg->mysql_password,
-                           at->database, (unsigned int)at->port, NULL, 0) == NULL) {
+    if (mysql_real_connect(c->my, at->host, cfg->mysql_user, cfg->mysql_password, at->database,
+                           (unsigned int)at->port, NULL, 0) == NULL) {
         c->err = mysql_errno(c->my);
-        snprintf(c->errstr, sizeof(c->errstr), "cannot connect to mysql %.64s:%d: %.140s (errno %u)",
-                 at->host, at->port, mysql_error(c->my), c->err);
+        snprintf(c->errstr, sizeof(c->errstr),
+                 "cannot connect to mysql %.64s:%d: %.140s (errno %u)", at->host, at->port,
+                 mysql_error(c->my), c->err);
         tidy_errstr(c);
         disconnect(c);
         c->unreachable = true;
@@ -305,7 +309,7 @@ static enum db_status execute(struct db_conn *c, enum db_stmt id, const char *co
     }
     if ((nparams > 0 && mysql_stmt_bind_param(s, bind) != 0) || mysql_stmt_execute(s) != 0)
         return fail(c, mysql_stmt_errno(s), stmt_sql[id], mysql_stmt_error(s));
-    c->reached = true;                        /* the last outcome is what the guard counts */
+    c->reached = true; /* the last outcome is what the guard counts */
     c->unreachable = false;
     *out = s;
     return DB_OK;
@@ -458,7 +462,7 @@ static void backoff(int attempt)
     struct timespec now, ts;
     long ms = DB_BACKOFF_BASE_MS << attempt;
 
-    clock_gettime(CLOCK_MONOTONIC, &now);       /* jitter: 0..9 ms from the clock */
+    clock_gettime(CLOCK_MONOTONIC, &now); /* jitter: 0..9 ms from the clock */
     ts.tv_sec = ms / 1000;
     ts.tv_nsec = (ms % 1000 + now.tv_nsec % 10) * 1000000L;
 
@@ -477,7 +481,7 @@ static enum db_status run(struct db_conn *c, db_txn_fn fn, void *arg, bool txn)
 
     for (int attempt = 0; attempt < DB_RETRY_MAX; attempt++) {
         if (attempt > 0 && db_pool_outage(c->pool))
-            return DB_UNAVAILABLE;                /* the shard is out: stop waiting on it */
+            return DB_UNAVAILABLE; /* the shard is out: stop waiting on it */
         if (attempt > 0) {
             metrics_inc(c->pool->m, M_MYSQL_RETRIES);
             backoff(attempt - 1);
@@ -485,7 +489,7 @@ static enum db_status run(struct db_conn *c, db_txn_fn fn, void *arg, bool txn)
         if (txn && (st = simple(c, "START TRANSACTION")) != DB_OK) {
             if (st != DB_RETRY)
                 return st;
-            continue;                           /* lost link: reconnect and retry */
+            continue; /* lost link: reconnect and retry */
         }
         st = fn(c, arg);
         if (txn && st == DB_OK) {
@@ -527,8 +531,7 @@ static enum db_status query_body(struct db_conn *c, void *arg)
 }
 
 enum db_status db_query_retry(struct db_conn *c, enum db_stmt id, const char *const *params,
-                              size_t nparams, struct db_row *rows, size_t max_rows,
-                              size_t *nrows)
+                              size_t nparams, struct db_row *rows, size_t max_rows, size_t *nrows)
 {
     /* cppcheck-suppress ctuuninitvar ; rows is where the rows are written, not read */
     struct query_job q = { id, params, nparams, rows, max_rows, nrows };
@@ -655,9 +658,9 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 }
 
 /* The tables of sql/migrations/ the service reads and writes. */
-static const char *const schema_tables[] = { "orders", "payment_record", "stock", "outbox",
-                                             "idem_token", "audit_log", "idem_key",
-                                             "pay_no_registry", "checkout_registry",
+static const char *const schema_tables[] = { "orders",    "payment_record",   "stock",
+                                             "outbox",    "idem_token",       "audit_log",
+                                             "idem_key",  "pay_no_registry",  "checkout_registry",
                                              "shard_map", "backfill_progress" };
 #define NSCHEMA_TABLES (ARRAY_SIZE(schema_tables))
 
@@ -683,8 +686,10 @@ static enum db_status probe_procedures(MYSQL *my, char *err, size_t errsz)
     mysql_free_result(res);
     for (size_t i = 0; i < DB_PROC_COUNT; i++) {
         if (!found[i]) {
-            snprintf(err, errsz, "procedure %s is missing (schema too old for this build): "
-                     "run paycallback migrate", stmt_procedures[i]);
+            snprintf(err, errsz,
+                     "procedure %s is missing (schema too old for this build): "
+                     "run paycallback migrate",
+                     stmt_procedures[i]);
             return DB_ERROR;
         }
     }
@@ -712,8 +717,7 @@ static enum db_status probe_schema(MYSQL *my, char *err, size_t errsz)
     mysql_free_result(res);
     for (size_t i = 0; i < NSCHEMA_TABLES; i++) {
         if (!found[i]) {
-            snprintf(err, errsz, "table %s is missing: run paycallback migrate",
-                     schema_tables[i]);
+            snprintf(err, errsz, "table %s is missing: run paycallback migrate", schema_tables[i]);
             return DB_ERROR;
         }
     }
@@ -759,7 +763,7 @@ void db_pool_interrupt(struct db_pool *p)
             if (id == 0)
                 continue;
             snprintf(sql, sizeof(sql), "KILL QUERY %lu", id);
-            mysql_real_query(my, sql, strlen(sql));   /* best effort: it may be done */
+            mysql_real_query(my, sql, strlen(sql)); /* best effort: it may be done */
         }
     }
     mysql_close(my);
@@ -772,8 +776,8 @@ bool db_retryable(enum db_status st)
 
 const char *db_status_str(enum db_status st)
 {
-    static const char *const names[] = { "OK", "DUPLICATE", "RETRY", "UNAVAILABLE",
-                                         "ERROR", "ROLLBACK" };
+    static const char *const names[] = { "OK",          "DUPLICATE", "RETRY",
+                                         "UNAVAILABLE", "ERROR",     "ROLLBACK" };
     return (unsigned)st < ARRAY_SIZE(names) ? names[st] : "UNKNOWN";
 }
 
@@ -811,8 +815,7 @@ struct db_pool *db_pool_create_probe(const struct config *cfg, const struct cfg_
     p->at = *at;
     p->m = m;
     p->size = 1;
-    if ((p->conns = calloc(1, sizeof(*p->conns))) == NULL ||
-        (p->free = slots_create(1)) == NULL) {
+    if ((p->conns = calloc(1, sizeof(*p->conns))) == NULL || (p->free = slots_create(1)) == NULL) {
         free(p->conns);
         free(p);
         return NULL;
@@ -924,7 +927,7 @@ static enum db_refusal guard_admit(struct db_pool *p, bool *trial)
         return DB_REFUSED_BUSY;
     }
     if (g->inflight++ == 0)
-        g->last_done_ms = monotime_ms();              /* an idle shard is not a stalled one */
+        g->last_done_ms = monotime_ms(); /* an idle shard is not a stalled one */
     return DB_REFUSED_NONE;
 }
 
@@ -953,7 +956,7 @@ struct db_conn *db_acquire_why(struct db_pool *p, int wait_ms, enum db_refusal *
         metrics_inc(p->m, i >= 0 ? M_MYSQL_POOL_WAITS : M_MYSQL_POOL_TIMEOUTS);
     if (i < 0) {
         metrics_shard_inc(p->m, p->shard_index, MS_POOL_TIMEOUTS);
-        if (p->g.on) {                        /* every connection held that long: a failure */
+        if (p->g.on) { /* every connection held that long: a failure */
             pthread_mutex_lock(&p->g.mu);
             p->g.inflight--;
             if (trial)
@@ -987,13 +990,13 @@ void db_release(struct db_pool *p, struct db_conn *c)
         pthread_mutex_lock(&p->g.mu);
         p->g.inflight--;
         if (!c->unreachable)
-            p->g.last_done_ms = monotime_ms();        /* progress: the shard is not stalled */
+            p->g.last_done_ms = monotime_ms(); /* progress: the shard is not stalled */
         if (c->unreachable)
             breaker_failure(p);
         else if (c->reached)
             breaker_close(p);
         else if (c->trial)
-            p->g.trial_out = false;           /* the trial ran nothing: another may try */
+            p->g.trial_out = false; /* the trial ran nothing: another may try */
         pthread_mutex_unlock(&p->g.mu);
         c->guarded = false;
     }

@@ -29,26 +29,27 @@ struct db_node;
 
 enum db_status {
     DB_OK,
-    DB_DUPLICATE,                 /* 1062 duplicate key, and only that */
-    DB_RETRY,                     /* deadlock, lock wait, lost link: run it again */
-    DB_UNAVAILABLE,               /* cannot connect, node not ready, retries exhausted -> 503 */
-    DB_ERROR,                     /* anything else: a bug, a schema problem, a bad row -> 500 */
-    DB_ROLLBACK                   /* a txn body asked to roll back (not an error) */
+    DB_DUPLICATE,   /* 1062 duplicate key, and only that */
+    DB_RETRY,       /* deadlock, lock wait, lost link: run it again */
+    DB_UNAVAILABLE, /* cannot connect, node not ready, retries exhausted -> 503 */
+    DB_ERROR,       /* anything else: a bug, a schema problem, a bad row -> 500 */
+    DB_ROLLBACK     /* a txn body asked to roll back (not an error) */
 };
 
-#define DB_RETRY_MAX   4          /* attempts of one transaction or read */
-#define DB_COLS_MAX    12
-#define DB_COL_MAX     600        /* bytes per result column, NUL included: an outbox
+#define DB_RETRY_MAX 4 /* attempts of one transaction or read */
+#define DB_COLS_MAX 12
+#define DB_COL_MAX \
+    600                   /* bytes per result column, NUL included: an outbox
                                      payload (OUTBOX_PAYLOAD_MAX) fits */
-#define DB_ERRSTR_MAX  256        /* db_errstr text, NUL included */
-#define DB_INT_BUF     24         /* db_param_int text: any int64 and the NUL */
+#define DB_ERRSTR_MAX 256 /* db_errstr text, NUL included */
+#define DB_INT_BUF 24     /* db_param_int text: any int64 and the NUL */
 
 /* One result row: every column as a NUL-terminated string. Read it with
  * the db_row_* accessors, by the column enum of its statement (stmts.h). */
 struct db_row {
     char col[DB_COLS_MAX][DB_COL_MAX];
     unsigned char is_null[DB_COLS_MAX];
-    unsigned int ncols;           /* columns the statement returned */
+    unsigned int ncols; /* columns the statement returned */
 };
 
 /* Creates a pool of cfg->mysql_pool_size connections to the server and
@@ -104,19 +105,19 @@ void db_release(struct db_pool *pool, struct db_conn *conn);
 /* Why db_acquire_why gave no connection. */
 enum db_refusal {
     DB_REFUSED_NONE,
-    DB_REFUSED_WAIT,              /* no free connection within wait_ms */
-    DB_REFUSED_OUTAGE,            /* the shard is down or its breaker is open */
-    DB_REFUSED_BUSY,              /* its cap on requests in flight is reached */
-    DB_REFUSED_MAP                /* its shard map differs from this instance's */
+    DB_REFUSED_WAIT,   /* no free connection within wait_ms */
+    DB_REFUSED_OUTAGE, /* the shard is down or its breaker is open */
+    DB_REFUSED_BUSY,   /* its cap on requests in flight is reached */
+    DB_REFUSED_MAP     /* its shard map differs from this instance's */
 };
 
 /* What the prober last found. */
 enum db_health {
-    DB_HEALTH_UNKNOWN,            /* not probed yet: requests go through */
+    DB_HEALTH_UNKNOWN, /* not probed yet: requests go through */
     DB_HEALTH_UP,
-    DB_HEALTH_DOWN,               /* does not answer */
-    DB_HEALTH_NOT_SYNCED,         /* a Galera node that is not Synced */
-    DB_HEALTH_MAP_STALE           /* answers, but its shard map is not ours */
+    DB_HEALTH_DOWN,       /* does not answer */
+    DB_HEALTH_NOT_SYNCED, /* a Galera node that is not Synced */
+    DB_HEALTH_MAP_STALE   /* answers, but its shard map is not ours */
 };
 
 /* Arms the guard; max_inflight 0 means no cap. trust_probe: a shard the
@@ -180,28 +181,24 @@ enum db_status db_fail(struct db_conn *c, const char *fmt, ...)
 
 /* Runs a statement that returns no rows. *affected (may be NULL) gets the
  * affected-row count. */
-enum db_status db_exec(struct db_conn *c, enum db_stmt id,
-                       const char *const *params, size_t nparams,
-                       uint64_t *affected);
+enum db_status db_exec(struct db_conn *c, enum db_stmt id, const char *const *params,
+                       size_t nparams, uint64_t *affected);
 
 /* Runs a query; stores up to max_rows rows in rows and the count in *nrows
  * (rows past max_rows are read and dropped). */
-enum db_status db_query(struct db_conn *c, enum db_stmt id,
-                        const char *const *params, size_t nparams,
-                        struct db_row *rows, size_t max_rows, size_t *nrows);
+enum db_status db_query(struct db_conn *c, enum db_stmt id, const char *const *params,
+                        size_t nparams, struct db_row *rows, size_t max_rows, size_t *nrows);
 
 /* db_query for at most one row: *found says whether there was one. */
-enum db_status db_query_one(struct db_conn *c, enum db_stmt id,
-                            const char *const *params, size_t nparams,
-                            struct db_row *row, bool *found);
+enum db_status db_query_one(struct db_conn *c, enum db_stmt id, const char *const *params,
+                            size_t nparams, struct db_row *row, bool *found);
 
 /* db_query_one for a row with one column too long for a db_row (a stored
  * reply): column long_col goes into buf (bufsz bytes, NUL-terminated, its
  * length in *len) and reads as "" in *row. A value that does not fit is
  * DB_ERROR. */
-enum db_status db_query_one_long(struct db_conn *c, enum db_stmt id,
-                                 const char *const *params, size_t nparams,
-                                 struct db_row *row, unsigned int long_col,
+enum db_status db_query_one_long(struct db_conn *c, enum db_stmt id, const char *const *params,
+                                 size_t nparams, struct db_row *row, unsigned int long_col,
                                  char *buf, size_t bufsz, size_t *len, bool *found);
 
 /* The body of a transaction. It must be safe to run again: it resets its
@@ -226,23 +223,21 @@ enum db_status db_retry(struct db_conn *c, db_txn_fn fn, void *arg);
 /* db_exec under db_retry, for one statement on its own (autocommit);
  * *affected (may be NULL) gets the affected-row count of the run that
  * succeeded. */
-enum db_status db_exec_retry(struct db_conn *c, enum db_stmt id,
-                             const char *const *params, size_t nparams,
-                             uint64_t *affected);
+enum db_status db_exec_retry(struct db_conn *c, enum db_stmt id, const char *const *params,
+                             size_t nparams, uint64_t *affected);
 
 /* db_query under db_retry, for one read. */
-enum db_status db_query_retry(struct db_conn *c, enum db_stmt id,
-                              const char *const *params, size_t nparams,
-                              struct db_row *rows, size_t max_rows, size_t *nrows);
+enum db_status db_query_retry(struct db_conn *c, enum db_stmt id, const char *const *params,
+                              size_t nparams, struct db_row *rows, size_t max_rows, size_t *nrows);
 
 /* What a readiness probe learnt about the server behind a connection. */
 struct db_node {
-    int galera;                   /* 1 when a wsrep provider is loaded (wsrep_local_state exists) */
-    int wsrep_ready;              /* wsrep_ready = ON */
-    int wsrep_local_state;        /* 4 = Synced; 0 when not Galera */
+    int galera;            /* 1 when a wsrep provider is loaded (wsrep_local_state exists) */
+    int wsrep_ready;       /* wsrep_ready = ON */
+    int wsrep_local_state; /* 4 = Synced; 0 when not Galera */
 };
 
-#define DB_WSREP_SYNCED 4         /* wsrep_local_state of a node that takes writes */
+#define DB_WSREP_SYNCED 4 /* wsrep_local_state of a node that takes writes */
 
 /* Connects if needed and checks that the server can take writes: it
  * answers a bounded query (one second of statement time), and where
@@ -263,8 +258,7 @@ const char *db_param_int(char buf[DB_INT_BUF], int64_t v);
  * value is an error, never a silent 0. */
 
 /* A base-10 integer in [min, max]. */
-int db_row_int(const struct db_row *r, unsigned int col, int64_t min, int64_t max,
-               int64_t *out);
+int db_row_int(const struct db_row *r, unsigned int col, int64_t min, int64_t max, int64_t *out);
 
 /* A DECIMAL(12,2) amount, as integer cents (money_parse rules). */
 int db_row_cents(const struct db_row *r, unsigned int col, int64_t *out);

@@ -24,10 +24,10 @@ struct migration {
     const char *sql;
 };
 
-#include "migrations.h"                     /* generated: migration_table_sql, migrations[] */
+#include "migrations.h" /* generated: migration_table_sql, migrations[] */
 
-#define NMIGRATIONS      (ARRAY_SIZE(migrations))
-#define MIGRATE_IO_S     3600               /* an ALTER of a large table may take long */
+#define NMIGRATIONS (ARRAY_SIZE(migrations))
+#define MIGRATE_IO_S 3600 /* an ALTER of a large table may take long */
 #define MIGRATE_DELIM_MAX 16
 
 int migrate_latest(void)
@@ -62,8 +62,7 @@ static MYSQL *connect_at(const struct config *cfg, const struct cfg_shard *at, b
         unsigned int e = mysql_errno(my);
         snprintf(err, errsz, "cannot connect: %s (errno %u)", mysql_error(my), e);
         *unreachable = e == CR_CONNECTION_ERROR || e == CR_CONN_HOST_ERROR ||
-                       e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST ||
-                       e == CR_UNKNOWN_HOST;
+                       e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_UNKNOWN_HOST;
         mysql_close(my);
         return NULL;
     }
@@ -141,16 +140,16 @@ static int run_script(MYSQL *my, const char *text, int *count, char *err, size_t
         /* A comment line inside a statement never ends it. */
         if (!(e - t >= 2 && t[0] == '-' && t[1] == '-') && (size_t)(e - t) >= dl &&
             memcmp(e - dl, delim, dl) == 0) {
-            size_t end = (size_t)(e - p) + (len - n - 1) - dl;   /* offset of the delimiter */
+            size_t end = (size_t)(e - p) + (len - n - 1) - dl; /* offset of the delimiter */
             if (exec_sql(my, stmt, end) != 0) {
-                snprintf(err, errsz, "statement at line %d: %s (errno %u)", first,
-                         mysql_error(my), mysql_errno(my));
+                snprintf(err, errsz, "statement at line %d: %s (errno %u)", first, mysql_error(my),
+                         mysql_errno(my));
                 goto out;
             }
             ++*count;
             len = 0;
         }
-next:
+    next:
         p = eol != NULL ? eol + 1 : p + n;
     }
     if (len > 0) {
@@ -175,7 +174,7 @@ static int read_version(MYSQL *my, int *version, char *err, size_t errsz)
 
     *version = 0;
     if (mysql_real_query(my, sql, sizeof(sql) - 1) != 0) {
-        if (mysql_errno(my) == 1146)       /* ER_NO_SUCH_TABLE: made before migrations */
+        if (mysql_errno(my) == 1146) /* ER_NO_SUCH_TABLE: made before migrations */
             return 0;
         snprintf(err, errsz, "cannot read schema_migrations: %s", mysql_error(my));
         return -1;
@@ -191,16 +190,18 @@ static int read_version(MYSQL *my, int *version, char *err, size_t errsz)
     max = strtol(row[1], NULL, 10);
     mysql_free_result(res);
     if (count != max) {
-        snprintf(err, errsz, "schema_migrations holds %ld versions up to %ld: a migration is "
-                 "missing from its history", count, max);
+        snprintf(err, errsz,
+                 "schema_migrations holds %ld versions up to %ld: a migration is "
+                 "missing from its history",
+                 count, max);
         return -1;
     }
     *version = (int)max;
     return 0;
 }
 
-enum migrate_state migrate_check(const struct config *cfg, const struct cfg_shard *at,
-                                 int *version, char *err, size_t errsz)
+enum migrate_state migrate_check(const struct config *cfg, const struct cfg_shard *at, int *version,
+                                 char *err, size_t errsz)
 {
     enum migrate_state st = MIGRATE_ERROR;
     bool unreachable;
@@ -214,14 +215,16 @@ enum migrate_state migrate_check(const struct config *cfg, const struct cfg_shar
         goto out;
     if (*version < migrate_latest()) {
         st = MIGRATE_BEHIND;
-        snprintf(err, errsz, "schema version %d%s, this build runs on version %d: run "
-                 "`paycallback migrate` (with the same -c)", *version,
-                 *version == 0 ? " (none recorded)" : "", migrate_latest());
+        snprintf(err, errsz,
+                 "schema version %d%s, this build runs on version %d: run "
+                 "`paycallback migrate` (with the same -c)",
+                 *version, *version == 0 ? " (none recorded)" : "", migrate_latest());
     } else if (*version > migrate_latest()) {
         st = MIGRATE_AHEAD;
-        snprintf(err, errsz, "schema version %d is newer than this build's %d: run a "
-                 "paycallback built with migration %04d or later", *version, migrate_latest(),
-                 *version);
+        snprintf(err, errsz,
+                 "schema version %d is newer than this build's %d: run a "
+                 "paycallback built with migration %04d or later",
+                 *version, migrate_latest(), *version);
     } else {
         st = MIGRATE_CURRENT;
     }
@@ -232,8 +235,7 @@ out:
 
 /* Applies what one endpoint lacks. Returns the exit status (see
  * migrate_run). */
-static int migrate_one(const struct config *cfg, const struct cfg_shard *at, FILE *out,
-                       FILE *errf)
+static int migrate_one(const struct config *cfg, const struct cfg_shard *at, FILE *out, FILE *errf)
 {
     char err[512], where[200], rec[256];
     bool unreachable;
@@ -254,8 +256,10 @@ static int migrate_one(const struct config *cfg, const struct cfg_shard *at, FIL
         goto out;
     }
     if (version > migrate_latest()) {
-        fprintf(errf, "paycallback: %s: schema version %d is newer than this build's %d; "
-                "nothing applied\n", where, version, migrate_latest());
+        fprintf(errf,
+                "paycallback: %s: schema version %d is newer than this build's %d; "
+                "nothing applied\n",
+                where, version, migrate_latest());
         rc = 2;
         goto out;
     }
@@ -266,14 +270,18 @@ static int migrate_one(const struct config *cfg, const struct cfg_shard *at, FIL
         if (m->version <= version)
             continue;
         if (run_script(my, m->sql, &n, err, sizeof(err)) != 0) {
-            fprintf(errf, "paycallback: %s: migration %s: %s; nothing recorded, the next "
-                    "migrate runs it again from its start\n", where, m->name, err);
+            fprintf(errf,
+                    "paycallback: %s: migration %s: %s; nothing recorded, the next "
+                    "migrate runs it again from its start\n",
+                    where, m->name, err);
             goto out;
         }
         /* INSERT IGNORE: a migrate running beside this one may have
          * recorded it first (both ran the same re-runnable statements). */
-        snprintf(rec, sizeof(rec), "INSERT IGNORE INTO schema_migrations (version, name) "
-                 "VALUES (%d, '%s')", m->version, m->name);
+        snprintf(rec, sizeof(rec),
+                 "INSERT IGNORE INTO schema_migrations (version, name) "
+                 "VALUES (%d, '%s')",
+                 m->version, m->name);
         if (exec_sql(my, rec, strlen(rec)) != 0) {
             fprintf(errf, "paycallback: %s: cannot record migration %s: %s\n", where, m->name,
                     mysql_error(my));

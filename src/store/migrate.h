@@ -13,11 +13,11 @@ struct config;
 struct cfg_shard;
 
 enum migrate_state {
-    MIGRATE_CURRENT,              /* at the version of this build */
-    MIGRATE_BEHIND,               /* older (or no schema_migrations): run migrate */
-    MIGRATE_AHEAD,                /* newer than this build: upgrade the binary */
-    MIGRATE_UNREACHABLE,          /* MySQL did not answer */
-    MIGRATE_ERROR                 /* refused, or a history with a gap */
+    MIGRATE_CURRENT,     /* at the version of this build */
+    MIGRATE_BEHIND,      /* older (or no schema_migrations): run migrate */
+    MIGRATE_AHEAD,       /* newer than this build: upgrade the binary */
+    MIGRATE_UNREACHABLE, /* MySQL did not answer */
+    MIGRATE_ERROR        /* refused, or a history with a gap */
 };
 
 /* The schema version this build runs on: its highest migration. */
@@ -27,8 +27,8 @@ int migrate_latest(void);
  * and reads its schema version into *version (0: none recorded). The state
  * compared with migrate_latest(), with a one-line reason in err for every
  * state but MIGRATE_CURRENT. Needs mysql_library_init. */
-enum migrate_state migrate_check(const struct config *cfg, const struct cfg_shard *at,
-                                 int *version, char *err, size_t errsz);
+enum migrate_state migrate_check(const struct config *cfg, const struct cfg_shard *at, int *version,
+                                 char *err, size_t errsz);
 
 /* `paycallback migrate`: on every endpoint of cfg in turn, creates
  * schema_migrations if missing and applies, in order, each migration newer

@@ -28,34 +28,36 @@
 #include "monotime.h"
 #include "slots.h"
 
-#define RDS_SHA_HEX_LEN     40
-#define RDS_LOCK_RETRY_MS   2     /* between lock attempts, plus 0..3 ms of jitter */
-#define RDS_LOCK_JITTER_MS  4
-#define RDS_TOKEN_MARK      "1"   /* the value of every idem:token:* key */
-#define RDS_ERRSTR_MAX      192
+#define RDS_SHA_HEX_LEN 40
+#define RDS_LOCK_RETRY_MS 2 /* between lock attempts, plus 0..3 ms of jitter */
+#define RDS_LOCK_JITTER_MS 4
+#define RDS_TOKEN_MARK "1" /* the value of every idem:token:* key */
+#define RDS_ERRSTR_MAX 192
 
-enum rds_script { SCRIPT_TOKEN_CONSUME, SCRIPT_LOCK_RELEASE, SCRIPT_COUNT };
+enum rds_script {
+    SCRIPT_TOKEN_CONSUME,
+    SCRIPT_LOCK_RELEASE,
+    SCRIPT_COUNT
+};
 
 /* KEYS[1] token key, ARGV[1] the token mark, ARGV[2] the TTL to report for
  * a key that has none. Returns the milliseconds the token had left, or -1
  * when it is not there (never issued, used, or expired). */
 static const char *const script_body[SCRIPT_COUNT] = {
-    [SCRIPT_TOKEN_CONSUME] =
-        "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end\n"
-        "local ttl = redis.call('PTTL', KEYS[1])\n"
-        "redis.call('DEL', KEYS[1])\n"
-        "if ttl < 0 then ttl = tonumber(ARGV[2]) end\n"
-        "return ttl\n",
+    [SCRIPT_TOKEN_CONSUME] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end\n"
+                             "local ttl = redis.call('PTTL', KEYS[1])\n"
+                             "redis.call('DEL', KEYS[1])\n"
+                             "if ttl < 0 then ttl = tonumber(ARGV[2]) end\n"
+                             "return ttl\n",
     /* KEYS[1] lock key, ARGV[1] the holder's value. 1 deleted, 0 not ours. */
-    [SCRIPT_LOCK_RELEASE] =
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-        "  return redis.call('DEL', KEYS[1])\n"
-        "end\n"
-        "return 0\n",
+    [SCRIPT_LOCK_RELEASE] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+                            "  return redis.call('DEL', KEYS[1])\n"
+                            "end\n"
+                            "return 0\n",
 };
 
 struct rds_conn {
-    redisContext *c;              /* NULL while disconnected */
+    redisContext *c; /* NULL while disconnected */
 };
 
 struct rds_pool {
@@ -64,13 +66,13 @@ struct rds_pool {
     struct timeval timeout;
     char sha[SCRIPT_COUNT][RDS_SHA_HEX_LEN + 1];
 
-    struct slots *free;           /* which of conns are lent out */
+    struct slots *free; /* which of conns are lent out */
     struct rds_conn *conns;
     int size;
 
     atomic_bool degraded;
-    atomic_llong failed_at_ms;    /* when the last failure was seen */
-    atomic_llong retry_at_ms;     /* while degraded: no attempt before this */
+    atomic_llong failed_at_ms; /* when the last failure was seen */
+    atomic_llong retry_at_ms;  /* while degraded: no attempt before this */
 };
 
 static void sleep_ms(long ms)
@@ -142,7 +144,7 @@ static void mark_up(struct rds_pool *p, long long started_ms)
 
 static void conn_close(struct rds_conn *rc)
 {
-    redisFree(rc->c);                         /* NULL-safe */
+    redisFree(rc->c); /* NULL-safe */
     rc->c = NULL;
 }
 
@@ -204,8 +206,7 @@ static void conn_release(struct rds_pool *p, struct rds_conn *rc)
  * with the reply in *out (free it with freeReplyObject; it may be an error
  * reply), RDS_DOWN after marking Redis unreachable, or RDS_ERROR when no
  * pooled connection freed up in time. */
-static enum rds_status command(struct rds_pool *p, int argc, const char **argv,
-                               redisReply **out)
+static enum rds_status command(struct rds_pool *p, int argc, const char **argv, redisReply **out)
 {
     char why[RDS_ERRSTR_MAX] = "";
     long long t0 = monotime_ms();
@@ -232,7 +233,7 @@ static enum rds_status command(struct rds_pool *p, int argc, const char **argv,
         if (r == NULL) {
             bool dropped = link_dropped(rc->c, errno);
             snprintf(why, sizeof(why), "%.16s: %.128s", argv[0], rc->c->errstr);
-            conn_close(rc);                   /* err is set: the context is done */
+            conn_close(rc); /* err is set: the context is done */
             if (fresh || !dropped)
                 break;
         }
@@ -384,7 +385,7 @@ enum rds_status rds_token_put(struct rds_pool *p, const char *token, int64_t ttl
     if (r->type == REDIS_REPLY_STATUS)
         st = RDS_OK;
     else if (r->type == REDIS_REPLY_NIL)
-        st = RDS_BUSY;                        /* the key exists already */
+        st = RDS_BUSY; /* the key exists already */
     else
         st = unexpected(p, "token put", r);
     freeReplyObject(r);
@@ -434,8 +435,8 @@ static enum rds_status lock_try(struct rds_pool *p, const char *key, const char 
     return st;
 }
 
-enum rds_status rds_lock_acquire(struct rds_pool *p, const char *key, const char *value,
-                                 int ttl_ms, int wait_ms)
+enum rds_status rds_lock_acquire(struct rds_pool *p, const char *key, const char *value, int ttl_ms,
+                                 int wait_ms)
 {
     long long deadline = monotime_ms() + wait_ms;
     char ttl[24];

@@ -18,16 +18,16 @@ struct rds_pool;
 
 enum rds_status {
     RDS_OK,
-    RDS_NOT_FOUND,                /* token absent, used or expired; lock not ours */
-    RDS_BUSY,                     /* lock held by someone else past the wait bound */
-    RDS_DOWN,                     /* Redis unreachable: serve without it */
-    RDS_ERROR                     /* Redis answered with an unexpected error */
+    RDS_NOT_FOUND, /* token absent, used or expired; lock not ours */
+    RDS_BUSY,      /* lock held by someone else past the wait bound */
+    RDS_DOWN,      /* Redis unreachable: serve without it */
+    RDS_ERROR      /* Redis answered with an unexpected error */
 };
 
-#define RDS_PROBE_INTERVAL_MS 1000     /* while degraded, try Redis this seldom */
-#define RDS_KEY_MAX           128
-#define RDS_TOKEN_PREFIX      "idem:token:"
-#define RDS_LOCK_PREFIX       "idem:lock:"
+#define RDS_PROBE_INTERVAL_MS 1000 /* while degraded, try Redis this seldom */
+#define RDS_KEY_MAX 128
+#define RDS_TOKEN_PREFIX "idem:token:"
+#define RDS_LOCK_PREFIX "idem:lock:"
 
 /* Creates a pool of cfg->redis_pool_size connections to cfg->redis_host,
  * port and db, with cfg->redis_timeout_ms as connect and command timeout.
@@ -55,15 +55,14 @@ enum rds_status rds_token_put(struct rds_pool *p, const char *token, int64_t ttl
  * milliseconds it had left in *remaining_ms when this call was its first
  * use; RDS_NOT_FOUND when it is unknown, used or expired; RDS_DOWN;
  * RDS_ERROR. *remaining_ms is 0 unless RDS_OK. */
-enum rds_status rds_token_consume(struct rds_pool *p, const char *token,
-                                  int64_t *remaining_ms);
+enum rds_status rds_token_consume(struct rds_pool *p, const char *token, int64_t *remaining_ms);
 
 /* Takes the lock key (SET key value NX PX ttl_ms). value must be unique to
  * this holder (32 random hex digits). While someone else holds it, tries
  * again every few milliseconds for at most wait_ms. RDS_OK (held),
  * RDS_BUSY (still held by another after wait_ms), RDS_DOWN, RDS_ERROR. */
-enum rds_status rds_lock_acquire(struct rds_pool *p, const char *key, const char *value,
-                                 int ttl_ms, int wait_ms);
+enum rds_status rds_lock_acquire(struct rds_pool *p, const char *key, const char *value, int ttl_ms,
+                                 int wait_ms);
 
 /* Releases the lock key if and only if it still holds value (a Lua
  * compare-and-delete): a holder whose lock expired can never delete the

@@ -20,7 +20,7 @@ void shard_set_order_by_id(struct shard_set *set)
 
     for (i = 0; i < set->n; i++)
         set->by_id[i] = &set->s[i];
-    for (i = 1; i < set->n; i++)            /* insertion sort: at most CFG_SHARDS_MAX */
+    for (i = 1; i < set->n; i++) /* insertion sort: at most CFG_SHARDS_MAX */
         for (j = i; j > 0 && set->by_id[j - 1]->id > set->by_id[j]->id; j--) {
             struct shard *t = set->by_id[j];
 
@@ -71,7 +71,7 @@ void shard_set_close(struct shard_set *set)
     size_t i;
 
     if (set->cfg == NULL)
-        return;                                   /* zeroed, never opened */
+        return; /* zeroed, never opened */
     shard_probers_stop(set);
     for (i = 0; i < CFG_SHARDS_MAX; i++) {
         db_pool_destroy(set->s[i].pool);
@@ -90,7 +90,7 @@ int shard_max_inflight(const struct config *cfg)
     if (cfg->mysql_shard_max_inflight > 0)
         return cfg->mysql_shard_max_inflight;
     if (cfg->nshards <= 1)
-        return 0;                                 /* one database: nothing to keep free for */
+        return 0; /* one database: nothing to keep free for */
     return cfg->workers - cfg->workers / 4 > 0 ? cfg->workers - cfg->workers / 4 : 1;
 }
 
@@ -117,7 +117,7 @@ static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *m
     shardmap_ids(set->cfg, ids);
     if (shardmap_read(c, &map) != DB_OK)
         goto out;
-    if (set->sharded && !map.found) {             /* a new, empty database: it is given ours */
+    if (set->sharded && !map.found) { /* a new, empty database: it is given ours */
         if (shardmap_adopt(c, sh->id, ids, set->map_epoch) != DB_OK ||
             shardmap_read(c, &map) != DB_OK)
             goto out;
@@ -130,7 +130,8 @@ static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *m
                      map.ids);
         h = DB_HEALTH_MAP_STALE;
         if (!*map_alerted)
-            log_alert("SHARD_MAP_CHANGED", "shard=%s reason=\"%s\" action=\"the shard refuses "
+            log_alert("SHARD_MAP_CHANGED",
+                      "shard=%s reason=\"%s\" action=\"the shard refuses "
                       "every request until this instance restarts with the stored map\"",
                       sh->label, why);
         *map_alerted = true;
@@ -200,8 +201,8 @@ int shard_probers_start(struct shard_set *set, uint64_t map_epoch)
         set->s[i].probing = true;
     }
     /* The first round: a connect, a reconnect and a read at most. */
-    long long wait_ms = 2LL * set->cfg->mysql_connect_timeout_ms +
-                        1000LL * set->cfg->mysql_io_timeout_s + 500;
+    long long wait_ms =
+        2LL * set->cfg->mysql_connect_timeout_ms + 1000LL * set->cfg->mysql_io_timeout_s + 500;
     struct timespec until;
 
     clock_gettime(CLOCK_REALTIME, &until);
@@ -236,16 +237,11 @@ void shard_probers_stop(struct shard_set *set)
 const char *shard_health_name(enum db_health h)
 {
     switch (h) {
-    case DB_HEALTH_UP:
-        return "up";
-    case DB_HEALTH_DOWN:
-        return "down";
-    case DB_HEALTH_NOT_SYNCED:
-        return "not_synced";
-    case DB_HEALTH_MAP_STALE:
-        return "map_changed";
-    case DB_HEALTH_UNKNOWN:
-        break;
+    case DB_HEALTH_UP: return "up";
+    case DB_HEALTH_DOWN: return "down";
+    case DB_HEALTH_NOT_SYNCED: return "not_synced";
+    case DB_HEALTH_MAP_STALE: return "map_changed";
+    case DB_HEALTH_UNKNOWN: break;
     }
     return "unknown";
 }
@@ -296,7 +292,7 @@ enum shard_parse shard_parse_order_no(const char *s, int *id)
         return SHARD_NO_PREFIX;
     if (s[0] != 'S' || s[1] < '0' || s[1] > '9' || s[2] < '0' || s[2] > '9' || s[3] != '-' ||
         s[4] == '\0')
-        return SHARD_MALFORMED;          /* "S1-", "s01-", "SAB-", "S001-": never a legacy number */
+        return SHARD_MALFORMED; /* "S1-", "s01-", "SAB-", "S001-": never a legacy number */
     *id = (s[1] - '0') * 10 + (s[2] - '0');
     return *id == 0 ? SHARD_MALFORMED : SHARD_PREFIXED;
 }
@@ -308,12 +304,10 @@ const struct shard *shard_of_order(const struct shard_set *set, const char *orde
     if (set->sharded) {
         switch (shard_parse_order_no(order_no, &id)) {
         case SHARD_NO_PREFIX:
-            id = 1;                       /* made before the service was sharded */
+            id = 1; /* made before the service was sharded */
             break;
-        case SHARD_PREFIXED:
-            break;
-        case SHARD_MALFORMED:
-            return NULL;
+        case SHARD_PREFIXED: break;
+        case SHARD_MALFORMED: return NULL;
         }
     }
     return shard_by_id(set, id);
@@ -338,8 +332,8 @@ const struct shard *shard_place(const struct shard_set *set, const char *key)
     return set->by_id[shard_place_index(key, set->n)];
 }
 
-int shard_order_no(const struct shard_set *set, const struct shard *sh, const char *tail,
-                   char *out, size_t outsz)
+int shard_order_no(const struct shard_set *set, const struct shard *sh, const char *tail, char *out,
+                   size_t outsz)
 {
     int n = set->sharded ? snprintf(out, outsz, "S%02d-%s", sh->id, tail)
                          : snprintf(out, outsz, "%s", tail);

@@ -26,33 +26,33 @@
 struct db_pool;
 struct metrics;
 
-#define SHARD_PREFIX_LEN 4        /* "S07-" */
+#define SHARD_PREFIX_LEN 4 /* "S07-" */
 
 struct shard {
-    int id;                       /* as configured: written into order numbers */
-    size_t index;                 /* position in the set: the metrics' shard index */
-    char label[4];                /* the id as text, for metrics and logs */
-    struct db_pool *pool;         /* guarded: breaker, cap, health (db.h) */
-    struct db_pool *probe;        /* the prober's own connection */
+    int id;                /* as configured: written into order numbers */
+    size_t index;          /* position in the set: the metrics' shard index */
+    char label[4];         /* the id as text, for metrics and logs */
+    struct db_pool *pool;  /* guarded: breaker, cap, health (db.h) */
+    struct db_pool *probe; /* the prober's own connection */
     pthread_t prober;
-    bool probing;                 /* prober is running */
+    bool probing; /* prober is running */
     struct shard_set *set;
 };
 
 struct shard_set {
-    bool sharded;                 /* mysql.shards is set: order numbers are prefixed */
+    bool sharded; /* mysql.shards is set: order numbers are prefixed */
     size_t n;
     struct shard s[CFG_SHARDS_MAX];
-    const char *labels[CFG_SHARDS_MAX]; /* s[i].label, for the metrics registry */
+    const char *labels[CFG_SHARDS_MAX];  /* s[i].label, for the metrics registry */
     struct shard *by_id[CFG_SHARDS_MAX]; /* s[] by ascending id: what placement indexes */
     /* The probers' shared state. */
     const struct config *cfg;
     struct metrics *m;
-    uint64_t map_epoch;           /* the shard map this instance started with */
+    uint64_t map_epoch; /* the shard map this instance started with */
     pthread_mutex_t mu;
     pthread_cond_t wake;
     bool stopping;
-    size_t probed;                /* probers done with their first probe */
+    size_t probed; /* probers done with their first probe */
 };
 
 /* Starts one background prober per shard: every mysql.probe_interval_ms
@@ -121,7 +121,11 @@ const struct shard *shard_by_id(const struct shard_set *set, int id);
  * ("S00-", "S1-", "s01-", "SAB-", "S001-", "S01"), which are neither a
  * shard's number nor one this service made before sharding (those start
  * with "O"); SHARD_NO_PREFIX otherwise. Pure. */
-enum shard_parse { SHARD_NO_PREFIX, SHARD_PREFIXED, SHARD_MALFORMED };
+enum shard_parse {
+    SHARD_NO_PREFIX,
+    SHARD_PREFIXED,
+    SHARD_MALFORMED
+};
 enum shard_parse shard_parse_order_no(const char *order_no, int *id);
 
 /* The shard an order lives on, or NULL when its number names none of this
@@ -142,7 +146,7 @@ const struct shard *shard_place(const struct shard_set *set, const char *key);
 /* The order number of a new order on sh: tail itself when the set is not
  * sharded, else "Sdd-" + tail. out has outsz bytes. 0, or -1 when it does
  * not fit. */
-int shard_order_no(const struct shard_set *set, const struct shard *sh, const char *tail,
-                   char *out, size_t outsz);
+int shard_order_no(const struct shard_set *set, const struct shard *sh, const char *tail, char *out,
+                   size_t outsz);
 
 #endif

@@ -135,8 +135,8 @@ static void close_all(struct reading *rd, size_t n)
         reading_close(&rd[i]);
 }
 
-static int check_sharded(const struct config *cfg, struct reading *rd, size_t n,
-                         uint64_t *epoch, char *err, size_t errsz)
+static int check_sharded(const struct config *cfg, struct reading *rd, size_t n, uint64_t *epoch,
+                         char *err, size_t errsz)
 {
     char ids[SHARD_IDS_MAX], why[256];
     uint64_t e = 0;
@@ -145,24 +145,24 @@ static int check_sharded(const struct config *cfg, struct reading *rd, size_t n,
     shardmap_ids(cfg, ids);
     for (i = 0; i < n; i++) {
         if (rd[i].st == DB_ERROR) {
-            snprintf(err, errsz, "shard %d (%s:%d/%s): cannot read the shard map: %s",
-                     rd[i].at.id, rd[i].at.host, rd[i].at.port, rd[i].at.database,
-                     db_errstr(rd[i].c));
+            snprintf(err, errsz, "shard %d (%s:%d/%s): cannot read the shard map: %s", rd[i].at.id,
+                     rd[i].at.host, rd[i].at.port, rd[i].at.database, db_errstr(rd[i].c));
             return -1;
         }
         if (rd[i].st == DB_OK && rd[i].m.found && rd[i].m.epoch > e)
             e = rd[i].m.epoch;
     }
     if (e == 0)
-        e = 1;                                    /* no shard holds one: the first map */
+        e = 1; /* no shard holds one: the first map */
     /* Every map found must be this one before any blank shard is given it. */
     for (i = 0; i < n; i++)
         if (rd[i].st == DB_OK && rd[i].m.found &&
             shardmap_differs(&rd[i].m, rd[i].at.id, ids, e, why, sizeof(why)) != NULL) {
-            snprintf(err, errsz, "shard map: shard %d (%s:%d/%s) %s; a shard list that differs "
+            snprintf(err, errsz,
+                     "shard map: shard %d (%s:%d/%s) %s; a shard list that differs "
                      "from the stored map is refused (change it with --write-shard-map, "
-                     "docs/sharding.md)", rd[i].at.id, rd[i].at.host, rd[i].at.port,
-                     rd[i].at.database, why);
+                     "docs/sharding.md)",
+                     rd[i].at.id, rd[i].at.host, rd[i].at.port, rd[i].at.database, why);
             return -1;
         }
     for (i = 0; i < n; i++) {
@@ -175,8 +175,10 @@ static int check_sharded(const struct config *cfg, struct reading *rd, size_t n,
             return -1;
         }
         if (shardmap_differs(&rd[i].m, rd[i].at.id, ids, e, why, sizeof(why)) != NULL) {
-            snprintf(err, errsz, "shard map: shard %d %s (written meanwhile by another "
-                     "instance)", rd[i].at.id, why);
+            snprintf(err, errsz,
+                     "shard map: shard %d %s (written meanwhile by another "
+                     "instance)",
+                     rd[i].at.id, why);
             return -1;
         }
     }
@@ -194,9 +196,10 @@ int shardmap_check_start(const struct config *cfg, uint64_t *epoch, char *err, s
     if (cfg->nshards > 0)
         rc = check_sharded(cfg, rd, n, epoch, err, errsz);
     else if (rd[0].st == DB_OK && rd[0].m.found) {
-        snprintf(err, errsz, "shard map: database %s:%d/%s is shard %d of shards %s; a service "
-                 "without mysql.shards must not write to it", rd[0].at.host, rd[0].at.port,
-                 rd[0].at.database, rd[0].m.shard_id, rd[0].m.ids);
+        snprintf(err, errsz,
+                 "shard map: database %s:%d/%s is shard %d of shards %s; a service "
+                 "without mysql.shards must not write to it",
+                 rd[0].at.host, rd[0].at.port, rd[0].at.database, rd[0].m.shard_id, rd[0].m.ids);
         rc = -1;
     }
     close_all(rd, n);
@@ -219,9 +222,11 @@ int shardmap_write(const struct config *cfg, FILE *out, FILE *errs)
     n = read_all(cfg, rd);
     for (i = 0; i < n; i++) {
         if (rd[i].st != DB_OK) {
-            fprintf(errs, "paycallback: shard %d (%s:%d/%s): %s; every shard must answer, "
-                    "nothing written\n", rd[i].at.id, rd[i].at.host, rd[i].at.port,
-                    rd[i].at.database, rd[i].c != NULL ? db_errstr(rd[i].c) : "unreachable");
+            fprintf(errs,
+                    "paycallback: shard %d (%s:%d/%s): %s; every shard must answer, "
+                    "nothing written\n",
+                    rd[i].at.id, rd[i].at.host, rd[i].at.port, rd[i].at.database,
+                    rd[i].c != NULL ? db_errstr(rd[i].c) : "unreachable");
             rc = 1;
         } else if (rd[i].m.found && rd[i].m.epoch > e)
             e = rd[i].m.epoch;
@@ -235,15 +240,19 @@ int shardmap_write(const struct config *cfg, FILE *out, FILE *errs)
             continue;
         }
         if (rd[i].m.found)
-            fprintf(out, "shard %d: shard map epoch %" PRIu64 " (shards %s) -> epoch %" PRIu64
-                    " (shards %s)\n", rd[i].at.id, rd[i].m.epoch, rd[i].m.ids, e, ids);
+            fprintf(out,
+                    "shard %d: shard map epoch %" PRIu64 " (shards %s) -> epoch %" PRIu64
+                    " (shards %s)\n",
+                    rd[i].at.id, rd[i].m.epoch, rd[i].m.ids, e, ids);
         else
-            fprintf(out, "shard %d: shard map epoch %" PRIu64 " (shards %s) written\n",
-                    rd[i].at.id, e, ids);
+            fprintf(out, "shard %d: shard map epoch %" PRIu64 " (shards %s) written\n", rd[i].at.id,
+                    e, ids);
     }
     if (rc == 0)
-        fprintf(out, "shard map epoch %" PRIu64 ": shards %s, placement %s; restart every "
-                "instance with this list\n", e, ids, SHARD_SCHEME);
+        fprintf(out,
+                "shard map epoch %" PRIu64 ": shards %s, placement %s; restart every "
+                "instance with this list\n",
+                e, ids, SHARD_SCHEME);
     close_all(rd, n);
     return rc;
 }

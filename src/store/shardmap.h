@@ -27,13 +27,13 @@
 
 struct config;
 
-#define SHARD_SCHEME       "sha256-mod-ascending-ids"
-#define SHARD_IDS_MAX      64     /* "1,2,...": 8 ids of 2 digits, commas, NUL */
-#define SHARD_SCHEME_MAX   64
+#define SHARD_SCHEME "sha256-mod-ascending-ids"
+#define SHARD_IDS_MAX 64 /* "1,2,...": 8 ids of 2 digits, commas, NUL */
+#define SHARD_SCHEME_MAX 64
 
 /* One shard's row. */
 struct shard_map {
-    bool found;                   /* the database holds a row */
+    bool found; /* the database holds a row */
     int shard_id;
     char ids[SHARD_IDS_MAX];
     char scheme[SHARD_SCHEME_MAX];

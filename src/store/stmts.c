@@ -2,46 +2,44 @@
  * Keep the parameter and column order in step with stmts.h. */
 #include "stmts.h"
 
-#define ORDER_COLS "order_no, user_id, request_id, sku, quantity, amount, status, " \
-                   "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ'), " \
-                   "DATE_FORMAT(update_time, '%Y-%m-%dT%H:%i:%S.%fZ')"
+#define ORDER_COLS                                                   \
+    "order_no, user_id, request_id, sku, quantity, amount, status, " \
+    "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ'), "            \
+    "DATE_FORMAT(update_time, '%Y-%m-%dT%H:%i:%S.%fZ')"
 
 #define ISO_TIME(col) "DATE_FORMAT(" col ", '%Y-%m-%dT%H:%i:%S.%fZ')"
-#define OUTBOX_COLS "id, event_type, order_no, state, attempts, " ISO_TIME("create_time") ", " \
-                    ISO_TIME("next_attempt_at") ", " ISO_TIME("published_at") ", last_error"
-#define REFUND_COLS "pay_no, order_no, amount, status, " ISO_TIME("create_time") ", " \
-                    "settle_reference, settled_by, " ISO_TIME("settled_at")
+#define OUTBOX_COLS                                                                      \
+    "id, event_type, order_no, state, attempts, " ISO_TIME("create_time") ", " ISO_TIME( \
+        "next_attempt_at") ", " ISO_TIME("published_at") ", last_error"
+#define REFUND_COLS                                \
+    "pay_no, order_no, amount, status, " ISO_TIME( \
+        "create_time") ", "                        \
+                       "settle_reference, settled_by, " ISO_TIME("settled_at")
 
 const char *const stmt_sql[ST_COUNT] = {
     /* No rows on a plain server; on Galera, whether the node takes writes.
      * Bounded, and never waiting on the cluster (an operator's
      * wsrep_sync_wait would hang it on a node outside the primary). */
-    [ST_PING] =
-        "SET STATEMENT max_statement_time = 1, wsrep_sync_wait = 0 FOR "
-        "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
-        "WHERE VARIABLE_NAME IN ('WSREP_READY', 'WSREP_LOCAL_STATE')",
+    [ST_PING] = "SET STATEMENT max_statement_time = 1, wsrep_sync_wait = 0 FOR "
+                "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                "WHERE VARIABLE_NAME IN ('WSREP_READY', 'WSREP_LOCAL_STATE')",
     [ST_PAY_CALL] = "CALL " DB_PROC_PAY_CALLBACK "(?, ?, ?, ?)",
     [ST_ORDER_CURRENCY] = "SELECT currency, amount FROM orders WHERE order_no = ?",
     [ST_PAY_NO_REGISTER] = "INSERT INTO pay_no_registry (pay_no, order_no) VALUES (?, ?)",
     [ST_PAY_NO_OWNER] = "SELECT order_no FROM pay_no_registry WHERE pay_no = ?",
-    [ST_PAY_NO_REBIND] =
-        "UPDATE pay_no_registry SET order_no = ?, create_time = NOW(3) "
-        "WHERE pay_no = ? AND order_no = ?",
+    [ST_PAY_NO_REBIND] = "UPDATE pay_no_registry SET order_no = ?, create_time = NOW(3) "
+                         "WHERE pay_no = ? AND order_no = ?",
     [ST_ORDER_EXISTS] = "SELECT 1 FROM orders WHERE order_no = ?",
     [ST_SHARD_MAP_GET] = "SELECT shard_id, shard_ids, scheme, epoch FROM shard_map",
     [ST_SHARD_MAP_ADOPT] =
         "INSERT IGNORE INTO shard_map (singleton, shard_id, shard_ids, scheme, epoch) "
         "VALUES (1, ?, ?, ?, ?)",
-    [ST_SHARD_MAP_PUT] =
-        "REPLACE INTO shard_map (singleton, shard_id, shard_ids, scheme, epoch) "
-        "VALUES (1, ?, ?, ?, ?)",
-    [ST_PAY_SELECT] =
-        "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
-        "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
-    [ST_ORDER_CAS] =
-        "UPDATE orders SET status = ? WHERE order_no = ? AND status = ?",
-    [ST_OUTBOX_INSERT] =
-        "INSERT INTO outbox (event_type, order_no, payload) VALUES (?, ?, ?)",
+    [ST_SHARD_MAP_PUT] = "REPLACE INTO shard_map (singleton, shard_id, shard_ids, scheme, epoch) "
+                         "VALUES (1, ?, ?, ?, ?)",
+    [ST_PAY_SELECT] = "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
+                      "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
+    [ST_ORDER_CAS] = "UPDATE orders SET status = ? WHERE order_no = ? AND status = ?",
+    [ST_OUTBOX_INSERT] = "INSERT INTO outbox (event_type, order_no, payload) VALUES (?, ?, ?)",
     [ST_STOCK_PRICE] = "SELECT price FROM stock WHERE sku = ?",
     [ST_STOCK_TAKE] = "UPDATE stock SET num = num - ? WHERE sku = ? AND num >= ?",
     [ST_STOCK_RETURN] = "UPDATE stock SET num = num + ? WHERE sku = ?",
@@ -52,10 +50,9 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_ORDER_BY_REQUEST] =
         "SELECT " ORDER_COLS " FROM orders WHERE user_id = ? AND request_id = ?",
     [ST_ORDER_GET] = "SELECT " ORDER_COLS " FROM orders WHERE order_no = ?",
-    [ST_PAY_BY_ORDER] =
-        "SELECT pay_no, amount, status, "
-        "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ') "
-        "FROM payment_record WHERE order_no = ? ORDER BY create_time, pay_no",
+    [ST_PAY_BY_ORDER] = "SELECT pay_no, amount, status, "
+                        "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ') "
+                        "FROM payment_record WHERE order_no = ? ORDER BY create_time, pay_no",
     [ST_PAY_REFUND_BY_ORDER] =
         "UPDATE payment_record SET status = ? WHERE order_no = ? AND status = ?",
     [ST_ORDER_LOCK_ROW] = "SELECT " ORDER_COLS " FROM orders WHERE order_no = ? FOR UPDATE",
@@ -65,9 +62,8 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_CHECKOUT_INSERT] =
         "INSERT INTO checkout_registry (user_id, request_id, order_no, sku, quantity) "
         "VALUES (?, ?, ?, ?, ?)",
-    [ST_CHECKOUT_GET] =
-        "SELECT order_no, sku, quantity FROM checkout_registry "
-        "WHERE user_id = ? AND request_id = ?",
+    [ST_CHECKOUT_GET] = "SELECT order_no, sku, quantity FROM checkout_registry "
+                        "WHERE user_id = ? AND request_id = ?",
     [ST_TOKEN_INSERT] =
         "INSERT INTO idem_token (token, expires_at) VALUES (?, NOW(3) + INTERVAL ? SECOND)",
     [ST_TOKEN_CONSUME] = "DELETE FROM idem_token WHERE token = ? AND expires_at > NOW(3)",
@@ -83,10 +79,10 @@ const char *const stmt_sql[ST_COUNT] = {
         "AND p.state <> ? AND (p.create_time < o.create_time "
         "OR (p.create_time = o.create_time AND p.id < o.id))) "
         "ORDER BY o.create_time, o.id LIMIT ?",
-    [ST_OUTBOX_CLAIMED] =
-        "SELECT id, event_type, order_no, payload, attempts, " ISO_TIME("create_time") " "
-        "FROM outbox WHERE lease_owner = ? AND state = ? AND lease_until > NOW(3) "
-        "ORDER BY create_time, id",
+    [ST_OUTBOX_CLAIMED] = "SELECT id, event_type, order_no, payload, attempts, " ISO_TIME(
+        "create_time") " "
+                       "FROM outbox WHERE lease_owner = ? AND state = ? AND lease_until > NOW(3) "
+                       "ORDER BY create_time, id",
     [ST_OUTBOX_DELIVERED] =
         "UPDATE outbox SET state = ?, published_at = NOW(3), attempts = attempts + 1, "
         "lease_owner = NULL, lease_until = NULL, last_error = NULL "
@@ -97,9 +93,8 @@ const char *const stmt_sql[ST_COUNT] = {
         "next_attempt_at = NOW(3) + INTERVAL ? * 1000 MICROSECOND, last_error = ?, "
         "lease_owner = NULL, lease_until = NULL, attempts = attempts + 1 "
         "WHERE id = ? AND lease_owner = ?",
-    [ST_OUTBOX_RELEASE] =
-        "UPDATE outbox SET lease_owner = NULL, lease_until = NULL "
-        "WHERE lease_owner = ? AND state = ?",
+    [ST_OUTBOX_RELEASE] = "UPDATE outbox SET lease_owner = NULL, lease_until = NULL "
+                          "WHERE lease_owner = ? AND state = ?",
     [ST_OUTBOX_RETRY] =
         "UPDATE outbox SET state = ?, attempts = 0, next_attempt_at = NOW(3), "
         "last_error = NULL, lease_owner = NULL, lease_until = NULL WHERE id = ? AND state = ?",
@@ -117,10 +112,10 @@ const char *const stmt_sql[ST_COUNT] = {
         "LIMIT ?",
     [ST_WAIT_PAY_COUNT] =
         "SELECT COUNT(*) FROM orders WHERE status = ? AND create_time < NOW(3) - INTERVAL ? SECOND",
-    [ST_WAIT_PAY_LIST] =
-        "SELECT order_no, user_id, amount, " ISO_TIME("create_time") " FROM orders "
-        "WHERE status = ? AND create_time < NOW(3) - INTERVAL ? SECOND "
-        "ORDER BY create_time, order_no LIMIT ?",
+    [ST_WAIT_PAY_LIST] = "SELECT order_no, user_id, amount, " ISO_TIME(
+        "create_time") " FROM orders "
+                       "WHERE status = ? AND create_time < NOW(3) - INTERVAL ? SECOND "
+                       "ORDER BY create_time, order_no LIMIT ?",
     /* Keyset pagination along idx_status_time (status, create_time, id). */
     [ST_WAIT_PAY_QUERY] =
         "SELECT order_no, id, DATE_FORMAT(create_time, '%Y-%m-%d %H:%i:%s.%f') FROM orders "
@@ -128,25 +123,22 @@ const char *const stmt_sql[ST_COUNT] = {
         "AND (create_time > ? OR (create_time = ? AND id > ?)) "
         "ORDER BY create_time, id LIMIT ?",
     [ST_REFUND_COUNT] = "SELECT COUNT(*) FROM payment_record WHERE status = ?",
-    [ST_REFUND_LIST] =
-        "SELECT " REFUND_COLS " FROM payment_record WHERE status = ? "
-        "ORDER BY create_time, pay_no LIMIT ?",
+    [ST_REFUND_LIST] = "SELECT " REFUND_COLS " FROM payment_record WHERE status = ? "
+                       "ORDER BY create_time, pay_no LIMIT ?",
     [ST_REFUND_LOCK] = "SELECT " REFUND_COLS " FROM payment_record WHERE pay_no = ? FOR UPDATE",
     [ST_REFUND_SETTLE] =
         "UPDATE payment_record SET status = ?, settle_reference = ?, settled_by = ?, "
         "settled_at = NOW(3) WHERE pay_no = ? AND status = ?",
     /* Only settled history goes: a PAID or a settled record past the window;
      * an unsettled REFUND_REQUIRED record stays until someone settles it. */
-    [ST_PAY_PURGE] =
-        "DELETE FROM payment_record WHERE create_time < NOW(3) - INTERVAL ? DAY "
-        "AND status IN (?, ?) LIMIT ?",
-    [ST_AUDIT_INSERT] =
-        "INSERT INTO audit_log (actor, action, subject, detail, request_id) "
-        "VALUES (?, ?, ?, ?, ?)",
-    [ST_AUDIT_LIST] =
-        "SELECT id, actor, action, subject, detail, request_id, " ISO_TIME("create_time") " "
-        "FROM audit_log WHERE id > ? AND (? IS NULL OR actor = ?) "
-        "AND (? IS NULL OR action = ?) AND (? IS NULL OR subject = ?) ORDER BY id LIMIT ?",
+    [ST_PAY_PURGE] = "DELETE FROM payment_record WHERE create_time < NOW(3) - INTERVAL ? DAY "
+                     "AND status IN (?, ?) LIMIT ?",
+    [ST_AUDIT_INSERT] = "INSERT INTO audit_log (actor, action, subject, detail, request_id) "
+                        "VALUES (?, ?, ?, ?, ?)",
+    [ST_AUDIT_LIST] = "SELECT id, actor, action, subject, detail, request_id, " ISO_TIME(
+        "create_time") " "
+                       "FROM audit_log WHERE id > ? AND (? IS NULL OR actor = ?) "
+                       "AND (? IS NULL OR action = ?) AND (? IS NULL OR subject = ?) ORDER BY id LIMIT ?",
     [ST_IDEM_CLAIM] =
         "INSERT INTO idem_key (scope, idem_key, fingerprint, state, owner, lease_until, expires_at) "
         "VALUES (?, ?, ?, ?, ?, NOW(3) + INTERVAL ? * 1000 MICROSECOND, NOW(3) + INTERVAL ? SECOND)",
@@ -156,9 +148,8 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_IDEM_TAKEOVER] =
         "UPDATE idem_key SET owner = ?, lease_until = NOW(3) + INTERVAL ? * 1000 MICROSECOND "
         "WHERE scope = ? AND idem_key = ? AND state = ? AND owner = ? AND lease_until <= NOW(3)",
-    [ST_IDEM_DONE] =
-        "UPDATE idem_key SET state = ?, status = ?, body = ? "
-        "WHERE scope = ? AND idem_key = ? AND owner = ? AND state = ?",
+    [ST_IDEM_DONE] = "UPDATE idem_key SET state = ?, status = ?, body = ? "
+                     "WHERE scope = ? AND idem_key = ? AND owner = ? AND state = ?",
     [ST_IDEM_RELEASE] =
         "DELETE FROM idem_key WHERE scope = ? AND idem_key = ? AND owner = ? AND state = ?",
     [ST_IDEM_DROP_EXPIRED] =
@@ -182,9 +173,8 @@ const char *const stmt_sql[ST_COUNT] = {
         "INSERT INTO backfill_progress (walk, after_id) VALUES (?, ?) "
         "ON DUPLICATE KEY UPDATE after_id = VALUES(after_id), update_time = NOW(3)",
     [ST_BACKFILL_DONE] = "DELETE FROM backfill_progress WHERE walk = ?",
-    [ST_ORDER_PAGE] =
-        "SELECT id, user_id, request_id, order_no, sku, quantity FROM orders "
-        "WHERE id > ? ORDER BY id LIMIT ?",
+    [ST_ORDER_PAGE] = "SELECT id, user_id, request_id, order_no, sku, quantity FROM orders "
+                      "WHERE id > ? ORDER BY id LIMIT ?",
 };
 
 const char *const stmt_procedures[DB_PROC_COUNT] = { DB_PROC_PAY_CALLBACK };

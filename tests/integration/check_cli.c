@@ -17,7 +17,7 @@
 #include "../check_main.h"
 
 #define RUN_TIMEOUT_MS 20000
-#define TC_TIMEOUT_S   60
+#define TC_TIMEOUT_S 60
 
 /* A TCP port on 127.0.0.1 that nothing listens on: bound, then released. */
 static int closed_port(void)
@@ -47,7 +47,7 @@ static void temp_config(char path[64], const char *text)
     close(fd);
 }
 
-#define assert_contains(hay, needle, what)                                      \
+#define assert_contains(hay, needle, what)                                                    \
     ck_assert_msg(strstr((hay), (needle)) != NULL, "expected %s to contain \"%s\", got:\n%s", \
                   (what), (needle), (hay))
 
@@ -57,11 +57,24 @@ START_TEST(help_exits_0_and_lists_flags_and_environment_names)
 {
     static const char *const args[] = { "--help", NULL };
     static const char *const wanted[] = {
-        "--config", "--check-config", "--port-file", "--version", "--dev", "SIGTERM",
-        "PAYCALLBACK_DEV", "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET", "PAYCALLBACK_AUTH_KEYS",
-        "PAYCALLBACK_LISTEN_ADDRESS", "PAYCALLBACK_LISTEN_PORT", "PAYCALLBACK_GRACE_S",
-        "PAYCALLBACK_LOG_LEVEL", "PAYCALLBACK_MYSQL_HOST", "PAYCALLBACK_MYSQL_PASSWORD",
-        "PAYCALLBACK_REDIS_HOST", "PAYCALLBACK_REDIS_PORT", "PAYCALLBACK_CALLBACK_SECRET",
+        "--config",
+        "--check-config",
+        "--port-file",
+        "--version",
+        "--dev",
+        "SIGTERM",
+        "PAYCALLBACK_DEV",
+        "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET",
+        "PAYCALLBACK_AUTH_KEYS",
+        "PAYCALLBACK_LISTEN_ADDRESS",
+        "PAYCALLBACK_LISTEN_PORT",
+        "PAYCALLBACK_GRACE_S",
+        "PAYCALLBACK_LOG_LEVEL",
+        "PAYCALLBACK_MYSQL_HOST",
+        "PAYCALLBACK_MYSQL_PASSWORD",
+        "PAYCALLBACK_REDIS_HOST",
+        "PAYCALLBACK_REDIS_PORT",
+        "PAYCALLBACK_CALLBACK_SECRET",
     };
     struct h_run r;
 
@@ -128,9 +141,9 @@ END_TEST
 /* ---- bad configuration: exit 2 with the reason --------------------------- */
 
 static const struct bad_config {
-    const char *text;             /* file content, or NULL: a missing file */
-    const char *env;              /* an extra override, or NULL */
-    const char *reason;           /* expected in stderr */
+    const char *text;   /* file content, or NULL: a missing file */
+    const char *env;    /* an extra override, or NULL */
+    const char *reason; /* expected in stderr */
 } bad_configs[] = {
     { NULL, NULL, "cannot open config" },
     { "{\"workers\": 4, \"wokrers\": 8}", NULL, "unknown key \"wokrers\"" },
@@ -144,7 +157,8 @@ static const struct bad_config {
     { "[1, 2]", NULL, "not a JSON object" },
     { "{\"log_level\": \"chatty\"}", NULL, "log_level must be" },
     { "{\"log_format\": \"xml\"}", NULL, "log_format must be logfmt or json" },
-    { "{\"listen\": {\"address\": \"localhost\"}}", NULL, "listen.address must be an IPv4 or IPv6" },
+    { "{\"listen\": {\"address\": \"localhost\"}}", NULL,
+      "listen.address must be an IPv4 or IPv6" },
     { "{}", "PAYCALLBACK_MYSQL_PORT=abc", "PAYCALLBACK_MYSQL_PORT" },
     { "{}", "PAYCALLBACK_WORKERS=0", "PAYCALLBACK_WORKERS" },
     { "{\"workers\": 1e34}", NULL, "workers must be in 1..1024" },
@@ -152,7 +166,8 @@ static const struct bad_config {
     { "{\"workers\": 4, \"workers\": 8}", NULL, "\"workers\" appears twice" },
     { "{\"log_level\": \"debugdebugdebugdebugdebugdebugdebugdebugde\"}", NULL,
       "log_level is longer than 15 bytes" },
-    { "{}", "PAYCALLBACK_CALLBACK_SECRT=x", "unknown environment variable PAYCALLBACK_CALLBACK_SECRT" },
+    { "{}", "PAYCALLBACK_CALLBACK_SECRT=x",
+      "unknown environment variable PAYCALLBACK_CALLBACK_SECRT" },
     { "{\"gateways\": {}}", NULL, "gateways must be an array" },
     { "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\", \"secrte_env\": \"X\"}]}", NULL,
       "unknown member \"secrte_env\"" },
@@ -241,8 +256,7 @@ END_TEST
 START_TEST(start_is_refused_with_an_empty_secret_outside_development)
 {
     static const char *const args[] = { "--check-config", NULL };
-    static const char *const env[] = { "PAYCALLBACK_DEV=0", "PAYCALLBACK_CALLBACK_SECRET=",
-                                       NULL };
+    static const char *const env[] = { "PAYCALLBACK_DEV=0", "PAYCALLBACK_CALLBACK_SECRET=", NULL };
     struct h_run r;
 
     h_run(args, env, RUN_TIMEOUT_MS, &r);
@@ -273,8 +287,7 @@ START_TEST(a_real_secret_starts_without_the_dev_switch)
     static const char *const args[] = { "--check-config", NULL };
     static const char *const env[] = { "PAYCALLBACK_DEV=0",
                                        "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e",
-                                       "PAYCALLBACK_AUTH_KEYS=ops:ops-key-0123456789abcdef",
-                                       NULL };
+                                       "PAYCALLBACK_AUTH_KEYS=ops:ops-key-0123456789abcdef", NULL };
     struct h_run r;
 
     h_run(args, env, RUN_TIMEOUT_MS, &r);
@@ -354,7 +367,8 @@ START_TEST(check_config_fails_when_mysql_port_is_closed)
     ck_assert_msg(r.status == 1, "expected exit 1, got %d; stderr:\n%s", r.status, r.err);
     assert_contains(r.err, "mysql 127.0.0.1:", "stderr");
     assert_contains(r.err, "cannot connect", "stderr");
-    ck_assert_msg(strstr(r.out, "is valid") == NULL, "a failed check must not say valid:\n%s", r.out);
+    ck_assert_msg(strstr(r.out, "is valid") == NULL, "a failed check must not say valid:\n%s",
+                  r.out);
     h_run_free(&r);
 }
 END_TEST
@@ -426,12 +440,13 @@ static void gateway_config(char path[64], const char *key_path)
 {
     char text[1024];
 
-    snprintf(text, sizeof text,
-             "{\"gateways\": ["
-             "{\"name\": \"alipay\", \"kind\": \"alipay\", \"app_id\": \"2021000000000001\","
-             " \"public_key_file\": \"%s\"},"
-             "{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\": \"TEST_STRIPE_SECRET\"}]}",
-             key_path);
+    snprintf(
+        text, sizeof text,
+        "{\"gateways\": ["
+        "{\"name\": \"alipay\", \"kind\": \"alipay\", \"app_id\": \"2021000000000001\","
+        " \"public_key_file\": \"%s\"},"
+        "{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\": \"TEST_STRIPE_SECRET\"}]}",
+        key_path);
     temp_config(path, text);
 }
 

@@ -13,9 +13,9 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TOKEN        "query-token-0123456789abcdef"
+#define TOKEN "query-token-0123456789abcdef"
 #define TC_TIMEOUT_S 120
-#define WAIT_MS      30000
+#define WAIT_MS 30000
 
 static struct h_tool rsp;
 
@@ -25,9 +25,10 @@ static void plant(const char *order_no, const char *mode, const char *pay_no)
     char body[512];
     struct h_resp r;
 
-    snprintf(body, sizeof(body), "{\"path\":\"/q\",\"order_no\":\"%s\",\"mode\":\"%s\","
-             "\"pay_no\":\"%s\",\"amount\":\"899.00\",\"currency\":\"CNY\"}", order_no, mode,
-             pay_no);
+    snprintf(body, sizeof(body),
+             "{\"path\":\"/q\",\"order_no\":\"%s\",\"mode\":\"%s\","
+             "\"pay_no\":\"%s\",\"amount\":\"899.00\",\"currency\":\"CNY\"}",
+             order_no, mode, pay_no);
     h_http(rsp.port, "POST", "/_plant", NULL, body, strlen(body), &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
@@ -95,12 +96,14 @@ START_TEST(an_unpaid_order_past_the_window_expires_and_returns_its_stock)
     ck_assert_int_eq(1, h_order_status(fresh_no));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = '%s' AND "
                                        "event_type = 'order.canceled' AND payload LIKE "
-                                       "'%%\"reason\":\"payment_window_expired\"%%'", old_no));
+                                       "'%%\"reason\":\"payment_window_expired\"%%'",
+                                       old_no));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE subject = '%s' AND "
-                                       "actor = 'service' AND action = 'order.expire'", old_no));
+                                       "actor = 'service' AND action = 'order.expire'",
+                                       old_no));
     ck_assert_int_eq(expired0 + 1, h_metric("paycallback_orders_expired_total"));
     await_pass();
-    ck_assert_int_eq(full - 1, stock());                    /* returned once */
+    ck_assert_int_eq(full - 1, stock()); /* returned once */
     ck_assert_int_eq(0, h_metric("paycallback_reconcile_wait_pay_overdue"));
 }
 END_TEST
@@ -200,7 +203,7 @@ START_TEST(only_an_order_the_gateway_confirms_unpaid_expires)
     ck_assert_int_eq(1, h_order_status(failing));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = "
                                        "'QPAY-EX2' AND status = 1"));
-    ck_assert_int_eq(full - 2, stock());                    /* only the NOTPAY one came back */
+    ck_assert_int_eq(full - 2, stock()); /* only the NOTPAY one came back */
     h_await(h_metric("paycallback_reconcile_wait_pay_overdue") == 1, WAIT_MS,
             "the deferred order is not reported overdue");
     /* The gateway answers at last: the next pass closes it. */
@@ -225,13 +228,14 @@ START_TEST(every_shard_s_unpaid_orders_expire)
     for (int id = 1; id <= 2; id++) {
         h_db_exec("INSERT INTO `%s`.orders (order_no, user_id, request_id, sku, quantity, amount, "
                   "status, create_time) VALUES ('S0%d-EXP', 'u1', 'r-exp-%d', 'SHOE-42', 3, "
-                  "2697.00, 1, NOW(3) - INTERVAL 2 HOUR)", h_shard_db(id), id, id);
+                  "2697.00, 1, NOW(3) - INTERVAL 2 HOUR)",
+                  h_shard_db(id), id, id);
         h_db_exec("UPDATE `%s`.stock SET num = 97 WHERE sku = 'SHOE-42'", h_shard_db(id));
     }
     for (int id = 1; id <= 2; id++) {
         h_await(h_db_scalar_ll("SELECT status FROM `%s`.orders WHERE order_no = 'S0%d-EXP'",
-                               h_shard_db(id), id) == 9, WAIT_MS, "shard %d's order never expired",
-                id);
+                               h_shard_db(id), id) == 9,
+                WAIT_MS, "shard %d's order never expired", id);
         ck_assert_int_eq(100, h_db_scalar_ll("SELECT num FROM `%s`.stock WHERE sku = 'SHOE-42'",
                                              h_shard_db(id)));
         ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM `%s`.outbox WHERE order_no = "

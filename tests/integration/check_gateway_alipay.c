@@ -17,12 +17,12 @@
 #include "../testkeys.h"
 #include "../check_main.h"
 
-#define APP_ID         "2021000000000001"
-#define ROUTE          "/pay/callback/alipay"
-#define PRICE          GW_PRICE
-#define TC_TIMEOUT_S   60
+#define APP_ID "2021000000000001"
+#define ROUTE "/pay/callback/alipay"
+#define PRICE GW_PRICE
+#define TC_TIMEOUT_S 60
 #define SLOW_TIMEOUT_S 120
-#define FORM_CTYPE     "Content-Type: application/x-www-form-urlencoded; charset=utf-8"
+#define FORM_CTYPE "Content-Type: application/x-www-form-urlencoded; charset=utf-8"
 
 static struct testkey *alipay, *impostor;
 static char key_path[H_TEMP_PATH_MAX], config_path[H_TEMP_PATH_MAX];
@@ -36,11 +36,13 @@ static void server_up(void)
     impostor = testkey_create();
     h_temp_file(key_path, "");
     testkey_write_public(alipay, key_path);
-    snprintf(cfg, sizeof cfg, "{\"gateways\": ["
+    snprintf(cfg, sizeof cfg,
+             "{\"gateways\": ["
              "{\"name\": \"alipay\", \"kind\": \"alipay\", \"app_id\": \"" APP_ID "\","
              " \"public_key_file\": \"%s\"},"
              "{\"name\": \"alipay-hk\", \"kind\": \"alipay\", \"app_id\": \"" APP_ID "\","
-             " \"public_key_file\": \"%s\", \"currency\": \"HKD\"}]}", key_path, key_path);
+             " \"public_key_file\": \"%s\", \"currency\": \"HKD\"}]}",
+             key_path, key_path);
     h_temp_file(config_path, cfg);
     h_fixture_server_up_config(config_path, NULL);
 }
@@ -55,7 +57,9 @@ static void server_down(void)
 }
 
 /* The decoded fields of a notification, in the order Alipay sends them. */
-struct field { const char *k, *v; };
+struct field {
+    const char *k, *v;
+};
 
 static int cmp_field(const void *a, const void *b)
 {
@@ -76,8 +80,8 @@ static void notify_body(char *out, size_t n, const struct testkey *key, const st
     qsort(sorted, nf, sizeof *sorted, cmp_field);
     for (i = 0; i < nf; i++)
         if (strcmp(sorted[i].k, "sign_type") != 0)
-            pos += (size_t)snprintf(content + pos, sizeof content - pos, "%s%s=%s",
-                                    pos ? "&" : "", sorted[i].k, sorted[i].v);
+            pos += (size_t)snprintf(content + pos, sizeof content - pos, "%s%s=%s", pos ? "&" : "",
+                                    sorted[i].k, sorted[i].v);
     sig = testkey_sign_b64(key, content, strlen(content));
     out[0] = '\0';
     for (pos = 0, i = 0; i < nf; i++) {
@@ -97,16 +101,28 @@ static void trade(char *out, size_t n, const struct testkey *key, const char *ap
                   const char *status)
 {
     const struct field f[] = {
-        { "gmt_create", "2024-01-01 10:00:00" }, { "charset", "utf-8" },
-        { "gmt_payment", "2024-01-01 10:00:05" }, { "notify_time", "2024-01-01 10:00:06" },
-        { "subject", "\xe9\x9e\x8b 42" }, { "sign_type", "RSA2" },
-        { "buyer_id", "2088102116773037" }, { "invoice_amount", amount },
-        { "version", "1.0" }, { "notify_id", "2024010100222100005018000000000001" },
+        { "gmt_create", "2024-01-01 10:00:00" },
+        { "charset", "utf-8" },
+        { "gmt_payment", "2024-01-01 10:00:05" },
+        { "notify_time", "2024-01-01 10:00:06" },
+        { "subject", "\xe9\x9e\x8b 42" },
+        { "sign_type", "RSA2" },
+        { "buyer_id", "2088102116773037" },
+        { "invoice_amount", amount },
+        { "version", "1.0" },
+        { "notify_id", "2024010100222100005018000000000001" },
         { "fund_bill_list", "[{\"amount\":\"899.00\",\"fundChannel\":\"ALIPAYACCOUNT\"}]" },
-        { "notify_type", "trade_status_sync" }, { "out_trade_no", order_no },
-        { "total_amount", amount }, { "trade_status", status }, { "trade_no", trade_no },
-        { "auth_app_id", app_id }, { "receipt_amount", amount }, { "point_amount", "0.00" },
-        { "app_id", app_id }, { "buyer_pay_amount", amount }, { "seller_id", "2088102119685838" },
+        { "notify_type", "trade_status_sync" },
+        { "out_trade_no", order_no },
+        { "total_amount", amount },
+        { "trade_status", status },
+        { "trade_no", trade_no },
+        { "auth_app_id", app_id },
+        { "receipt_amount", amount },
+        { "point_amount", "0.00" },
+        { "app_id", app_id },
+        { "buyer_pay_amount", amount },
+        { "seller_id", "2088102119685838" },
     };
 
     notify_body(out, n, key, f, sizeof f / sizeof f[0]);
@@ -124,8 +140,8 @@ static void post(const char *body, struct h_resp *r)
 static const char *const idle_statuses[] = { "WAIT_BUYER_PAY", "TRADE_CLOSED", NULL };
 
 static const struct gw_malformed malformed[] = {
-    { "", 400 }, { "app_id=1&&sign=x", 400 }, { "app_id=%zz", 400 }, { "a=1&a=2", 400 },
-    { "{\"json\":1}", 400 }, { NULL, 0 },
+    { "", 400 },        { "app_id=1&&sign=x", 400 }, { "app_id=%zz", 400 },
+    { "a=1&a=2", 400 }, { "{\"json\":1}", 400 },     { NULL, 0 },
 };
 
 static void seal(struct gw_request *rq)
@@ -152,7 +168,7 @@ static void build(struct gw_request *rq, const struct gw_pay *p, enum gw_twist t
         ck_assert_ptr_nonnull(at = strstr(rq->body, "&sign="));
         *at = '\0';
     } else if (t == GW_OTHER_CURRENCY) {
-        rq->route = "/pay/callback/alipay-hk";      /* that profile speaks HKD */
+        rq->route = "/pay/callback/alipay-hk"; /* that profile speaks HKD */
     }
     seal(rq);
 }
@@ -162,15 +178,15 @@ static int acked(const struct h_resp *r)
 {
     const char *ct = h_resp_header(r, "Content-Type");
 
-    return r->status == 200 && r->body != NULL && strcmp(r->body, "success") == 0 &&
-           ct != NULL && strstr(ct, "text/plain") != NULL;
+    return r->status == 200 && r->body != NULL && strcmp(r->body, "success") == 0 && ct != NULL &&
+           strstr(ct, "text/plain") != NULL;
 }
 
 static const char *refused(const struct h_resp *r, int status, const char *code)
 {
     static char why[256];
 
-    (void)code;                                  /* the answer carries none */
+    (void)code; /* the answer carries none */
     if (r->status == status && r->body != NULL && strcmp(r->body, "failure") == 0)
         return NULL;
     snprintf(why, sizeof why, "expected %d failure, got %d: %.160s", status, r->status,
@@ -200,12 +216,19 @@ static const struct gw_driver driver = {
 START_TEST(notification_with_an_empty_parameter_pays)
 {
     const struct field f[] = {
-        { "gmt_create", "2024-01-01 10:00:00" }, { "charset", "utf-8" },
-        { "notify_time", "2024-01-01 10:00:06" }, { "sign_type", "RSA2" },
-        { "passback_params", "" }, { "body", "" }, { "version", "1.0" },
-        { "notify_type", "trade_status_sync" }, { "out_trade_no", "O1" },
-        { "total_amount", PRICE }, { "trade_status", "TRADE_SUCCESS" },
-        { "trade_no", "T-EMPTY" }, { "app_id", APP_ID },
+        { "gmt_create", "2024-01-01 10:00:00" },
+        { "charset", "utf-8" },
+        { "notify_time", "2024-01-01 10:00:06" },
+        { "sign_type", "RSA2" },
+        { "passback_params", "" },
+        { "body", "" },
+        { "version", "1.0" },
+        { "notify_type", "trade_status_sync" },
+        { "out_trade_no", "O1" },
+        { "total_amount", PRICE },
+        { "trade_status", "TRADE_SUCCESS" },
+        { "trade_no", "T-EMPTY" },
+        { "app_id", APP_ID },
     };
     char body[8192];
     struct h_resp r;

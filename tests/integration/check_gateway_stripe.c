@@ -16,11 +16,11 @@
 #include "../testkeys.h"
 #include "../check_main.h"
 
-#define SECRET         "whsec_integration_test_secret"
-#define ROUTE          "/pay/callback/stripe"
-#define PRICE          GW_PRICE
-#define PRICE_MINOR    "89900"
-#define TC_TIMEOUT_S   60
+#define SECRET "whsec_integration_test_secret"
+#define ROUTE "/pay/callback/stripe"
+#define PRICE GW_PRICE
+#define PRICE_MINOR "89900"
+#define TC_TIMEOUT_S 60
 #define SLOW_TIMEOUT_S 120
 
 static char config_path[H_TEMP_PATH_MAX];
@@ -44,7 +44,8 @@ static void server_down(void)
 static void event(char *buf, size_t n, const char *type, const char *pi, const char *order_no,
                   const char *minor, const char *currency)
 {
-    snprintf(buf, n, "{\"id\":\"evt_1\",\"object\":\"event\",\"type\":\"%s\",\"data\":{\"object\":"
+    snprintf(buf, n,
+             "{\"id\":\"evt_1\",\"object\":\"event\",\"type\":\"%s\",\"data\":{\"object\":"
              "{\"id\":\"%s\",\"object\":\"payment_intent\",\"amount\":%s,\"amount_received\":%s,"
              "\"currency\":\"%s\",\"status\":\"succeeded\",\"metadata\":{\"order_no\":\"%s\"}}}}",
              type, pi, minor, minor, currency, order_no);
@@ -79,9 +80,11 @@ static const struct gw_malformed malformed[] = {
     { "not json", 400 },
     { "{\"type\":\"payment_intent.succeeded\"}", 400 },
     { "{\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_1\","
-      "\"amount_received\":89900,\"currency\":\"usd\",\"metadata\":{}}}}", 400 },
+      "\"amount_received\":89900,\"currency\":\"usd\",\"metadata\":{}}}}",
+      400 },
     { "{\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_1\","
-      "\"amount_received\":899.5,\"currency\":\"usd\",\"metadata\":{\"order_no\":\"O1\"}}}}", 400 },
+      "\"amount_received\":899.5,\"currency\":\"usd\",\"metadata\":{\"order_no\":\"O1\"}}}}",
+      400 },
     { NULL, 0 },
 };
 
@@ -107,19 +110,22 @@ static void seal(struct gw_request *rq)
  * the event, the signing, or the body after it. */
 static void build(struct gw_request *rq, const struct gw_pay *p, enum gw_twist t)
 {
-    const char *type = t == GW_NUL ? "payment_intent.succeeded\\u0000x"
-                                   : "payment_intent.succeeded";
+    const char *type =
+        t == GW_NUL ? "payment_intent.succeeded\\u0000x" : "payment_intent.succeeded";
     char minor[24], *at;
     long long ts = (long long)time(NULL);
 
     snprintf(minor, sizeof minor, "%lld", p->amount_cents);
     event(rq->body, sizeof rq->body, p->state != NULL ? p->state : type, p->pay_no, p->order_no,
           minor, t == GW_OTHER_CURRENCY ? "eur" : "usd");
-    headers_for(rq, t == GW_UNSIGNED ? NULL : t == GW_FOREIGN_KEY ? "whsec_someone_else" : SECRET,
+    headers_for(rq,
+                t == GW_UNSIGNED      ? NULL
+                : t == GW_FOREIGN_KEY ? "whsec_someone_else"
+                                      : SECRET,
                 t == GW_STALE ? ts - 301 - 5 : ts);
     if (t == GW_ALTERED) {
         ck_assert_ptr_nonnull(at = strstr(rq->body, "\"amount_received\":89900"));
-        memcpy(at, "\"amount_received\":00899", 23);   /* same length, another amount */
+        memcpy(at, "\"amount_received\":00899", 23); /* same length, another amount */
     }
 }
 
@@ -136,8 +142,8 @@ static const char *refused(const struct h_resp *r, int status, const char *code)
 static const struct gw_driver driver = {
     .name = "stripe",
     .currency = "USD",
-    .twists = GW_CAN(GW_FOREIGN_KEY) | GW_CAN(GW_ALTERED) | GW_CAN(GW_UNSIGNED) |
-              GW_CAN(GW_STALE) | GW_CAN(GW_OTHER_CURRENCY) | GW_CAN(GW_NUL),
+    .twists = GW_CAN(GW_FOREIGN_KEY) | GW_CAN(GW_ALTERED) | GW_CAN(GW_UNSIGNED) | GW_CAN(GW_STALE) |
+              GW_CAN(GW_OTHER_CURRENCY) | GW_CAN(GW_NUL),
     .altered_price = "8.99",
     .idle = idle_types,
     .malformed = malformed,
@@ -172,8 +178,7 @@ START_TEST(nul_in_the_order_of_a_signed_event_is_refused_and_pays_nothing)
     struct h_resp r;
 
     h_db_insert_order_in("O1", PRICE, "USD");
-    event(body, sizeof body, "payment_intent.succeeded", "pi_1", "O1\\u0000x", PRICE_MINOR,
-          "usd");
+    event(body, sizeof body, "payment_intent.succeeded", "pi_1", "O1\\u0000x", PRICE_MINOR, "usd");
     post(body, &r);
     ck_assert_msg(h_check_error(&r, 400, "BAD_REQUEST") == NULL, "%s",
                   h_check_error(&r, 400, "BAD_REQUEST"));

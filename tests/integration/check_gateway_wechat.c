@@ -18,14 +18,14 @@
 #include "../testkeys.h"
 #include "../check_main.h"
 
-#define APIV3_KEY      "0123456789abcdefghijklmnopqrstuv"
-#define MCHID          "1230000109"
-#define APPID          "wxd678efh567hg6787"
-#define SERIAL_OLD     "3A1B2C3D4E5F60718293A4B5C6D7E8F901234567"
-#define SERIAL_NEW     "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
-#define ROUTE          "/pay/callback/wechat"
-#define PRICE          GW_PRICE
-#define TC_TIMEOUT_S   60
+#define APIV3_KEY "0123456789abcdefghijklmnopqrstuv"
+#define MCHID "1230000109"
+#define APPID "wxd678efh567hg6787"
+#define SERIAL_OLD "3A1B2C3D4E5F60718293A4B5C6D7E8F901234567"
+#define SERIAL_NEW "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
+#define ROUTE "/pay/callback/wechat"
+#define PRICE GW_PRICE
+#define TC_TIMEOUT_S 60
 #define SLOW_TIMEOUT_S 120
 
 static struct testkey *platform_old, *platform_new, *impostor;
@@ -43,11 +43,13 @@ static void server_up(void)
     h_temp_file(key_new, "");
     testkey_write_public(platform_old, key_old);
     testkey_write_public(platform_new, key_new);
-    snprintf(cfg, sizeof cfg, "{\"gateways\": [{\"name\": \"wechat\", \"kind\": \"wechatpay_v3\","
+    snprintf(cfg, sizeof cfg,
+             "{\"gateways\": [{\"name\": \"wechat\", \"kind\": \"wechatpay_v3\","
              " \"mchid\": \"" MCHID "\", \"app_id\": \"" APPID "\", \"tolerance_s\": 300,"
              " \"secret_env\": \"TEST_WECHAT_APIV3_KEY\", \"platform_keys\": ["
              "{\"serial\": \"" SERIAL_OLD "\", \"public_key_file\": \"%s\"},"
-             "{\"serial\": \"" SERIAL_NEW "\", \"public_key_file\": \"%s\"}]}]}", key_old, key_new);
+             "{\"serial\": \"" SERIAL_NEW "\", \"public_key_file\": \"%s\"}]}]}",
+             key_old, key_new);
     h_temp_file(config_path, cfg);
     h_fixture_server_up_config(config_path, env);
 }
@@ -68,13 +70,14 @@ static void transaction(char *out, size_t n, const char *mchid, const char *tx_i
                         const char *order_no, const char *fen, const char *currency,
                         const char *state)
 {
-    snprintf(out, n, "{\"mchid\":\"%s\",\"appid\":\"" APPID "\",\"out_trade_no\":\"%s\","
+    snprintf(out, n,
+             "{\"mchid\":\"%s\",\"appid\":\"" APPID "\",\"out_trade_no\":\"%s\","
              "\"transaction_id\":\"%s\",\"trade_type\":\"NATIVE\",\"trade_state\":\"%s\","
              "\"trade_state_desc\":\"ok\",\"bank_type\":\"OTHERS\",\"attach\":\"\","
              "\"success_time\":\"2024-01-01T10:00:05+08:00\",\"payer\":{\"openid\":\"o1\"},"
              "\"amount\":{\"total\":%s,\"payer_total\":%s,\"currency\":\"%s\","
-             "\"payer_currency\":\"%s\"}}", mchid, order_no, tx_id, state, fen, fen, currency,
-             currency);
+             "\"payer_currency\":\"%s\"}}",
+             mchid, order_no, tx_id, state, fen, fen, currency, currency);
 }
 
 /* The notification body around tx, encrypted with key. */
@@ -82,11 +85,13 @@ static void notification(char *out, size_t n, const char *tx, const char *key)
 {
     char *ct = testkey_gcm_encrypt_b64(key, "6f9a2c4e8b1d", "transaction", tx);
 
-    snprintf(out, n, "{\"id\":\"EV-1\",\"create_time\":\"2024-01-01T10:00:06+08:00\","
+    snprintf(out, n,
+             "{\"id\":\"EV-1\",\"create_time\":\"2024-01-01T10:00:06+08:00\","
              "\"resource_type\":\"encrypt-resource\",\"event_type\":\"TRANSACTION.SUCCESS\","
              "\"summary\":\"ok\",\"resource\":{\"original_type\":\"transaction\","
              "\"algorithm\":\"AEAD_AES_256_GCM\",\"ciphertext\":\"%s\","
-             "\"associated_data\":\"transaction\",\"nonce\":\"6f9a2c4e8b1d\"}}", ct);
+             "\"associated_data\":\"transaction\",\"nonce\":\"6f9a2c4e8b1d\"}}",
+             ct);
     free(ct);
 }
 
@@ -131,8 +136,9 @@ static void post_signed(const struct signed_headers *h, const char *body, struct
 static const char *const idle_states[] = { "NOTPAY", "CLOSED", "PAYERROR", NULL };
 
 static const struct gw_malformed malformed[] = {
-    { "not json", 400 }, { "{}", 400 },
-    { "{\"resource\":{\"algorithm\":\"AEAD_AES_256_GCM\"}}", 401 },  /* nothing decrypts */
+    { "not json", 400 },
+    { "{}", 400 },
+    { "{\"resource\":{\"algorithm\":\"AEAD_AES_256_GCM\"}}", 401 }, /* nothing decrypts */
     { NULL, 0 },
 };
 
@@ -166,13 +172,15 @@ static void build(struct gw_request *rq, const struct gw_pay *p, enum gw_twist t
     snprintf(fen, sizeof fen, "%lld", p->amount_cents);
     transaction(tx, sizeof tx, t == GW_OTHER_APP ? "1900000000" : MCHID, p->pay_no, p->order_no,
                 fen, t == GW_OTHER_CURRENCY ? "USD" : "CNY",
-                p->state != NULL ? p->state : t == GW_NUL ? "SUCCESS\\u0000x" : "SUCCESS");
+                p->state != NULL ? p->state
+                : t == GW_NUL    ? "SUCCESS\\u0000x"
+                                 : "SUCCESS");
     notification(rq->body, sizeof rq->body, tx, APIV3_KEY);
     sign(&h, t == GW_FOREIGN_KEY ? impostor : platform_new, SERIAL_NEW,
          t == GW_STALE ? ts - 306 : ts, rq->body);
     if (t == GW_ALTERED)
         memcpy(strstr(rq->body, "EV-1"), "EV-2", 4);
-    take_headers(rq, &h, t == GW_UNSIGNED ? 4 : -1);    /* 4: Wechatpay-Signature */
+    take_headers(rq, &h, t == GW_UNSIGNED ? 4 : -1); /* 4: Wechatpay-Signature */
 }
 
 static int acked(const struct h_resp *r)
@@ -183,17 +191,16 @@ static int acked(const struct h_resp *r)
 /* WeChat resends on any 4xx/5xx carrying {"code":"FAIL","message":...}. */
 static const char *refused(const struct h_resp *r, int status, const char *code)
 {
-    (void)code;                                  /* always FAIL */
+    (void)code; /* always FAIL */
     return h_check_error(r, status, "FAIL");
 }
 
 static const struct gw_driver driver = {
     .name = "wechat",
     .currency = "CNY",
-    .twists = GW_CAN(GW_FOREIGN_KEY) | GW_CAN(GW_ALTERED) | GW_CAN(GW_UNSIGNED) |
-              GW_CAN(GW_STALE) | GW_CAN(GW_OTHER_APP) | GW_CAN(GW_OTHER_CURRENCY) |
-              GW_CAN(GW_NUL),
-    .altered_price = PRICE,                      /* the event id is altered */
+    .twists = GW_CAN(GW_FOREIGN_KEY) | GW_CAN(GW_ALTERED) | GW_CAN(GW_UNSIGNED) | GW_CAN(GW_STALE) |
+              GW_CAN(GW_OTHER_APP) | GW_CAN(GW_OTHER_CURRENCY) | GW_CAN(GW_NUL),
+    .altered_price = PRICE, /* the event id is altered */
     .idle = idle_states,
     .malformed = malformed,
     .build = build,

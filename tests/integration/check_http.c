@@ -14,9 +14,9 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S      30
-#define BODY_MAX_BYTES    1024   /* the cap of the small-body server */
-#define OVER_LIMIT_BYTES  2000
+#define TC_TIMEOUT_S 30
+#define BODY_MAX_BYTES 1024 /* the cap of the small-body server */
+#define OVER_LIMIT_BYTES 2000
 
 static void small_body_server_up(void)
 {
@@ -68,7 +68,7 @@ static const char *find_ci(const char *hay, const char *needle)
  * how many bytes followed the header block. */
 struct head_reply {
     int status;
-    long content_length;          /* -1 when absent */
+    long content_length; /* -1 when absent */
     size_t body_bytes;
 };
 
@@ -82,8 +82,10 @@ static void head_request(const char *path, struct head_reply *out)
     out->status = 0;
     out->content_length = -1;
     out->body_bytes = 0;
-    snprintf(req, sizeof req, "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-             "Authorization: Bearer " H_OPERATOR_KEY "\r\n\r\n", path);
+    snprintf(req, sizeof req,
+             "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+             "Authorization: Bearer " H_OPERATOR_KEY "\r\n\r\n",
+             path);
     fd = h_raw_connect(h_port(), NULL, 10000);
     ck_assert_msg(fd >= 0, "cannot connect: %s", strerror(errno));
     ck_assert_int_eq((ssize_t)strlen(req), send(fd, req, strlen(req), MSG_NOSIGNAL));
@@ -154,12 +156,9 @@ static const struct {
     const char *method;
     const char *path;
 } unknown_routes[] = {
-    { "GET", "/" },
-    { "GET", "/nope" },
-    { "POST", "/nope" },
-    { "POST", "/pay/callback/extra" },
-    { "POST", "/pay" },
-    { "GET", "/HEALTHZ" },
+    { "GET", "/" },      { "GET", "/nope" },
+    { "POST", "/nope" }, { "POST", "/pay/callback/extra" },
+    { "POST", "/pay" },  { "GET", "/HEALTHZ" },
 };
 
 START_TEST(unknown_path_is_404_not_found)
@@ -179,12 +178,9 @@ static const struct {
     const char *path;
     const char *allowed;
 } wrong_methods[] = {
-    { "GET", "/pay/callback", "POST" },
-    { "PUT", "/pay/callback", "POST" },
-    { "DELETE", "/pay/callback", "POST" },
-    { "POST", "/healthz", "GET" },
-    { "DELETE", "/metrics", "GET" },
-    { "GET", "/order/create", "POST" },
+    { "GET", "/pay/callback", "POST" },    { "PUT", "/pay/callback", "POST" },
+    { "DELETE", "/pay/callback", "POST" }, { "POST", "/healthz", "GET" },
+    { "DELETE", "/metrics", "GET" },       { "GET", "/order/create", "POST" },
     { "POST", "/metrics", "HEAD" },
 };
 
@@ -193,9 +189,8 @@ START_TEST(wrong_method_is_405_with_allow)
     struct h_resp r;
 
     h_http(h_port(), wrong_methods[_i].method, wrong_methods[_i].path, NULL, NULL, 0, &r);
-    ck_assert_msg(h_check_error(&r, 405, NULL) == NULL, "%s %s: %s",
-                  wrong_methods[_i].method, wrong_methods[_i].path,
-                  h_check_error(&r, 405, NULL));
+    ck_assert_msg(h_check_error(&r, 405, NULL) == NULL, "%s %s: %s", wrong_methods[_i].method,
+                  wrong_methods[_i].path, h_check_error(&r, 405, NULL));
     ck_assert_msg(allows(&r, wrong_methods[_i].allowed), "%s %s: expected Allow to list %s, got %s",
                   wrong_methods[_i].method, wrong_methods[_i].path, wrong_methods[_i].allowed,
                   h_resp_header(&r, "Allow") ? h_resp_header(&r, "Allow") : "(none)");
@@ -222,8 +217,8 @@ START_TEST(escaped_slash_does_not_reach_another_route)
 
     h_db_insert_order("PATHX1", "u1", "899.00", 1);
     h_http(h_port(), "POST", "/order/PATHX1%2Fcancel", NULL, "{}", 2, &r);
-    ck_assert_msg(r.status == 400 || r.status == 404, "expected 400 or 404, got %d: %s",
-                  r.status, r.body);
+    ck_assert_msg(r.status == 400 || r.status == 404, "expected 400 or 404, got %d: %s", r.status,
+                  r.body);
     h_assert_json(&r);
     h_resp_free(&r);
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = 'PATHX1'"));
@@ -240,8 +235,8 @@ START_TEST(escaped_nul_does_not_cut_the_path)
 
     h_db_insert_order("PATHA1", "u1", "899.00", 1);
     h_http(h_port(), "GET", "/order/PATHA1%00junk", NULL, NULL, 0, &r);
-    ck_assert_msg(r.status == 400 || r.status == 404, "expected 400 or 404, got %d: %s",
-                  r.status, r.body);
+    ck_assert_msg(r.status == 400 || r.status == 404, "expected 400 or 404, got %d: %s", r.status,
+                  r.body);
     h_assert_json(&r);
     ck_assert_msg(strstr(r.body, "PATHA1") == NULL, "order PATHA1 was shown: %s", r.body);
     h_resp_free(&r);
@@ -302,11 +297,10 @@ START_TEST(head_answers_like_get_without_a_body)
     h_http(h_port(), "GET", head_paths[_i], NULL, NULL, 0, &r);
     ck_assert_msg(r.status != 0, "GET %s failed: %s", head_paths[_i], r.err);
     head_request(head_paths[_i], &hr);
-    ck_assert_msg(r.status == hr.status, "HEAD %s: expected %d like GET, got %d",
-                  head_paths[_i], r.status, hr.status);
+    ck_assert_msg(r.status == hr.status, "HEAD %s: expected %d like GET, got %d", head_paths[_i],
+                  r.status, hr.status);
     ck_assert_msg(hr.status != 405, "HEAD %s is not routed", head_paths[_i]);
-    ck_assert_msg(0 == hr.body_bytes, "HEAD %s sent %zu body bytes", head_paths[_i],
-                  hr.body_bytes);
+    ck_assert_msg(0 == hr.body_bytes, "HEAD %s sent %zu body bytes", head_paths[_i], hr.body_bytes);
     ck_assert_msg(hr.content_length > 0, "HEAD %s: expected the GET body's Content-Length",
                   head_paths[_i]);
     h_resp_free(&r);
@@ -399,9 +393,11 @@ START_TEST(chunked_body_over_the_limit_is_413_json)
     struct h_resp r;
 
     ck_assert_ptr_nonnull(req);
-    n = (size_t)sprintf(req, "POST /pay/callback HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    n = (size_t)sprintf(req,
+                        "POST /pay/callback HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                         "Connection: close\r\nContent-Type: application/json\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n%zx\r\n", half);
+                        "Transfer-Encoding: chunked\r\n\r\n%zx\r\n",
+                        half);
     memcpy(req + n, body, half);
     n += half;
     n += (size_t)sprintf(req + n, "\r\n%zx\r\n", (size_t)OVER_LIMIT_BYTES - half);

@@ -15,11 +15,11 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S    60
-#define TOTAL_CAP       16
-#define POLL_MS         20
-#define SETTLE_MS       300               /* refused connections are closed well within it */
-#define CONNECT_MS      5000
+#define TC_TIMEOUT_S 60
+#define TOTAL_CAP 16
+#define POLL_MS 20
+#define SETTLE_MS 300 /* refused connections are closed well within it */
+#define CONNECT_MS 5000
 
 static void sleep_ms(int ms)
 {
@@ -92,8 +92,7 @@ static void assert_served(const char *when)
     struct h_resp r;
 
     h_http(h_port(), "GET", "/healthz", NULL, NULL, 0, &r);
-    ck_assert_msg(r.status == 200, "%s: the legitimate client got %d (%s)", when, r.status,
-                  r.err);
+    ck_assert_msg(r.status == 200, "%s: the legitimate client got %d (%s)", when, r.status, r.err);
     h_resp_free(&r);
 }
 
@@ -102,12 +101,9 @@ static void assert_served(const char *when)
 static void reserve_server_up(void)
 {
     static const char *const env[] = {
-        "PAYCALLBACK_HTTP_MAX_CONNECTIONS=16",
-        "PAYCALLBACK_HTTP_MAX_CONNECTIONS_PER_IP=0",
-        "PAYCALLBACK_HTTP_RESERVED_PERCENT=25",
-        "PAYCALLBACK_HTTP_RESERVED_BELOW=2",
-        "PAYCALLBACK_HTTP_HEADER_TIMEOUT_MS=60000",
-        NULL,
+        "PAYCALLBACK_HTTP_MAX_CONNECTIONS=16",      "PAYCALLBACK_HTTP_MAX_CONNECTIONS_PER_IP=0",
+        "PAYCALLBACK_HTTP_RESERVED_PERCENT=25",     "PAYCALLBACK_HTTP_RESERVED_BELOW=2",
+        "PAYCALLBACK_HTTP_HEADER_TIMEOUT_MS=60000", NULL,
     };
 
     h_fixture_server_up_env(env);
@@ -125,8 +121,7 @@ START_TEST(few_addresses_cannot_take_the_reserved_part)
     printf("reserve: 2 addresses opened %d connections, %d refused, %d kept\n", 2 * TOTAL_CAP,
            closed, 2 * TOTAL_CAP - closed);
     ck_assert_msg(2 * TOTAL_CAP - closed <= TOTAL_CAP - 4 + 2,
-                  "the large holders kept %d connections of %d", 2 * TOTAL_CAP - closed,
-                  TOTAL_CAP);
+                  "the large holders kept %d connections of %d", 2 * TOTAL_CAP - closed, TOTAL_CAP);
     ck_assert_int_gt(h_metric("paycallback_http_connections_refused_total{reason=\"reserved\"}"),
                      0);
     for (int i = 0; i < 3; i++)
@@ -141,12 +136,9 @@ END_TEST
 static void evict_server_up(void)
 {
     static const char *const env[] = {
-        "PAYCALLBACK_HTTP_MAX_CONNECTIONS=16",
-        "PAYCALLBACK_HTTP_MAX_CONNECTIONS_PER_IP=0",
-        "PAYCALLBACK_HTTP_RESERVED_PERCENT=0",
-        "PAYCALLBACK_HTTP_RESERVED_BELOW=2",
-        "PAYCALLBACK_HTTP_HEADER_TIMEOUT_MS=60000",
-        NULL,
+        "PAYCALLBACK_HTTP_MAX_CONNECTIONS=16",      "PAYCALLBACK_HTTP_MAX_CONNECTIONS_PER_IP=0",
+        "PAYCALLBACK_HTTP_RESERVED_PERCENT=0",      "PAYCALLBACK_HTTP_RESERVED_BELOW=2",
+        "PAYCALLBACK_HTTP_HEADER_TIMEOUT_MS=60000", NULL,
     };
 
     h_fixture_server_up_env(env);
@@ -163,7 +155,7 @@ START_TEST(full_registry_evicts_the_largest_holders_oldest_waiting_connection)
      * after a connection was opened was accepted after it. */
     open_from("127.0.0.2", &busy, 1);
     ck_assert_int_eq(0, send_all(busy, "POST /pay/callback HTTP/1.1\r\nHost: x\r\n"
-                                        "Content-Length: 100\r\n\r\n{"));
+                                       "Content-Length: 100\r\n\r\n{"));
     assert_served("before the registry fills");
     open_from("127.0.0.2", a, 1);
     assert_served("before the registry fills");
@@ -202,7 +194,7 @@ START_TEST(trusted_proxy_is_not_capped_as_one_client)
     open_from("127.0.0.4", p, 20);
     open_from("127.0.0.5", other, 12);
     ck_assert_int_eq(0, closed_after_settling(p, 20));
-    ck_assert_int_ge(closed_after_settling(other, 12), 3);   /* 8 kept, give or take overshoot */
+    ck_assert_int_ge(closed_after_settling(other, 12), 3); /* 8 kept, give or take overshoot */
     close_all(p, 20);
     close_all(other, 12);
 }

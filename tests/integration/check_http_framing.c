@@ -15,8 +15,8 @@
 
 struct framing_case {
     const char *name;
-    const char *raw;              /* the whole request, maybe followed by a smuggled one */
-    size_t len;                   /* 0: strlen(raw) */
+    const char *raw; /* the whole request, maybe followed by a smuggled one */
+    size_t len;      /* 0: strlen(raw) */
 };
 
 #define SMUGGLED "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -24,17 +24,22 @@ struct framing_case {
 static const struct framing_case cases[] = {
     { "space before the colon of Transfer-Encoding",
       "POST /pay/callback HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n"
-      "Content-Length: 5\r\n\r\n0\r\n\r\n" SMUGGLED, 0 },
+      "Content-Length: 5\r\n\r\n0\r\n\r\n" SMUGGLED,
+      0 },
     { "tab in a header name", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A\t: v\r\n\r\n", 0 },
     { "obs-folded Content-Length",
       "POST /pay/callback HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n 0\r\n\r\n"
-      "0123456789", 0 },
+      "0123456789",
+      0 },
     { "obs-folded Transfer-Encoding",
       "POST /pay/callback HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip,\r\n chunked\r\n\r\n"
-      "0\r\n\r\n" SMUGGLED, 0 },
+      "0\r\n\r\n" SMUGGLED,
+      0 },
     { "obs-fold after Host", "GET /healthz HTTP/1.1\r\nHost: x\r\n X-B: v\r\n\r\n", 0 },
     { "bare CR in a value", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n", 0 },
-    { "control byte in a value", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x01" "b\r\n\r\n",
+    { "control byte in a value",
+      "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x01"
+      "b\r\n\r\n",
       0 },
 };
 

@@ -21,20 +21,20 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S        60
-#define FROZEN_TIMEOUT_S    120
-#define ATTACK_ADDR         "127.0.0.2"   /* another client, as far as the server sees */
-#define PER_IP_CAP          8
-#define GLOBAL_CAP          16
-#define DEADLINE_MS         500
-#define TRICKLE_MS          100           /* one byte per tick */
-#define TRICKLE_MAX_BYTES   100           /* 10 s of trickling, 20 deadlines */
-#define SLOW_CONNS          3000
-#define LEGIT_REQUESTS      20
-#define POLL_MS             20
-#define WAIT_MS             10000
-#define FROZEN_CALLS        48
-#define FROZEN_THREADS      48
+#define TC_TIMEOUT_S 60
+#define FROZEN_TIMEOUT_S 120
+#define ATTACK_ADDR "127.0.0.2" /* another client, as far as the server sees */
+#define PER_IP_CAP 8
+#define GLOBAL_CAP 16
+#define DEADLINE_MS 500
+#define TRICKLE_MS 100        /* one byte per tick */
+#define TRICKLE_MAX_BYTES 100 /* 10 s of trickling, 20 deadlines */
+#define SLOW_CONNS 3000
+#define LEGIT_REQUESTS 20
+#define POLL_MS 20
+#define WAIT_MS 10000
+#define FROZEN_CALLS 48
+#define FROZEN_THREADS 48
 
 static void sleep_ms(int ms)
 {
@@ -119,7 +119,8 @@ static void capped_server_up(void)
 
 START_TEST(connections_over_the_per_address_cap_are_closed_at_once)
 {
-    const char *metric = "paycallback_http_connections_refused_total{reason=\"max_connections_per_ip\"}";
+    const char *metric =
+        "paycallback_http_connections_refused_total{reason=\"max_connections_per_ip\"}";
     long long before = metric_sum(metric), t0, refused_us = -1;
     int fds[PER_IP_CAP], extra;
     struct h_resp r;
@@ -178,11 +179,9 @@ END_TEST
 static void small_global_cap_up(void)
 {
     static const char *const env[] = {
-        "PAYCALLBACK_HTTP_MAX_CONNECTIONS=16",
-        "PAYCALLBACK_HTTP_MAX_CONNECTIONS_PER_IP=0",
-        "PAYCALLBACK_HTTP_RESERVED_PERCENT=0",    /* the whole cap, for one address */
-        "PAYCALLBACK_HTTP_HEADER_TIMEOUT_MS=60000",
-        NULL,
+        "PAYCALLBACK_HTTP_MAX_CONNECTIONS=16",      "PAYCALLBACK_HTTP_MAX_CONNECTIONS_PER_IP=0",
+        "PAYCALLBACK_HTTP_RESERVED_PERCENT=0", /* the whole cap, for one address */
+        "PAYCALLBACK_HTTP_HEADER_TIMEOUT_MS=60000", NULL,
     };
 
     h_fixture_server_up_env(env);
@@ -223,7 +222,7 @@ START_TEST(legit_client_is_served_while_one_address_holds_thousands_of_connectio
         if (fds[i] < 0)
             continue;
         opened++;
-        send_str(fds[i], "POST /pay/callback HTTP/1.1\r\nHost: x\r\n");  /* and nothing more */
+        send_str(fds[i], "POST /pay/callback HTTP/1.1\r\nHost: x\r\n"); /* and nothing more */
     }
     for (int i = 0; i < LEGIT_REQUESTS; i++) {
         t0 = h_now_us();
@@ -236,8 +235,8 @@ START_TEST(legit_client_is_served_while_one_address_holds_thousands_of_connectio
             max_us = lat;
     }
     printf("legit client with %d slow connections from one address open: %d requests, "
-           "mean %.2f ms, max %.2f ms\n", opened, LEGIT_REQUESTS,
-           sum_us / 1000.0 / LEGIT_REQUESTS, max_us / 1000.0);
+           "mean %.2f ms, max %.2f ms\n",
+           opened, LEGIT_REQUESTS, sum_us / 1000.0 / LEGIT_REQUESTS, max_us / 1000.0);
     for (int i = 0; i < SLOW_CONNS; i++)
         if (fds[i] >= 0)
             close(fds[i]);
@@ -318,18 +317,19 @@ START_TEST(body_deadline_is_total_not_reset_by_each_byte)
     long long took;
     int fd, sent;
 
-    snprintf(head, sizeof head, "POST /pay/callback HTTP/1.1\r\nHost: x\r\n"
-             "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", TRICKLE_MAX_BYTES);
+    snprintf(head, sizeof head,
+             "POST /pay/callback HTTP/1.1\r\nHost: x\r\n"
+             "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+             TRICKLE_MAX_BYTES);
     memset(body, ' ', TRICKLE_MAX_BYTES);
     body[TRICKLE_MAX_BYTES] = '\0';
     ck_assert_int_ge(fd = h_raw_connect(h_port(), NULL, 2000), 0);
     ck_assert_int_eq(0, send_str(fd, head));
     sent = trickle(fd, body, reply, sizeof reply, &took);
     close(fd);
-    ck_assert_msg(sent >= 0, "a body trickled at one byte per %d ms was never cut off",
-                  TRICKLE_MS);
-    printf("body deadline %d ms: slow body cut after %d bytes, %.0f ms: %.40s\n", DEADLINE_MS,
-           sent, took / 1000.0, reply);
+    ck_assert_msg(sent >= 0, "a body trickled at one byte per %d ms was never cut off", TRICKLE_MS);
+    printf("body deadline %d ms: slow body cut after %d bytes, %.0f ms: %.40s\n", DEADLINE_MS, sent,
+           took / 1000.0, reply);
     /* Cut by a 408 reply when a byte arrived past the deadline, or closed
      * by the reaper; either way never a late 2xx. */
     ck_assert_msg(reply[0] == '\0' || strstr(reply, "HTTP/1.1 408") == reply,
@@ -346,7 +346,8 @@ START_TEST(keep_alive_connection_serves_requests_within_the_deadline)
 
     ck_assert_int_ge(fd = h_raw_connect(h_port(), NULL, 5000), 0);
     ck_assert_int_eq(0, send_str(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
-    ck_assert_int_eq(0, send_str(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    ck_assert_int_eq(0,
+                     send_str(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
     h_raw_read_all(fd, buf, sizeof buf, &eof);
     close(fd);
     ck_assert_int_eq(2, count_replies(buf));
@@ -368,10 +369,9 @@ static void exchange(const char *raw, char *buf, size_t sz, int *eof)
 
 START_TEST(content_length_with_transfer_encoding_is_400_and_closes)
 {
-    static const char smuggle[] =
-        "POST /pay/callback HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
-        "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    static const char smuggle[] = "POST /pay/callback HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                                  "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                                  "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
     char buf[8192];
     int eof;
 
@@ -404,11 +404,13 @@ START_TEST(unknown_transfer_coding_is_501_json)
     char req[256], buf[8192];
     int eof;
 
-    snprintf(req, sizeof req, "POST /pay/callback HTTP/1.1\r\nHost: x\r\n"
-             "Transfer-Encoding: %s\r\n\r\n", codings[_i]);
+    snprintf(req, sizeof req,
+             "POST /pay/callback HTTP/1.1\r\nHost: x\r\n"
+             "Transfer-Encoding: %s\r\n\r\n",
+             codings[_i]);
     exchange(req, buf, sizeof buf, &eof);
-    ck_assert_msg(strncmp(buf, "HTTP/1.1 501", 12) == 0, "%s: expected 501, got %.80s",
-                  codings[_i], buf);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 501", 12) == 0, "%s: expected 501, got %.80s", codings[_i],
+                  buf);
     ck_assert_msg(strstr(buf, "\"code\":\"NOT_IMPLEMENTED\"") != NULL, "not JSON: %s", buf);
     ck_assert_int_eq(1, eof);
 }
@@ -433,8 +435,10 @@ END_TEST
  * The README lists this case under "Guarantees and limits". */
 START_TEST(malformed_content_length_is_400_and_counted)
 {
-    static const char req[] = "POST /pay/callback HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n";
-    const char *prefix = "paycallback_http_requests_total{route=\"unmatched\",method=\"other\",code=\"400\"}";
+    static const char req[] =
+        "POST /pay/callback HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n";
+    const char *prefix =
+        "paycallback_http_requests_total{route=\"unmatched\",method=\"other\",code=\"400\"}";
     long long before = metric_sum(prefix), after = before;
     char buf[8192];
     int eof;
@@ -459,8 +463,8 @@ START_TEST(second_instance_on_a_port_in_use_fails_to_start)
 
     snprintf(port_env, sizeof port_env, "PAYCALLBACK_LISTEN_PORT=%d", h_port());
     h_run(args, env, 20000, &run);
-    ck_assert_msg(run.status != 0 && run.status != -1,
-                  "expected a non-zero exit, got %d: %s", run.status, run.err);
+    ck_assert_msg(run.status != 0 && run.status != -1, "expected a non-zero exit, got %d: %s",
+                  run.status, run.err);
     ck_assert_msg(strstr(run.err, "cannot start http daemon") != NULL, "no clear reason: %s",
                   run.err);
     h_run_free(&run);
@@ -477,7 +481,7 @@ START_TEST(restart_after_kill_9_gets_the_same_port)
     struct h_resp r;
 
     ck_assert_msg(a != NULL, "cannot start the first instance");
-    for (int i = 0; i < 5; i++) {               /* the server closes: TIME_WAIT on its side */
+    for (int i = 0; i < 5; i++) { /* the server closes: TIME_WAIT on its side */
         h_http(h_server_port(a), "GET", "/healthz", NULL, NULL, 0, &r);
         h_assert_status(&r, 200);
         h_resp_free(&r);
@@ -561,7 +565,7 @@ static bool all_threads_stopped(pid_t pid)
             continue;
         snprintf(path, sizeof path, "/proc/%ld/task/%.20s/stat", (long)pid, e->d_name);
         if ((f = fopen(path, "r")) == NULL)
-            continue;                                   /* the thread has ended */
+            continue; /* the thread has ended */
         if (fgets(line, sizeof line, f) != NULL && (state = strrchr(line, ')')) != NULL)
             stopped = state[1] == ' ' && (state[2] == 'T' || state[2] == 't');
         fclose(f);
@@ -605,7 +609,7 @@ static void frozen_server_up(void)
 struct frozen_stats {
     _Atomic long long call_max_us, health_max_us;
     atomic_int unanswered, not_503, health_bad;
-    atomic_int other_status;          /* the last answer that was not a 503 */
+    atomic_int other_status; /* the last answer that was not a 503 */
 };
 
 static struct frozen_stats fz;
@@ -681,7 +685,7 @@ START_TEST(frozen_mysql_gets_503_with_retry_after_and_healthz_stays_up)
     ck_assert_msg(pid > 0, "no var/mysql/mysqld.pid");
     h_db_insert_order("FROZEN-ORDER", "u1", "899.00", 1);
     h_callback(h_port(), "FROZEN-NO-ORDER", "FROZEN-WARM", "899.00", &r);
-    h_assert_error(&r, 404, "ORDER_NOT_FOUND");                 /* a pooled connection open */
+    h_assert_error(&r, 404, "ORDER_NOT_FOUND"); /* a pooled connection open */
     h_resp_free(&r);
     h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
@@ -696,8 +700,8 @@ START_TEST(frozen_mysql_gets_503_with_retry_after_and_healthz_stays_up)
     metrics_us = h_now_us() - t0;
     kill(pid, SIGCONT);
     printf("frozen mysql: %d calls, callbacks answered within %.0f ms (max), /healthz max "
-           "%.1f ms, /readyz %d in %.0f ms, /metrics %d in %.0f ms\n", st.total,
-           atomic_load(&fz.call_max_us) / 1000.0, atomic_load(&fz.health_max_us) / 1000.0,
+           "%.1f ms, /readyz %d in %.0f ms, /metrics %d in %.0f ms\n",
+           st.total, atomic_load(&fz.call_max_us) / 1000.0, atomic_load(&fz.health_max_us) / 1000.0,
            r.status, ready_us / 1000.0, m.status, metrics_us / 1000.0);
     h_assert_status(&m, 200);
     h_resp_free(&m);
@@ -711,7 +715,7 @@ START_TEST(frozen_mysql_gets_503_with_retry_after_and_healthz_stays_up)
     /* The bank retries every callback it got a 503 for. */
     for (int i = 0; i < FROZEN_CALLS; i++) {
         if (i % 10 == 0)
-            continue;                                           /* a /healthz probe */
+            continue; /* a /healthz probe */
         calls++;
         frozen_retry(i, &r);
         h_assert_status(&r, 200);
@@ -763,8 +767,8 @@ static Suite *limits_suite(void)
     tcase_add_test(tc, connections_over_the_global_cap_are_closed_at_once);
     suite_add_tcase(s, tc);
 
-    tc = tcase("header and body deadlines", deadline_server_up, h_fixture_server_down,
-               TC_TIMEOUT_S);
+    tc =
+        tcase("header and body deadlines", deadline_server_up, h_fixture_server_down, TC_TIMEOUT_S);
     tcase_add_test(tc, header_deadline_is_total_not_reset_by_each_byte);
     tcase_add_test(tc, idle_connection_is_closed_after_the_header_deadline);
     tcase_add_test(tc, body_deadline_is_total_not_reset_by_each_byte);

@@ -12,12 +12,12 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S   60
-#define TOKEN_RATE     20
-#define TOKEN_BURST    5
-#define ORDER_RATE     10
-#define ORDER_BURST    3
-#define MEASURE_MS     4000
+#define TC_TIMEOUT_S 60
+#define TOKEN_RATE 20
+#define TOKEN_BURST 5
+#define ORDER_RATE 10
+#define ORDER_BURST 3
+#define MEASURE_MS 4000
 
 static void quota_server_up(void)
 {
@@ -92,8 +92,8 @@ START_TEST(token_requests_past_the_rate_are_429_at_the_configured_rate)
                          &refused, &window_ms);
 
     printf("token quota %d/s burst %d: %lld issued, %lld refused 429 in %d ms: %.2f/s over "
-           "%lld ms between refusals\n", TOKEN_RATE, TOKEN_BURST, ok, refused, MEASURE_MS, rate,
-           window_ms);
+           "%lld ms between refusals\n",
+           TOKEN_RATE, TOKEN_BURST, ok, refused, MEASURE_MS, rate, window_ms);
     ck_assert_int_gt(refused, 0);
     ck_assert_msg(rate >= TOKEN_RATE * 0.9 && rate <= TOKEN_RATE * 1.1,
                   "%.2f/s got through, configured %d/s", rate, TOKEN_RATE);
@@ -105,12 +105,12 @@ END_TEST
 START_TEST(order_creates_past_the_rate_are_429_at_the_configured_rate)
 {
     long long ok, refused, window_ms;
-    double rate = hammer("POST", "/order/create", "{}", "192.0.2.11", ORDER_RATE, ORDER_BURST,
-                         &ok, &refused, &window_ms);
+    double rate = hammer("POST", "/order/create", "{}", "192.0.2.11", ORDER_RATE, ORDER_BURST, &ok,
+                         &refused, &window_ms);
 
     printf("order quota %d/s burst %d: %lld through (answered by the handler), %lld refused "
-           "429 in %d ms: %.2f/s over %lld ms between refusals\n", ORDER_RATE, ORDER_BURST, ok,
-           refused, MEASURE_MS, rate, window_ms);
+           "429 in %d ms: %.2f/s over %lld ms between refusals\n",
+           ORDER_RATE, ORDER_BURST, ok, refused, MEASURE_MS, rate, window_ms);
     ck_assert_msg(rate >= ORDER_RATE * 0.9 && rate <= ORDER_RATE * 1.1,
                   "%.2f/s got through, configured %d/s", rate, ORDER_RATE);
     ck_assert_int_gt(h_metric("paycallback_http_quota_refusals_total{route=\"order\"}"), 0);

@@ -16,11 +16,11 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S      60
-#define STORM_CLIENTS     50
-#define WAIT_MS_SHORT     "300"
-#define LEASE_MS_SHORT    "1000"
-#define AWAIT_MS          10000
+#define TC_TIMEOUT_S 60
+#define STORM_CLIENTS 50
+#define WAIT_MS_SHORT "300"
+#define LEASE_MS_SHORT "1000"
+#define AWAIT_MS 10000
 
 static long long orders(void)
 {
@@ -266,9 +266,10 @@ START_TEST(a_repeated_transition_replays_and_is_counted)
     ck_assert_int_eq(1, h_json_get_bool(b.body, "duplicate") == 0);
     h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, &m);
     ck_assert_msg(strstr(m.body, "paycallback_idempotency_replays_total ") != NULL &&
-                  strstr(m.body, "paycallback_idempotency_replays_total 0\n") == NULL,
+                      strstr(m.body, "paycallback_idempotency_replays_total 0\n") == NULL,
                   "replays not counted");
-    ck_assert_msg(strstr(m.body, "paycallback_idempotency_wait_seconds_bucket{le=\"+Inf\"}") != NULL,
+    ck_assert_msg(strstr(m.body, "paycallback_idempotency_wait_seconds_bucket{le=\"+Inf\"}") !=
+                      NULL,
                   "no wait histogram");
     h_resp_free(&a);
     h_resp_free(&b);
@@ -283,9 +284,7 @@ END_TEST
 
 static void two_keys_server_up(void)
 {
-    static const char *const env[] = {
-        "PAYCALLBACK_AUTH_KEYS=ops:" KEY_OPS ",erp:" KEY_ERP, NULL
-    };
+    static const char *const env[] = { "PAYCALLBACK_AUTH_KEYS=ops:" KEY_OPS ",erp:" KEY_ERP, NULL };
 
     h_fixture_server_up_env(env);
 }
@@ -325,8 +324,10 @@ static void create_as(const char *auth, const char *key, const char *user_id, st
     const char *headers[] = { "Content-Type: application/json", hdr, NULL };
 
     snprintf(hdr, sizeof hdr, "Idempotency-Key: %s", key);
-    snprintf(body, sizeof body, "{\"user_id\":\"%s\",\"request_id\":\"r-%s\","
-             "\"sku\":\"SHOE-42\",\"quantity\":1}", user_id, user_id);
+    snprintf(body, sizeof body,
+             "{\"user_id\":\"%s\",\"request_id\":\"r-%s\","
+             "\"sku\":\"SHOE-42\",\"quantity\":1}",
+             user_id, user_id);
     h_http_key(h_port(), auth, "POST", "/order/create", headers, body, strlen(body), r);
 }
 
@@ -337,14 +338,14 @@ START_TEST(a_create_key_is_scoped_by_the_authenticated_caller)
 {
     struct h_resp a, b, c, d, e;
 
-    create_as(NULL, "shop-k1", "alice", &a);                 /* anonymous: scope user:alice */
+    create_as(NULL, "shop-k1", "alice", &a); /* anonymous: scope user:alice */
     h_assert_status(&a, 201);
-    create_as(KEY_OPS, "shop-k1", "alice", &b);              /* scope key:ops: not a replay */
-    h_assert_status(&b, 200);                                /* the same checkout's order */
+    create_as(KEY_OPS, "shop-k1", "alice", &b); /* scope key:ops: not a replay */
+    h_assert_status(&b, 200);                   /* the same checkout's order */
     assert_replayed(&b, 0);
-    create_as(KEY_OPS, "shop-k1", "bob", &c);                /* same key, another payload */
+    create_as(KEY_OPS, "shop-k1", "bob", &c); /* same key, another payload */
     h_assert_error(&c, 422, "IDEMPOTENCY_KEY_MISMATCH");
-    create_as(KEY_ERP, "shop-k1", "bob", &d);                /* another key's scope */
+    create_as(KEY_ERP, "shop-k1", "bob", &d); /* another key's scope */
     h_assert_status(&d, 201);
     assert_replayed(&d, 0);
     create_as("wrong-key-0123456789abcdef", "shop-k2", "carol", &e);
@@ -419,7 +420,7 @@ START_TEST(first_attempt_held_past_the_bound_is_409_then_replayed)
     create_keyed(h_port(), "k-held", "u1", "r-held", 1, &b);
     h_assert_error(&b, 409, "IDEMPOTENCY_KEY_IN_USE");
     ck_assert_msg(h_resp_header(&b, "Retry-After") != NULL, "a 409 without Retry-After");
-    h_db_close(db);                           /* rolls back: the first attempt goes on */
+    h_db_close(db); /* rolls back: the first attempt goes on */
     pthread_join(a.th, NULL);
     h_assert_status(&a.r, 201);
     create_keyed(h_port(), "k-held", "u1", "r-held", 1, &c);
@@ -545,8 +546,7 @@ static Suite *idempotency_suite(void)
     tcase_add_test(tc, first_attempt_held_past_the_bound_is_409_then_replayed);
     suite_add_tcase(s, tc);
 
-    tc = h_tcase_with("two operator keys", TC_TIMEOUT_S, two_keys_server_up,
-                      h_fixture_server_down);
+    tc = h_tcase_with("two operator keys", TC_TIMEOUT_S, two_keys_server_up, h_fixture_server_down);
     tcase_add_test(tc, transition_keys_of_two_operator_keys_do_not_collide);
     tcase_add_test(tc, a_create_key_is_scoped_by_the_authenticated_caller);
     suite_add_tcase(s, tc);

@@ -10,7 +10,6 @@
 #include "harness.h"
 #include "../check_main.h"
 
-
 /* h_http sends the development operator key (named "dev") by default. */
 static void get(const char *path, struct h_resp *r)
 {
@@ -34,8 +33,8 @@ static void assert_scalar_str(const char *want, const char *sql)
 static void payment(const char *pay_no, const char *order_no, int status)
 {
     h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
-              "VALUES ('%s', '%s', 899.00, %d, %d)", pay_no, order_no, status,
-              status == 1 ? 1 : 2);
+              "VALUES ('%s', '%s', 899.00, %d, %d)",
+              pay_no, order_no, status, status == 1 ? 1 : 2);
 }
 
 /* A customer charged twice: the second callback is REFUND_REQUIRED. */
@@ -70,10 +69,11 @@ START_TEST(refund_queue_lists_then_settles_once)
     h_assert_bool(&r, "duplicate", 0);
     h_resp_free(&r);
     ck_assert_int_eq(3, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'PA2'"));
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = 'refund.settle' "
-                                       "AND subject = 'PA2' AND detail = 'reference=RF-1001'"));
+    ck_assert_int_eq(1,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = 'refund.settle' "
+                                    "AND subject = 'PA2' AND detail = 'reference=RF-1001'"));
 
-    post("/ops/refunds/PA2/settle", "{\"reference\":\"RF-1001\"}", &r);   /* again */
+    post("/ops/refunds/PA2/settle", "{\"reference\":\"RF-1001\"}", &r); /* again */
     h_assert_status(&r, 200);
     h_assert_bool(&r, "duplicate", 1);
     h_resp_free(&r);
@@ -86,7 +86,8 @@ START_TEST(refund_queue_lists_then_settles_once)
     ck_assert_ptr_nonnull(strstr(r.body, "\"reference\":\"RF-1001\""));
     h_resp_free(&r);
     /* never a delete: both payments are still there */
-    ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE order_no = 'OR1'"));
+    ck_assert_int_eq(2,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE order_no = 'OR1'"));
 }
 END_TEST
 
@@ -128,7 +129,7 @@ START_TEST(outbox_lists_inspects_and_sends_a_dead_event_again)
     h_db_exec("INSERT INTO outbox (event_type, order_no, payload, state, attempts, last_error) "
               "VALUES ('order.paid', 'OR3', '{\"pay_no\":\"X\"}', 2, 15, 'webhook answered 500')");
     id = h_db_scalar_ll("SELECT id FROM outbox WHERE order_no = 'OR3'");
-    get("/ops/outbox", &r);                     /* default: the dead ones */
+    get("/ops/outbox", &r); /* default: the dead ones */
     h_assert_status(&r, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"order_no\":\"OR3\""));
     ck_assert_ptr_nonnull(strstr(r.body, "\"state\":\"DEAD\""));
@@ -147,8 +148,9 @@ START_TEST(outbox_lists_inspects_and_sends_a_dead_event_again)
     h_assert_bool(&r, "duplicate", 0);
     h_resp_free(&r);
     ck_assert_int_eq(0, h_db_scalar_ll("SELECT attempts FROM outbox WHERE id = %lld", id));
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = 'outbox.retry'"));
-    post(path, NULL, &r);                       /* again: already pending */
+    ck_assert_int_eq(
+        1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = 'outbox.retry'"));
+    post(path, NULL, &r); /* again: already pending */
     h_assert_status(&r, 200);
     h_assert_bool(&r, "duplicate", 1);
     h_resp_free(&r);
@@ -224,9 +226,9 @@ START_TEST(cancel_stale_cancels_old_wait_pay_orders_only)
     struct h_resp r;
     long long stock0 = h_db_scalar_ll("SELECT num FROM stock WHERE sku = 'SHOE-42'");
 
-    h_db_insert_order("OC1", "u1", "899.00", 1);           /* stale */
-    h_db_insert_order("OC2", "u1", "899.00", 1);           /* fresh */
-    h_db_insert_order("OC3", "u1", "899.00", 2);           /* old but PAID */
+    h_db_insert_order("OC1", "u1", "899.00", 1); /* stale */
+    h_db_insert_order("OC2", "u1", "899.00", 1); /* fresh */
+    h_db_insert_order("OC3", "u1", "899.00", 2); /* old but PAID */
     h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR "
               "WHERE order_no IN ('OC1', 'OC3')");
     post("/ops/orders/cancel-stale", "{\"older_than_s\":3600,\"limit\":10}", &r);
@@ -240,12 +242,12 @@ START_TEST(cancel_stale_cancels_old_wait_pay_orders_only)
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = 'OC1' "
                                        "AND event_type = 'order.canceled'"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE subject = 'OC1'"));
-    post("/ops/orders/cancel-stale", "{\"older_than_s\":3600,\"limit\":10}", &r);   /* again */
+    post("/ops/orders/cancel-stale", "{\"older_than_s\":3600,\"limit\":10}", &r); /* again */
     h_assert_status(&r, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"canceled\":0"));
     h_resp_free(&r);
     post("/ops/orders/cancel-stale", "{\"older_than_s\":5,\"limit\":10}", &r);
-    h_assert_error(&r, 400, "BAD_REQUEST");    /* below reconcile.wait_pay_age_s */
+    h_assert_error(&r, 400, "BAD_REQUEST"); /* below reconcile.wait_pay_age_s */
     h_resp_free(&r);
 }
 END_TEST
@@ -253,17 +255,21 @@ END_TEST
 START_TEST(every_operator_route_wants_a_key)
 {
     static const char *const routes[][2] = {
-        { "GET", "/ops/reconcile" }, { "GET", "/ops/outbox" }, { "GET", "/ops/outbox/1" },
-        { "POST", "/ops/outbox/1/retry" }, { "GET", "/ops/refunds" },
-        { "POST", "/ops/refunds/PZ1/settle" }, { "POST", "/ops/orders/cancel-stale" },
+        { "GET", "/ops/reconcile" },
+        { "GET", "/ops/outbox" },
+        { "GET", "/ops/outbox/1" },
+        { "POST", "/ops/outbox/1/retry" },
+        { "GET", "/ops/refunds" },
+        { "POST", "/ops/refunds/PZ1/settle" },
+        { "POST", "/ops/orders/cancel-stale" },
     };
     struct h_resp r;
 
     double_charge("OR9", "PZ0", "PZ1");
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const char *body = strcmp(routes[i][0], "POST") == 0 ? "{\"reference\":\"RF-9\"}" : NULL;
-        h_http_key(h_port(), NULL, routes[i][0], routes[i][1], NULL, body,
-                   body ? strlen(body) : 0, &r);
+        h_http_key(h_port(), NULL, routes[i][0], routes[i][1], NULL, body, body ? strlen(body) : 0,
+                   &r);
         h_assert_error(&r, 401, "UNAUTHORIZED");
         h_resp_free(&r);
         h_http_key(h_port(), "not-a-configured-key-0123", routes[i][0], routes[i][1], NULL, body,

@@ -12,18 +12,17 @@
 #include "../check_main.h"
 
 #define TC_TIMEOUT_S 60
-#define LOG_WAIT_MS  5000
-#define OPS_KEY      "ops-key-5b7e0c1d9a2f4e68"
-#define PROM_KEY     "prom-key-1c2d3e4f5a6b7c8d"
-#define REAL_SECRET  "operator-auth-secret-4d1f"
+#define LOG_WAIT_MS 5000
+#define OPS_KEY "ops-key-5b7e0c1d9a2f4e68"
+#define PROM_KEY "prom-key-1c2d3e4f5a6b7c8d"
+#define REAL_SECRET "operator-auth-secret-4d1f"
 
 /* The routes an operator key opens: method and path. */
-static const struct { const char *method, *path; } operator_routes[] = {
-    { "GET", "/order/OA1" },
-    { "POST", "/order/OA1/ship" },
-    { "POST", "/order/OA1/finish" },
-    { "POST", "/order/OA1/cancel" },
-    { "GET", "/metrics" },
+static const struct {
+    const char *method, *path;
+} operator_routes[] = {
+    { "GET", "/order/OA1" },         { "POST", "/order/OA1/ship" }, { "POST", "/order/OA1/finish" },
+    { "POST", "/order/OA1/cancel" }, { "GET", "/metrics" },
 };
 #define NOPERATOR (sizeof operator_routes / sizeof operator_routes[0])
 
@@ -50,11 +49,10 @@ static void call_route(size_t i, const char *authorization, struct h_resp *r)
 
     snprintf(hdr, sizeof hdr, "Authorization: %s", authorization ? authorization : "");
     if (authorization == NULL)
-        h_http_key(h_port(), NULL, operator_routes[i].method, operator_routes[i].path, NULL,
-                   NULL, 0, r);
+        h_http_key(h_port(), NULL, operator_routes[i].method, operator_routes[i].path, NULL, NULL,
+                   0, r);
     else
-        h_http(h_port(), operator_routes[i].method, operator_routes[i].path, headers, NULL, 0,
-               r);
+        h_http(h_port(), operator_routes[i].method, operator_routes[i].path, headers, NULL, 0, r);
 }
 
 /* ---- refused without a key --------------------------------------------------- */
@@ -63,7 +61,7 @@ START_TEST(operator_route_without_a_key_is_401_and_writes_nothing)
 {
     struct h_resp r;
 
-    h_db_insert_order("OA1", "u1", "899.00", 2);            /* PAID: ship would work */
+    h_db_insert_order("OA1", "u1", "899.00", 2); /* PAID: ship would work */
     call_route((size_t)_i, NULL, &r);
     assert_unauthorized(&r, "Bearer");
     h_resp_free(&r);
@@ -100,7 +98,7 @@ END_TEST
 START_TEST(operator_key_ships_the_order_and_is_named_in_the_log)
 {
     const char *parts[] = { "path=\"/order/OA1/ship\"", "status=200", "caller=dev", NULL };
-    const char *leak[] = { "level=", H_OPERATOR_KEY, NULL };      /* the server's lines */
+    const char *leak[] = { "level=", H_OPERATOR_KEY, NULL }; /* the server's lines */
     struct h_resp r;
     char *line;
 
@@ -150,8 +148,9 @@ START_TEST(open_routes_need_no_key)
     {
         char hdr[96], body[256];
         const char *headers[] = { "Content-Type: application/json", hdr, NULL };
-        int n = snprintf(body, sizeof body, "{\"user_id\":\"u9\",\"request_id\":\"oa-r1\","
-                                            "\"sku\":\"SHOE-42\",\"quantity\":1}");
+        int n = snprintf(body, sizeof body,
+                         "{\"user_id\":\"u9\",\"request_id\":\"oa-r1\","
+                         "\"sku\":\"SHOE-42\",\"quantity\":1}");
 
         snprintf(hdr, sizeof hdr, "Idempotent-Token: %s", token);
         h_http_key(h_port(), NULL, "POST", "/order/create", headers, body, (size_t)n, &r);
@@ -166,7 +165,7 @@ START_TEST(callbacks_stay_signed_and_need_no_key)
     struct h_resp r;
 
     h_db_insert_order("OA1", "u1", "899.00", 1);
-    h_callback(h_port(), "OA1", "PAY-OA1", "899.00", &r);   /* signed, no key needed */
+    h_callback(h_port(), "OA1", "PAY-OA1", "899.00", &r); /* signed, no key needed */
     h_assert_status(&r, 200);
     h_resp_free(&r);
     ck_assert_int_eq(2, order_status("OA1"));

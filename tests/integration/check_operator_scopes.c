@@ -13,10 +13,10 @@
 #include "../check_main.h"
 
 #define TC_TIMEOUT_S 60
-#define READ_KEY    "read-key-0123456789abcdef"
-#define SHIP_KEY    "ship-key-0123456789abcdef"
-#define AUDIT_KEY   "audit-key-0123456789abcdef"
-#define ALL_KEY     "all-key-0123456789abcdef"
+#define READ_KEY "read-key-0123456789abcdef"
+#define SHIP_KEY "ship-key-0123456789abcdef"
+#define AUDIT_KEY "audit-key-0123456789abcdef"
+#define ALL_KEY "all-key-0123456789abcdef"
 
 static void scoped_up(void)
 {
@@ -59,8 +59,9 @@ static const char *body_of(const char *method)
  * outside its scope 403 FORBIDDEN naming the scope, nothing written. */
 START_TEST(a_scoped_key_is_refused_outside_its_scope_and_writes_nothing)
 {
-    static const struct { const char *key, *scope; } keys[] = {
-        { READ_KEY, "read" }, { SHIP_KEY, "orders" } };
+    static const struct {
+        const char *key, *scope;
+    } keys[] = { { READ_KEY, "read" }, { SHIP_KEY, "orders" } };
     struct h_resp r;
     char want[64];
 
@@ -101,8 +102,7 @@ START_TEST(a_key_is_served_inside_its_scope_and_a_key_without_scopes_everywhere)
         if (strcmp(routes[i].method, "GET") != 0)
             continue;
         h_http_key(h_port(), ALL_KEY, "GET", routes[i].path, NULL, NULL, 0, &r);
-        ck_assert_msg(r.status != 403 && r.status != 401, "GET %s: %d", routes[i].path,
-                      r.status);
+        ck_assert_msg(r.status != 403 && r.status != 401, "GET %s: %d", routes[i].path, r.status);
         h_resp_free(&r);
     }
 }
@@ -150,13 +150,13 @@ START_TEST(the_audit_log_is_listed_with_filters_and_pages)
         h_db_exec("INSERT INTO audit_log (actor, action, subject, detail, request_id) VALUES "
                   "('%s', 'order.ship', 'SL%d', 'PAID -> SHIPPED', 'rq%d')",
                   i == 3 ? "ops" : "shipper", i, i);
-    h_http_key(h_port(), AUDIT_KEY, "GET", "/ops/audit?actor=shipper&limit=1", NULL, NULL, 0,
-               &r);
+    h_http_key(h_port(), AUDIT_KEY, "GET", "/ops/audit?actor=shipper&limit=1", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     ck_assert_msg(strstr(r.body, "\"subject\":\"SL1\"") != NULL &&
-                  strstr(r.body, "\"actor\":\"shipper\"") != NULL &&
-                  strstr(r.body, "\"request_id\":\"rq1\"") != NULL &&
-                  strstr(r.body, "SL2") == NULL, "%s", r.body);
+                      strstr(r.body, "\"actor\":\"shipper\"") != NULL &&
+                      strstr(r.body, "\"request_id\":\"rq1\"") != NULL &&
+                      strstr(r.body, "SL2") == NULL,
+                  "%s", r.body);
     ck_assert_msg(strstr(r.body, "\"next_after\":") != NULL, "%s", r.body);
     next = strstr(r.body, "\"next_after\":") + strlen("\"next_after\":");
     snprintf(path, sizeof path, "/ops/audit?actor=shipper&limit=1&after=%d", atoi(next));
@@ -164,12 +164,14 @@ START_TEST(the_audit_log_is_listed_with_filters_and_pages)
     h_http_key(h_port(), AUDIT_KEY, "GET", path, NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     ck_assert_msg(strstr(r.body, "SL2") != NULL && strstr(r.body, "SL1") == NULL &&
-                  strstr(r.body, "SL3") == NULL, "%s", r.body);
+                      strstr(r.body, "SL3") == NULL,
+                  "%s", r.body);
     h_resp_free(&r);
     h_http_key(h_port(), AUDIT_KEY, "GET", "/ops/audit?subject=SL3", NULL, NULL, 0, &r);
     h_assert_status(&r, 200);
     ck_assert_msg(strstr(r.body, "\"actor\":\"ops\"") != NULL && strstr(r.body, "SL1") == NULL &&
-                  strstr(r.body, "next_after") == NULL, "%s", r.body);
+                      strstr(r.body, "next_after") == NULL,
+                  "%s", r.body);
     h_resp_free(&r);
     h_http_key(h_port(), AUDIT_KEY, "GET", "/ops/audit?limit=0", NULL, NULL, 0, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");

@@ -16,14 +16,14 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define PRICE           "899.00"
-#define TC_TIMEOUT_S    60
+#define PRICE "899.00"
+#define TC_TIMEOUT_S 60
 #define OUTAGE_TIMEOUT_S 120
-#define LOG_WAIT_MS     3000
-#define ABSENT_WAIT_MS  500      /* how long a line that must not appear is awaited */
-#define READY_WAIT_MS   20000
-#define VALUE_MAX       64
-#define ID_MAX          65
+#define LOG_WAIT_MS 3000
+#define ABSENT_WAIT_MS 500 /* how long a line that must not appear is awaited */
+#define READY_WAIT_MS 20000
+#define VALUE_MAX 64
+#define ID_MAX 65
 
 static void warn_server_up(void)
 {
@@ -39,8 +39,7 @@ static char gateway_config[H_TEMP_PATH_MAX];
 
 static void gateway_server_up(void)
 {
-    static const char *const env[] = { "TEST_STRIPE_SECRET=whsec_integration_test_secret",
-                                       NULL };
+    static const char *const env[] = { "TEST_STRIPE_SECRET=whsec_integration_test_secret", NULL };
 
     h_temp_file(gateway_config, "{\"gateways\": [{\"name\": \"stripe\", \"kind\": "
                                 "\"stripe\", \"secret_env\": \"TEST_STRIPE_SECRET\"}]}");
@@ -52,7 +51,8 @@ static void gateway_server_up(void)
 static void init_command_server_up(void)
 {
     static const char *const env[] = { "PAYCALLBACK_MYSQL_INIT_COMMAND=SET SESSION "
-                                       "wsrep_sync_wait = 1", NULL };
+                                       "wsrep_sync_wait = 1",
+                                       NULL };
 
     h_fixture_server_up_env(env);
 }
@@ -104,13 +104,13 @@ static const char *value_of(const char *text, const char *series, char out[VALUE
     return NULL;
 }
 
-#define assert_sample(text, series, want)                                              \
-    do {                                                                               \
-        char v_[VALUE_MAX];                                                            \
-        const char *got_ = value_of((text), (series), v_);                             \
-        ck_assert_msg(got_ != NULL, "no sample %s in the scrape", (series));           \
-        ck_assert_msg(strcmp((want), got_) == 0, "%s: expected %s, got %s", (series),  \
-                      (want), got_);                                                   \
+#define assert_sample(text, series, want)                                                     \
+    do {                                                                                      \
+        char v_[VALUE_MAX];                                                                   \
+        const char *got_ = value_of((text), (series), v_);                                    \
+        ck_assert_msg(got_ != NULL, "no sample %s in the scrape", (series));                  \
+        ck_assert_msg(strcmp((want), got_) == 0, "%s: expected %s, got %s", (series), (want), \
+                      got_);                                                                  \
     } while (0)
 
 #define CB_REQ(code) \
@@ -239,10 +239,18 @@ START_TEST(scrape_after_traffic_passes_promtool_and_counts_it)
     assert_sample(r.body, CB_REQ("200"), "3");
     assert_sample(r.body, CB_REQ("409"), "1");
     assert_sample(r.body, CB_REQ("422"), "1");
-    assert_sample(r.body, CB_REQ("413"), "1");       /* counted on its route */
-    assert_sample(r.body, "paycallback_http_requests_total{route=\"unmatched\",method=\"other\",code=\"404\"}", "1");
-    assert_sample(r.body, "paycallback_http_request_duration_seconds_count{route=\"/pay/callback\",method=\"POST\"}", "6");
-    assert_sample(r.body, "paycallback_http_request_duration_seconds_bucket{route=\"/pay/callback\",method=\"POST\",le=\"+Inf\"}", "6");
+    assert_sample(r.body, CB_REQ("413"), "1"); /* counted on its route */
+    assert_sample(
+        r.body,
+        "paycallback_http_requests_total{route=\"unmatched\",method=\"other\",code=\"404\"}", "1");
+    assert_sample(
+        r.body,
+        "paycallback_http_request_duration_seconds_count{route=\"/pay/callback\",method=\"POST\"}",
+        "6");
+    assert_sample(
+        r.body,
+        "paycallback_http_request_duration_seconds_bucket{route=\"/pay/callback\",method=\"POST\",le=\"+Inf\"}",
+        "6");
     assert_sample(r.body, "paycallback_redis_degraded", "0");
     h_resp_free(&r);
 }
@@ -269,11 +277,11 @@ START_TEST(build_info_process_and_ready_are_exported)
     ck_assert_msg(strstr(r.body, "\npaycallback_build_info{version=\"") != NULL,
                   "no paycallback_build_info");
     ck_assert_msg(strstr(r.body, "commit=\"unknown\"") == NULL, "build_info without a commit");
-    assert_sample(r.body, "paycallback_ready", "1");      /* the scrape probed MySQL */
+    assert_sample(r.body, "paycallback_ready", "1"); /* the scrape probed MySQL */
     for (size_t i = 0; i < 5; i++) {
         static const char *const names[] = { "process_resident_memory_bytes", "process_open_fds",
-                                             "process_cpu_seconds_total", "process_start_time_seconds",
-                                             "process_max_fds" };
+                                             "process_cpu_seconds_total",
+                                             "process_start_time_seconds", "process_max_fds" };
         ck_assert_msg(value_of(r.body, names[i], v) != NULL, "no %s", names[i]);
         ck_assert_msg(strtod(v, NULL) > 0 || i == 2, "%s is %s", names[i], v);
     }
@@ -315,7 +323,8 @@ START_TEST(double_payment_is_a_counter_and_an_alert_line)
     free(line);
     scrape(&r);
     ck_assert_msg(value_of(r.body, "paycallback_double_payments_total", v) != NULL &&
-                  strcmp(v, "0") != 0, "paycallback_double_payments_total did not move");
+                      strcmp(v, "0") != 0,
+                  "paycallback_double_payments_total did not move");
     h_resp_free(&r);
 }
 END_TEST
@@ -326,9 +335,16 @@ START_TEST(idle_scrape_passes_promtool_with_a_histogram_per_route)
 
     scrape(&r);
     ck_assert_msg(promtool_check(r.body, r.body_len) == 0, "promtool check metrics failed");
-    assert_sample(r.body, "paycallback_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\"}", "0");
-    assert_sample(r.body, "paycallback_http_request_duration_seconds_count{route=\"/readyz\",method=\"GET\"}", "0");
-    assert_sample(r.body, "paycallback_http_request_duration_seconds_count{route=\"/pay/callback\",method=\"POST\"}", "0");
+    assert_sample(
+        r.body,
+        "paycallback_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\"}", "0");
+    assert_sample(
+        r.body, "paycallback_http_request_duration_seconds_count{route=\"/readyz\",method=\"GET\"}",
+        "0");
+    assert_sample(
+        r.body,
+        "paycallback_http_request_duration_seconds_count{route=\"/pay/callback\",method=\"POST\"}",
+        "0");
     h_resp_free(&r);
 }
 END_TEST
@@ -426,7 +442,8 @@ START_TEST(a_failing_init_command_stops_the_service_at_start)
 {
     static const char *const args[] = { NULL };
     static const char *const env[] = { "PAYCALLBACK_MYSQL_INIT_COMMAND=SET SESSION "
-                                       "sql_mode = 'NO_SUCH_MODE'", NULL };
+                                       "sql_mode = 'NO_SUCH_MODE'",
+                                       NULL };
     struct h_run run;
 
     h_run(args, env, 15000, &run);
@@ -443,8 +460,13 @@ START_TEST(client_request_id_is_echoed_and_logged_with_the_request)
 {
     char id[ID_MAX], hdr[96], needle[96];
     const char *headers[] = { hdr, NULL };
-    const char *parts[] = { "msg=\"request\"", "method=GET", "path=\"/healthz\"", "status=200",
-                            "duration_us=", needle, NULL };
+    const char *parts[] = { "msg=\"request\"",
+                            "method=GET",
+                            "path=\"/healthz\"",
+                            "status=200",
+                            "duration_us=",
+                            needle,
+                            NULL };
     struct h_resp r;
 
     unique_id(id, "abc-123");
@@ -482,7 +504,7 @@ static int is_hex16(const char *s)
 }
 
 static const char *const bad_request_ids[] = {
-    NULL,                                     /* none at all */
+    NULL, /* none at all */
     "X-Request-Id: ",
     "X-Request-Id: has space",
     "X-Request-Id: quote\"d",
@@ -526,7 +548,8 @@ START_TEST(error_replies_echo_the_id_and_log_their_code)
 {
     char id[ID_MAX], hdr[96], needle[96];
     const char *headers[] = { hdr, NULL };
-    const char *parts[] = { needle, "status=405", "code=METHOD_NOT_ALLOWED", "method=DELETE", NULL };
+    const char *parts[] = { needle, "status=405", "code=METHOD_NOT_ALLOWED", "method=DELETE",
+                            NULL };
     struct h_resp r;
 
     unique_id(id, "err");
@@ -570,8 +593,9 @@ START_TEST(malformed_row_is_a_500_logged_once_with_the_request_id)
 {
     char id[ID_MAX], hdr[96], needle[96];
     const char *headers[] = { hdr, NULL };
-    const char *parts[] = { "level=error", "msg=\"mysql failure\"", "op=orders_view", "malformed",
-                            needle, NULL };
+    const char *parts[] = { "level=error",    "msg=\"mysql failure\"",
+                            "op=orders_view", "malformed",
+                            needle,           NULL };
     struct h_resp r;
 
     h_db_insert_order("OM1", "u1", PRICE, 1);
@@ -604,8 +628,9 @@ START_TEST(galera_node_not_ready_is_a_503_that_writes_nothing)
     char id[ID_MAX], hdr[96], body[256], needle[96];
     char ts[32], sig[H_SIG_HEX_LEN + 1], ts_hdr[64], sig_hdr[96];
     const char *headers[] = { "Content-Type: application/json", ts_hdr, sig_hdr, hdr, NULL };
-    const char *parts[] = { "level=warn", "msg=\"mysql failure\"", "op=pay_apply", "errno=1047",
-                            needle, NULL };
+    const char *parts[] = { "level=warn",   "msg=\"mysql failure\"",
+                            "op=pay_apply", "errno=1047",
+                            needle,         NULL };
     struct h_resp r;
     size_t len;
 
@@ -629,7 +654,7 @@ START_TEST(galera_node_not_ready_is_a_503_that_writes_nothing)
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = 'OG1'"));
     free(assert_logged(parts));
 
-    drop_not_ready_trigger();                 /* the node is ready again: the retry pays */
+    drop_not_ready_trigger(); /* the node is ready again: the retry pays */
     h_callback(h_port(), "OG1", "PG1", PRICE, &r);
     h_assert_str(&r, "result", "PAID");
     h_resp_free(&r);
@@ -640,8 +665,9 @@ END_TEST
 
 START_TEST(amount_mismatch_is_an_alert_with_order_and_pay_no)
 {
-    const char *parts[] = { "level=warn", "msg=\"alert\"", "alert=AMOUNT_MISMATCH", "order_no=OA1",
-                            "pay_no=PA1", "amount=1.00", "order_amount=899.00", "request_id=", NULL };
+    const char *parts[] = { "level=warn",          "msg=\"alert\"", "alert=AMOUNT_MISMATCH",
+                            "order_no=OA1",        "pay_no=PA1",    "amount=1.00",
+                            "order_amount=899.00", "request_id=",   NULL };
     struct h_resp r;
 
     h_db_insert_order("OA1", "u1", PRICE, 1);
@@ -675,14 +701,15 @@ START_TEST(illegal_transition_is_an_alert_and_a_counter)
     char v[VALUE_MAX];
     struct h_resp r;
 
-    h_db_insert_order("OI1", "u1", PRICE, 1);         /* WAIT_PAY cannot ship */
+    h_db_insert_order("OI1", "u1", PRICE, 1); /* WAIT_PAY cannot ship */
     h_http(h_port(), "POST", "/order/OI1/ship", NULL, NULL, 0, &r);
     h_assert_error(&r, 409, "ILLEGAL_TRANSITION");
     h_resp_free(&r);
     free(assert_logged(parts));
     scrape(&r);
     ck_assert_msg(value_of(r.body, "paycallback_illegal_transitions_total", v) != NULL &&
-                  strcmp(v, "0") != 0, "paycallback_illegal_transitions_total did not move");
+                      strcmp(v, "0") != 0,
+                  "paycallback_illegal_transitions_total did not move");
     h_resp_free(&r);
 }
 END_TEST
@@ -710,7 +737,7 @@ START_TEST(warn_level_drops_request_lines_and_keeps_alerts)
     h_callback(h_port(), "OW1", "PW1", "1.00", &r);
     h_assert_error(&r, 422, "AMOUNT_MISMATCH");
     h_resp_free(&r);
-    free(assert_logged(alert_parts));            /* alerts are warnings: kept */
+    free(assert_logged(alert_parts)); /* alerts are warnings: kept */
 
     line = h_log_find(req_parts, ABSENT_WAIT_MS);
     ck_assert_msg(line == NULL, "an info request line was logged at level warn: %s", line);

@@ -12,17 +12,16 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S     30
-#define SLOW_TIMEOUT_S   180
-#define OVERSELL_STOCK   10
+#define TC_TIMEOUT_S 30
+#define SLOW_TIMEOUT_S 180
+#define OVERSELL_STOCK 10
 #define OVERSELL_CLIENTS 50
-#define DEDUPE_CLIENTS   20
-#define CLIENT_TRIES     40       /* attempts of one storm client after 503s */
-#define ORDER_NO_LEN     31       /* "O" + yyyymmddHHMMSS + 16 hex */
+#define DEDUPE_CLIENTS 20
+#define CLIENT_TRIES 40 /* attempts of one storm client after 503s */
+#define ORDER_NO_LEN 31 /* "O" + yyyymmddHHMMSS + 16 hex */
 
-#define A16  "AAAAAAAAAAAAAAAA"
+#define A16 "AAAAAAAAAAAAAAAA"
 #define ID65 A16 A16 A16 A16 "A"
-
 
 static long long orders(void)
 {
@@ -89,8 +88,8 @@ START_TEST(order_is_created_at_the_stock_price)
 
     amount = h_db_scalar_str("SELECT amount FROM orders WHERE order_no = '%s'", order_no);
     ck_assert_pstr_eq("59.70", amount);
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = '%s'",
-                                       order_no));
+    ck_assert_int_eq(1,
+                     h_db_scalar_ll("SELECT status FROM orders WHERE order_no = '%s'", order_no));
     ck_assert_int_eq(497, stock("SOCK-01"));
     ck_assert_int_eq(1, orders());
     free(amount);
@@ -317,7 +316,7 @@ END_TEST
 
 struct oversell {
     int port;
-    int status[OVERSELL_CLIENTS];           /* the final answer of each client */
+    int status[OVERSELL_CLIENTS]; /* the final answer of each client */
     int tries[OVERSELL_CLIENTS];
     int out_of_stock[OVERSELL_CLIENTS];
     char order_no[OVERSELL_CLIENTS][40];
@@ -380,8 +379,9 @@ START_TEST(oversell_storm_sells_exactly_the_stock)
         retried += a.tries[i] > 1;
     }
     printf("oversell storm: stock %d, %d concurrent shoppers: %.0f shoppers/s p50 %.1f ms "
-           "p99 %.1f ms max %.1f ms; %d retried after 503\n", OVERSELL_STOCK, OVERSELL_CLIENTS,
-           st.rps, st.p50_us / 1000.0, st.p99_us / 1000.0, st.max_us / 1000.0, retried);
+           "p99 %.1f ms max %.1f ms; %d retried after 503\n",
+           OVERSELL_STOCK, OVERSELL_CLIENTS, st.rps, st.p50_us / 1000.0, st.p99_us / 1000.0,
+           st.max_us / 1000.0, retried);
     ck_assert_int_eq(0, st.errors);
     ck_assert_int_eq(0, other);
     ck_assert_int_eq(OVERSELL_STOCK, n201);
@@ -419,7 +419,8 @@ START_TEST(held_stock_lock_is_503_busy_and_gives_the_token_back)
     /* Ours was never taken, so the other holder's lock is untouched. */
     x = h_redis_cmd("GET idem:lock:stock:SHOE-42");
     ck_assert_msg(x != NULL && x->type == REDIS_REPLY_STRING &&
-                  strcmp(x->str, "another-holder") == 0, "the other holder's lock was touched");
+                      strcmp(x->str, "another-holder") == 0,
+                  "the other holder's lock was touched");
     freeReplyObject(x);
     x = h_redis_cmd("DEL idem:lock:stock:SHOE-42");
     freeReplyObject(x);
@@ -486,7 +487,7 @@ START_TEST(get_shows_the_order_and_its_payments)
     h_assert_status(&r, 200);
     h_assert_str(&r, "status", "PAID");
     ck_assert_msg(strstr(r.body, "\"pay_no\":\"P1\"") != NULL &&
-                  strstr(r.body, "\"status\":\"PAID\",\"create_time\"") != NULL,
+                      strstr(r.body, "\"status\":\"PAID\",\"create_time\"") != NULL,
                   "expected payment P1 PAID: %s", r.body);
     h_resp_free(&r);
     free(order_no);

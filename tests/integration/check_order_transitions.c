@@ -12,16 +12,21 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S    30
-#define SLOW_TIMEOUT_S  120
-#define SHIP_CLIENTS    20
-#define PRICE           "899.00"
+#define TC_TIMEOUT_S 30
+#define SLOW_TIMEOUT_S 120
+#define SHIP_CLIENTS 20
+#define PRICE "899.00"
 
-#define A16  "AAAAAAAAAAAAAAAA"
+#define A16 "AAAAAAAAAAAAAAAA"
 #define ID65 A16 A16 A16 A16 "A"
 
-enum { WAIT_PAY = 1, PAID = 2, SHIPPED = 3, FINISHED = 4, CANCELED = 9 };
-
+enum {
+    WAIT_PAY = 1,
+    PAID = 2,
+    SHIPPED = 3,
+    FINISHED = 4,
+    CANCELED = 9
+};
 
 static long long status_of(const char *order_no)
 {
@@ -31,7 +36,8 @@ static long long status_of(const char *order_no)
 static long long events(const char *type, const char *order_no)
 {
     return h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = '%s' "
-                          "AND order_no = '%s'", type, order_no);
+                          "AND order_no = '%s'",
+                          type, order_no);
 }
 
 static long long stock(void)
@@ -153,8 +159,9 @@ END_TEST
 START_TEST(illegal_transition_is_alerted_and_counted)
 {
     char rid[64], rid_kv[80];
-    const char *const parts[] = { "alert=ILLEGAL_TRANSITION", "order_no=OILLEGAL", "from=WAIT_PAY",
-                                  "to=SHIPPED", rid_kv, NULL };
+    const char *const parts[] = {
+        "alert=ILLEGAL_TRANSITION", "order_no=OILLEGAL", "from=WAIT_PAY", "to=SHIPPED", rid_kv, NULL
+    };
     struct h_resp r;
     char *line;
 
@@ -190,7 +197,7 @@ START_TEST(cancel_gives_the_stock_back)
     h_resp_free(&r);
     ck_assert_int_eq(100, stock());
 
-    act(order_no, "cancel", &r);              /* a repeat gives nothing back twice */
+    act(order_no, "cancel", &r); /* a repeat gives nothing back twice */
     assert_moved(&r, order_no, "CANCELED", 1);
     h_resp_free(&r);
     ck_assert_int_eq(100, stock());
@@ -214,7 +221,8 @@ START_TEST(cancel_of_a_paid_order_requires_a_refund)
     act_as(order_no, "cancel", rid, &r);
     assert_moved(&r, order_no, "CANCELED", 0);
     h_resp_free(&r);
-    ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'PCANCEL'"));
+    ck_assert_int_eq(2,
+                     h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'PCANCEL'"));
     ck_assert_int_eq(100, stock());
     line = h_log_find(parts, 5000);
     ck_assert_msg(line != NULL, "no REFUND_REQUIRED alert for the cancelled payment");
@@ -248,7 +256,7 @@ START_TEST(order_lives_from_create_to_finish)
     pay(order_no, "P1", PRICE);
     ck_assert_int_eq(PAID, status_of(order_no));
 
-    act(order_no, "finish", &r);                  /* not shipped yet */
+    act(order_no, "finish", &r); /* not shipped yet */
     h_assert_error(&r, 409, "ILLEGAL_TRANSITION");
     h_resp_free(&r);
 
@@ -262,7 +270,7 @@ START_TEST(order_lives_from_create_to_finish)
     assert_moved(&r, order_no, "SHIPPED", 1);
     h_resp_free(&r);
 
-    act(order_no, "cancel", &r);                  /* too late to cancel */
+    act(order_no, "cancel", &r); /* too late to cancel */
     h_assert_error(&r, 409, "ILLEGAL_TRANSITION");
     h_resp_free(&r);
 
@@ -317,8 +325,8 @@ START_TEST(concurrent_ships_of_one_order_ship_it_once)
     a.order_no = "OSHIP";
     h_db_insert_order("OSHIP", "u1001", PRICE, PAID);
     ck_assert_int_eq(0, h_storm(SHIP_CLIENTS, SHIP_CLIENTS, ship_call, &a, &st));
-    printf("ship storm: %d concurrent ships of one order: p50 %.1f ms p99 %.1f ms\n",
-           SHIP_CLIENTS, st.p50_us / 1000.0, st.p99_us / 1000.0);
+    printf("ship storm: %d concurrent ships of one order: p50 %.1f ms p99 %.1f ms\n", SHIP_CLIENTS,
+           st.p50_us / 1000.0, st.p99_us / 1000.0);
     for (int i = 0; i < SHIP_CLIENTS; i++) {
         ok += a.status[i] == 200;
         fresh += a.status[i] == 200 && a.duplicate[i] == 0;

@@ -56,16 +56,19 @@ static void env_for(char bufs[][128], const char **env, const char *max_attempts
     int i = 0;
 
     snprintf(bufs[i], 128, "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:%d/hook", rcv.port);
-    env[i] = bufs[i]; i++;
+    env[i] = bufs[i];
+    i++;
     env[i++] = "PAYCALLBACK_WEBHOOK_SECRET=" SHOP_SECRET;
     snprintf(bufs[i], 128, "PAYCALLBACK_WEBHOOK_TIMEOUT_MS=%s", timeout_ms);
-    env[i] = bufs[i]; i++;
+    env[i] = bufs[i];
+    i++;
     env[i++] = "PAYCALLBACK_WEBHOOK_BACKOFF_BASE_MS=50";
     env[i++] = "PAYCALLBACK_WEBHOOK_BACKOFF_MAX_MS=200";
     env[i++] = "PAYCALLBACK_WEBHOOK_POLL_MS=50";
     env[i++] = "PAYCALLBACK_WEBHOOK_BATCH=1";
     snprintf(bufs[i], 128, "PAYCALLBACK_WEBHOOK_MAX_ATTEMPTS=%s", max_attempts);
-    env[i] = bufs[i]; i++;
+    env[i] = bufs[i];
+    i++;
     env[i] = NULL;
 }
 
@@ -99,7 +102,8 @@ static void pay(const char *order_no, const char *pay_no)
 static long long outbox_ll(const char *col, const char *order_no, const char *type)
 {
     return h_db_scalar_ll("SELECT COALESCE(MAX(%s), -1) FROM outbox WHERE order_no = '%s' "
-                          "AND event_type = '%s'", col, order_no, type);
+                          "AND event_type = '%s'",
+                          col, order_no, type);
 }
 
 /* Wall-clock seconds of the receiver's first log line naming key, or 0. */
@@ -158,8 +162,8 @@ START_TEST(a_hanging_webhook_times_out_and_is_retried)
     receiver_mode("hang");
     pay("OB3", "PB3");
     h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = 'OB3' "
-                           "AND last_error LIKE 'timed out%%'") == 1, 10000,
-            "a hanging webhook did not time out");
+                           "AND last_error LIKE 'timed out%%'") == 1,
+            10000, "a hanging webhook did not time out");
     receiver_mode("close");
     h_await(outbox_ll("attempts", "OB3", "order.paid") >= 2, 10000, "no attempt after a timeout");
     receiver_mode("200");
@@ -209,7 +213,8 @@ START_TEST(events_of_one_order_go_out_in_order)
                 order_ok = 0;
         }
         fclose(f);
-        ck_assert_msg(order_ok, "order.shipped reached the shop before order.paid was acknowledged");
+        ck_assert_msg(order_ok,
+                      "order.shipped reached the shop before order.paid was acknowledged");
     }
 }
 END_TEST
@@ -230,10 +235,9 @@ START_TEST(kill_9_mid_delivery_loses_nothing)
     h_callback(h_server_port(s), "OB6", "PB6", "899.00", &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
-    h_await(receiver_count("\"key\": \"OB6:order.paid\"", NULL) >= 1, 10000,
-            "no attempt began");
+    h_await(receiver_count("\"key\": \"OB6:order.paid\"", NULL) >= 1, 10000, "no attempt began");
     ck_assert_int_eq(0, h_server_signal(s, SIGKILL));
-    ck_assert_int_eq(128 + SIGKILL, h_server_wait(s, 5000));      /* frees s */
+    ck_assert_int_eq(128 + SIGKILL, h_server_wait(s, 5000)); /* frees s */
     ck_assert_int_eq(0, outbox_ll("state", "OB6", "order.paid"));
     ck_assert_int_eq(0, outbox_ll("attempts", "OB6", "order.paid"));
     receiver_mode("200");
@@ -286,15 +290,16 @@ START_TEST(two_instances_never_claim_one_event_twice)
     env_for(bufs, env, "4", "5000");
     ck_assert_ptr_nonnull(first = h_server_start(env));
     ck_assert_ptr_nonnull(second = h_server_start(env));
-    receiver_mode("500");                     /* hold delivery while the events land */
+    receiver_mode("500"); /* hold delivery while the events land */
     h_db_exec("INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
               "SELECT CONCAT('OT', seq), 'u', CONCAT('r', seq), 'SHOE-42', 1, 899.00, 2 "
               "FROM seq_1_to_200");
     h_db_exec("INSERT INTO outbox (event_type, order_no, payload) "
               "SELECT 'order.paid', CONCAT('OT', seq), '{}' FROM seq_1_to_200");
     receiver_mode("200");
-    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 1 AND order_no LIKE 'OT%%'")
-                == 200, 30000, "not every event was delivered");
+    h_await(h_db_scalar_ll(
+                "SELECT COUNT(*) FROM outbox WHERE state = 1 AND order_no LIKE 'OT%%'") == 200,
+            30000, "not every event was delivered");
     h_server_stop(first);
     h_server_stop(second);
     assert_each_delivered_within_its_attempts("OT", 200);
@@ -317,7 +322,7 @@ static Suite *outbox_suite(void)
     tcase_add_test(tc, events_of_one_order_go_out_in_order);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("instances");             /* each test runs its own servers */
+    tc = tcase_create("instances"); /* each test runs its own servers */
     tcase_add_checked_fixture(tc, h_fixture_clean, NULL);
     tcase_add_unchecked_fixture(tc, receiver_start, receiver_stop);
     tcase_set_timeout(tc, 90);

@@ -11,19 +11,18 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define PRICE          "899.00"   /* SHOE-42, the order amount of every test */
-#define STORM_THREADS  100
-#define STORM_TOTAL    1000
-#define TC_TIMEOUT_S   30
+#define PRICE "899.00" /* SHOE-42, the order amount of every test */
+#define STORM_THREADS 100
+#define STORM_TOTAL 1000
+#define TC_TIMEOUT_S 30
 #define SLOW_TIMEOUT_S 120
-#define SIG_WINDOW_S   300
-#define READY_WAIT_MS  20000     /* the background prober sees a change within this */
+#define SIG_WINDOW_S 300
+#define READY_WAIT_MS 20000 /* the background prober sees a change within this */
 
 #define A16 "AAAAAAAAAAAAAAAA"
-#define ID64 A16 A16 A16 A16      /* longest valid identifier */
+#define ID64 A16 A16 A16 A16 /* longest valid identifier */
 #define ID65 ID64 "A"
 #define PAY64 "P" A16 A16 A16 "AAAAAAAAAAAAAAA"
-
 
 /* Unchecked fixture: one server per TCase, in the runner process, so no
  * forked test can take it down with it. */
@@ -43,7 +42,8 @@ static long long order_status(const char *order_no)
 static long long paid_events(const char *order_no)
 {
     return h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = 'order.paid' "
-                          "AND order_no = '%s'", order_no);
+                          "AND order_no = '%s'",
+                          order_no);
 }
 
 static long long outbox_rows(void)
@@ -141,7 +141,8 @@ START_TEST(identifiers_of_64_chars_are_accepted)
     h_resp_free(&r);
     ck_assert_int_eq(2, order_status(ID64));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record "
-                                       "WHERE pay_no = '%s'", PAY64));
+                                       "WHERE pay_no = '%s'",
+                                       PAY64));
 }
 END_TEST
 
@@ -228,8 +229,8 @@ struct storm_arg {
     size_t len;
     const char *const *headers;
     int status[STORM_TOTAL];
-    int duplicate[STORM_TOTAL];   /* 1, 0, or -1 when absent */
-    int paid[STORM_TOTAL];        /* result == "PAID" */
+    int duplicate[STORM_TOTAL]; /* 1, 0, or -1 when absent */
+    int paid[STORM_TOTAL];      /* result == "PAID" */
 };
 
 /* One storm request: no Check assertions here, this runs on many threads. */
@@ -276,8 +277,8 @@ START_TEST(storm_of_identical_callbacks_pays_exactly_once)
         if (a.status[i] != 200 && first_bad < 0)
             first_bad = i;
     }
-    ck_assert_msg(ok == STORM_TOTAL, "expected %d x 200, got %d (request %d: HTTP %d)",
-                  STORM_TOTAL, ok, first_bad, first_bad >= 0 ? a.status[first_bad] : 0);
+    ck_assert_msg(ok == STORM_TOTAL, "expected %d x 200, got %d (request %d: HTTP %d)", STORM_TOTAL,
+                  ok, first_bad, first_bad >= 0 ? a.status[first_bad] : 0);
     ck_assert_int_eq(1, fresh);
     ck_assert_int_eq(STORM_TOTAL - 1, dup);
     ck_assert_int_eq(STORM_TOTAL, paid);
@@ -442,7 +443,7 @@ START_TEST(callback_for_unknown_order_is_not_found)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    for (int i = 0; i < 2; i++) {       /* the bank retries: still not found */
+    for (int i = 0; i < 2; i++) { /* the bank retries: still not found */
         h_callback(h_port(), "NOSUCH", "P1", PRICE, &r);
         h_assert_error(&r, 404, "ORDER_NOT_FOUND");
         h_resp_free(&r);
@@ -472,8 +473,8 @@ static void assert_rejected_401(const char *body, const char *ts_hdr, const char
 }
 
 /* Formats "X-Timestamp: ts" and "X-Signature: HMAC(secret, sign_ts.body)". */
-static void signed_headers(const char *secret, long long ts, long long sign_ts,
-                           const char *body, char ts_hdr[64], char sig_hdr[96])
+static void signed_headers(const char *secret, long long ts, long long sign_ts, const char *body,
+                           char ts_hdr[64], char sig_hdr[96])
 {
     char tsbuf[32], sig[H_SIG_HEX_LEN + 1];
 
@@ -539,7 +540,8 @@ END_TEST
 START_TEST(future_timestamp_is_rejected)
 {
     char ts_hdr[64], sig_hdr[96];
-    long long later = (long long)time(NULL) + SIG_WINDOW_S + 5;  /* the server reads its clock later */
+    long long later =
+        (long long)time(NULL) + SIG_WINDOW_S + 5; /* the server reads its clock later */
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
     signed_headers(H_SECRET, later, later, good_body, ts_hdr, sig_hdr);
@@ -552,8 +554,8 @@ START_TEST(timestamp_inside_the_window_is_accepted)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_post_callback(h_port(), H_SECRET, (long long)time(NULL) - SIG_WINDOW_S + 10,
-                    good_body, strlen(good_body), &r);
+    h_post_callback(h_port(), H_SECRET, (long long)time(NULL) - SIG_WINDOW_S + 10, good_body,
+                    strlen(good_body), &r);
     assert_success(&r, "O1", "P1", "PAID", 0);
     h_resp_free(&r);
 }
@@ -613,9 +615,9 @@ static const struct bad_body {
     const char *body;
     const char *field;
 } bad_bodies[] = {
-    { "order_no=O1&pay_no=P1&amount=899.00", NULL },                /* form, not JSON */
+    { "order_no=O1&pay_no=P1&amount=899.00", NULL }, /* form, not JSON */
     { "", NULL },
-    { "{\"order_no\":\"O1\",", NULL },                               /* truncated */
+    { "{\"order_no\":\"O1\",", NULL }, /* truncated */
     { "[{\"order_no\":\"O1\",\"pay_no\":\"P1\",\"amount\":\"899.00\"}]", NULL },
     { "\"O1\"", NULL },
     { "null", NULL },
@@ -833,7 +835,7 @@ START_TEST(callback_behind_a_held_order_lock_is_retried_and_pays_once)
     ck_assert_int_eq(0, pthread_create(&t, NULL, send_held_callback, &h));
     while (mysql_retries() <= before)
         ck_assert_msg(h_deadline_wait(&d), "the callback was never retried");
-    ck_assert_int_eq(0, records());             /* the failed attempt left nothing */
+    ck_assert_int_eq(0, records()); /* the failed attempt left nothing */
     h_db_sql(db, "ROLLBACK");
     pthread_join(t, NULL);
     h_db_close(db);

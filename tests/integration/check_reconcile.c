@@ -9,15 +9,11 @@
 #include "harness.h"
 #include "../check_main.h"
 
-static const char *const env_keep[] = {
-    "PAYCALLBACK_RECONCILE_INTERVAL_S=1",
-    NULL
-};
+static const char *const env_keep[] = { "PAYCALLBACK_RECONCILE_INTERVAL_S=1", NULL };
 
 static const char *const env_purge_payments[] = {
-    "PAYCALLBACK_RECONCILE_INTERVAL_S=1",
-    "PAYCALLBACK_RETENTION_PAYMENT_DAYS=35",
-    "PAYCALLBACK_RETENTION_BATCH=2",          /* several batches per table */
+    "PAYCALLBACK_RECONCILE_INTERVAL_S=1", "PAYCALLBACK_RETENTION_PAYMENT_DAYS=35",
+    "PAYCALLBACK_RETENTION_BATCH=2", /* several batches per table */
     NULL
 };
 
@@ -52,31 +48,32 @@ static void payment(const char *pay_no, const char *order_no, int status, int ag
 
 static void event(const char *order_no, const char *type, int state, const char *published)
 {
-    h_db_exec("INSERT INTO outbox (event_type, order_no, payload, state, create_time, published_at) "
-              "VALUES ('%s', '%s', '{}', %d, NOW(3) - INTERVAL 40 DAY, %s)",
-              type, order_no, state, published);
+    h_db_exec(
+        "INSERT INTO outbox (event_type, order_no, payload, state, create_time, published_at) "
+        "VALUES ('%s', '%s', '{}', %d, NOW(3) - INTERVAL 40 DAY, %s)",
+        type, order_no, state, published);
 }
 
 START_TEST(each_planted_case_shows_in_its_gauge)
 {
     int port = h_port();
 
-    h_db_insert_order("RS1", "u1", "899.00", 1);          /* stale WAIT_PAY */
+    h_db_insert_order("RS1", "u1", "899.00", 1); /* stale WAIT_PAY */
     h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 2 HOUR WHERE order_no = 'RS1'");
-    h_db_insert_order("RS2", "u1", "899.00", 1);          /* fresh: not reported */
+    h_db_insert_order("RS2", "u1", "899.00", 1); /* fresh: not reported */
     h_db_insert_order("RS3", "u1", "899.00", 2);
     payment("PR1", "RS3", 1, 0);
-    payment("PR2", "RS3", 2, 0);                          /* a double charge */
-    payment("PR3", "RS3", 3, 0);                          /* settled: not reported */
-    event("RS3", "order.paid", 2, "NULL");                /* dead */
+    payment("PR2", "RS3", 2, 0);           /* a double charge */
+    payment("PR3", "RS3", 3, 0);           /* settled: not reported */
+    event("RS3", "order.paid", 2, "NULL"); /* dead */
     h_db_insert_order("RS4", "u1", "899.00", 2);
     h_db_exec("INSERT INTO outbox (event_type, order_no, payload, create_time) VALUES "
-              "('order.paid', 'RS4', '{}', NOW(3) - INTERVAL 10 MINUTE)");   /* lagging */
+              "('order.paid', 'RS4', '{}', NOW(3) - INTERVAL 10 MINUTE)"); /* lagging */
     h_await(gauge(port, "paycallback_reconcile_wait_pay_stale") == 1 &&
-            gauge(port, "paycallback_reconcile_refund_unsettled") == 1 &&
-            gauge(port, "paycallback_outbox_dead") == 1 &&
-            gauge(port, "paycallback_outbox_lagging") == 1, 10000,
-            "the gauges never showed the planted cases");
+                gauge(port, "paycallback_reconcile_refund_unsettled") == 1 &&
+                gauge(port, "paycallback_outbox_dead") == 1 &&
+                gauge(port, "paycallback_outbox_lagging") == 1,
+            10000, "the gauges never showed the planted cases");
     ck_assert_int_eq(1, gauge(port, "paycallback_outbox_pending"));
     ck_assert_int_ge(gauge(port, "paycallback_outbox_lag_seconds"), 599);
     ck_assert_int_gt(gauge(port, "paycallback_reconcile_last_success_timestamp_seconds"), 0);
@@ -105,23 +102,24 @@ static void purge_server_up(void)
 
 START_TEST(retention_purges_exactly_what_is_past_its_window)
 {
-    event("RP1", "order.paid", 1, "NOW(3) - INTERVAL 8 DAY");     /* purged */
-    event("RP2", "order.paid", 1, "NOW(3) - INTERVAL 8 DAY");     /* purged */
-    event("RP3", "order.paid", 1, "NOW(3) - INTERVAL 6 DAY");     /* kept: inside 7 days */
-    event("RP4", "order.paid", 0, "NULL");                        /* kept: pending */
-    event("RP5", "order.paid", 2, "NULL");                        /* kept: dead */
-    payment("PP1", "RP1", 1, 40);                                 /* purged */
-    payment("PP2", "RP1", 3, 40);                                 /* purged: settled */
-    payment("PP3", "RP1", 2, 40);                                 /* kept: unsettled refund */
-    payment("PP4", "RP1", 1, 30);                                 /* kept: inside 35 days */
-    payment("PP5", "RP1", 1, 36);                                 /* purged */
+    event("RP1", "order.paid", 1, "NOW(3) - INTERVAL 8 DAY"); /* purged */
+    event("RP2", "order.paid", 1, "NOW(3) - INTERVAL 8 DAY"); /* purged */
+    event("RP3", "order.paid", 1, "NOW(3) - INTERVAL 6 DAY"); /* kept: inside 7 days */
+    event("RP4", "order.paid", 0, "NULL");                    /* kept: pending */
+    event("RP5", "order.paid", 2, "NULL");                    /* kept: dead */
+    payment("PP1", "RP1", 1, 40);                             /* purged */
+    payment("PP2", "RP1", 3, 40);                             /* purged: settled */
+    payment("PP3", "RP1", 2, 40);                             /* kept: unsettled refund */
+    payment("PP4", "RP1", 1, 30);                             /* kept: inside 35 days */
+    payment("PP5", "RP1", 1, 36);                             /* purged */
     h_db_exec("INSERT INTO idem_token (token, expires_at) VALUES "
               "('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', NOW(3) - INTERVAL 1 SECOND), "
               "('bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', NOW(3) + INTERVAL 1 HOUR)");
     h_await(h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no IN "
-                           "('PP1', 'PP2', 'PP5')") == 0, 10000,
-            "payment records past 35 days were not purged");
-    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no IN ('RP1', 'RP2')"));
+                           "('PP1', 'PP2', 'PP5')") == 0,
+            10000, "payment records past 35 days were not purged");
+    ck_assert_int_eq(
+        0, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no IN ('RP1', 'RP2')"));
     ck_assert_int_eq(3, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no IN "
                                        "('RP3', 'RP4', 'RP5')"));
     ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no IN "

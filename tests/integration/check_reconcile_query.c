@@ -17,9 +17,9 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TOKEN         "query-token-0123456789abcdef"
-#define TC_TIMEOUT_S  120
-#define RACE_ORDERS   20
+#define TOKEN "query-token-0123456789abcdef"
+#define TC_TIMEOUT_S 120
+#define RACE_ORDERS 20
 
 static struct h_tool rsp;
 static char config_path[H_TEMP_PATH_MAX];
@@ -43,9 +43,10 @@ static void plant(const char *path, const char *order_no, const char *mode, cons
     char body[512];
     struct h_resp r;
 
-    snprintf(body, sizeof(body), "{\"path\":\"%s\",\"order_no\":\"%s\",\"mode\":\"%s\","
-             "\"pay_no\":\"%s\",\"amount\":\"%s\",\"currency\":\"%s\"}", path, order_no, mode,
-             pay_no, amount, currency);
+    snprintf(body, sizeof(body),
+             "{\"path\":\"%s\",\"order_no\":\"%s\",\"mode\":\"%s\","
+             "\"pay_no\":\"%s\",\"amount\":\"%s\",\"currency\":\"%s\"}",
+             path, order_no, mode, pay_no, amount, currency);
     h_http(rsp.port, "POST", "/_plant", NULL, body, strlen(body), &r);
     h_assert_status(&r, 200);
     h_resp_free(&r);
@@ -100,8 +101,7 @@ static long long answers(const char *answer)
 {
     char series[96];
 
-    snprintf(series, sizeof(series), "paycallback_reconcile_queries_total{answer=\"%s\"}",
-             answer);
+    snprintf(series, sizeof(series), "paycallback_reconcile_queries_total{answer=\"%s\"}", answer);
     return sample(series);
 }
 
@@ -133,12 +133,15 @@ static void env_native(char bufs[][128], const char **env, const char *interval,
     int i = 0;
 
     snprintf(bufs[i], 128, "PAYCALLBACK_CALLBACK_QUERY_URL=http://127.0.0.1:%d/q", rsp.port);
-    env[i] = bufs[i]; i++;
+    env[i] = bufs[i];
+    i++;
     env[i++] = "PAYCALLBACK_CALLBACK_QUERY_TOKEN=" TOKEN;
     snprintf(bufs[i], 128, "PAYCALLBACK_CALLBACK_QUERY_TIMEOUT_MS=%s", timeout_ms);
-    env[i] = bufs[i]; i++;
+    env[i] = bufs[i];
+    i++;
     snprintf(bufs[i], 128, "PAYCALLBACK_RECONCILE_INTERVAL_S=%s", interval);
-    env[i] = bufs[i]; i++;
+    env[i] = bufs[i];
+    i++;
     env[i++] = "PAYCALLBACK_RECONCILE_WAIT_PAY_AGE_S=60";
     env[i] = NULL;
 }
@@ -168,7 +171,8 @@ START_TEST(stale_order_answered_paid_is_paid_once_through_the_callback_path)
     query_now(NULL, &r);
     h_assert_status(&r, 200);
     ck_assert_msg(strstr(r.body, "\"order_no\":\"QA1\"") != NULL &&
-                  strstr(r.body, "\"answer\":\"PAID\",\"result\":\"PAID\"") != NULL, "%s", r.body);
+                      strstr(r.body, "\"answer\":\"PAID\",\"result\":\"PAID\"") != NULL,
+                  "%s", r.body);
     h_resp_free(&r);
     ck_assert_int_eq(2, h_order_status("QA1"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = "
@@ -199,8 +203,10 @@ START_TEST(orders_not_paid_at_the_gateway_stay_waiting)
     /* QB3 is unknown to the endpoint: NOT_FOUND */
     query_now("{\"limit\":10}", &r);
     h_assert_status(&r, 200);
-    ck_assert_msg(strstr(r.body, "\"answer\":\"NOTPAY\"") && strstr(r.body, "\"answer\":\"CLOSED\"") &&
-                  strstr(r.body, "\"answer\":\"NOT_FOUND\""), "%s", r.body);
+    ck_assert_msg(strstr(r.body, "\"answer\":\"NOTPAY\"") &&
+                      strstr(r.body, "\"answer\":\"CLOSED\"") &&
+                      strstr(r.body, "\"answer\":\"NOT_FOUND\""),
+                  "%s", r.body);
     h_resp_free(&r);
     ck_assert_int_eq(1, h_order_status("QB1"));
     ck_assert_int_eq(1, h_order_status("QB2"));
@@ -213,8 +219,8 @@ END_TEST
 
 START_TEST(failed_and_malformed_answers_change_nothing_and_are_counted)
 {
-    static const char *const modes[] = { "500", "hang", "malformed", "wrong_order",
-                                         "number_amount", "large" };
+    static const char *const modes[] = { "500",         "hang",          "malformed",
+                                         "wrong_order", "number_amount", "large" };
     long long err0 = answers("error"), to0 = answers("timeout"), bad0 = answers("malformed");
     char order_no[16];
     struct h_resp r;
@@ -262,9 +268,9 @@ START_TEST(a_fresh_order_is_not_queried)
 {
     struct h_resp r;
 
-    h_db_insert_order("QE1", "u1", "899.00", 1);            /* made now */
+    h_db_insert_order("QE1", "u1", "899.00", 1); /* made now */
     plant("/q", "QE1", "PAID", "QP-E1", "899.00", "CNY");
-    stale_order("QE2", "899.00");                           /* proves the round ran */
+    stale_order("QE2", "899.00"); /* proves the round ran */
     query_now(NULL, &r);
     h_assert_status(&r, 200);
     ck_assert_msg(strstr(r.body, "\"orders_asked\":1") != NULL, "%s", r.body);
@@ -340,7 +346,7 @@ START_TEST(operator_query_checks_its_body_and_its_key)
     query_now("{\"limit\":0}", &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
-    query_now("{\"older_than_s\":1}", &r);                 /* below reconcile.wait_pay_age_s */
+    query_now("{\"older_than_s\":1}", &r); /* below reconcile.wait_pay_age_s */
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
     query_now("[1]", &r);
@@ -405,7 +411,7 @@ START_TEST(the_periodic_pass_pays_a_stale_order_the_gateway_saw_paid)
     ck_assert_int_eq(1, h_order_status("QP2"));
     ck_assert_int_eq(1, h_payment_records());
     ck_assert_int_eq(1, count_where("outbox", "QP1"));
-    ck_assert_int_eq(1, queried("QP1"));                   /* paid: never asked again */
+    ck_assert_int_eq(1, queried("QP1")); /* paid: never asked again */
 }
 END_TEST
 
@@ -424,10 +430,12 @@ static void gateway_up(void)
     env[i++] = "TEST_STRIPE_SECRET=whsec_query_test_secret";
     env[i++] = "TEST_STRIPE_QUERY_TOKEN=" TOKEN;
     env[i] = NULL;
-    snprintf(text, sizeof(text), "{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\", "
+    snprintf(text, sizeof(text),
+             "{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\", "
              "\"secret_env\": \"TEST_STRIPE_SECRET\", \"query_url\": "
              "\"http://127.0.0.1:%d/stripe?account=acct_1\", \"query_token_env\": "
-             "\"TEST_STRIPE_QUERY_TOKEN\", \"query_timeout_ms\": 500}]}", rsp.port);
+             "\"TEST_STRIPE_QUERY_TOKEN\", \"query_timeout_ms\": 500}]}",
+             rsp.port);
     h_temp_file(config_path, text);
     h_fixture_server_up_config(config_path, env);
 }
@@ -448,10 +456,12 @@ START_TEST(every_endpoint_is_asked_and_the_one_that_saw_the_payment_pays)
     query_now(NULL, &r);
     h_assert_status(&r, 200);
     ck_assert_msg(strstr(r.body, "{\"endpoint\":\"native\",\"answer\":\"NOT_FOUND\"}") != NULL &&
-                  strstr(r.body, "{\"endpoint\":\"stripe\",\"answer\":\"PAID\",\"result\":"
-                                 "\"PAID\"}") != NULL, "%s", r.body);
+                      strstr(r.body, "{\"endpoint\":\"stripe\",\"answer\":\"PAID\",\"result\":"
+                                     "\"PAID\"}") != NULL,
+                  "%s", r.body);
     h_resp_free(&r);
-    ck_assert_int_eq(1, log_lines("\"path\": \"/stripe\"", "\"query\": \"account=acct_1&order_no=QG1\""));
+    ck_assert_int_eq(
+        1, log_lines("\"path\": \"/stripe\"", "\"query\": \"account=acct_1&order_no=QG1\""));
     ck_assert_int_eq(1, log_lines("\"path\": \"/q\"", "\"order_no\": \"QG1\""));
     ck_assert_int_eq(2, h_order_status("QG1"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = "
@@ -536,8 +546,8 @@ START_TEST(a_gateway_query_url_without_its_token_stops_the_start)
                              "\"query_url\": \"https://query.example/stripe\"}]}");
     check_config(config_path, unset, &r);
     ck_assert_int_eq(2, r.status);
-    ck_assert_msg(strstr(r.err, "PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN is not set") != NULL,
-                  "%s", r.err);
+    ck_assert_msg(strstr(r.err, "PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN is not set") != NULL, "%s",
+                  r.err);
     h_run_free(&r);
     check_config(config_path, empty, &r);
     ck_assert_int_eq(2, r.status);

@@ -15,13 +15,12 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S      300     /* two Redis restarts, ASan builds included */
-#define RECOVER_WAIT_MS   10000
-#define DOWN_STOCK        5
-#define DOWN_CLIENTS      20
-#define MSG_DOWN          "redis unreachable, degraded mode"
-#define MSG_BACK          "redis is back"
-
+#define TC_TIMEOUT_S 300 /* two Redis restarts, ASan builds included */
+#define RECOVER_WAIT_MS 10000
+#define DOWN_STOCK 5
+#define DOWN_CLIENTS 20
+#define MSG_DOWN "redis unreachable, degraded mode"
+#define MSG_BACK "redis is back"
 
 /* Unchecked teardown: later suites need Redis whatever happened here. */
 static void redis_back(void)
@@ -31,7 +30,7 @@ static void redis_back(void)
 
 static void clean_state(void)
 {
-    h_services("start-redis");                /* a failed test may have left it down */
+    h_services("start-redis"); /* a failed test may have left it down */
     h_db_reset();
     h_redis_flush();
 }
@@ -90,8 +89,7 @@ static long long token_in_mysql(const char *token)
     return h_db_scalar_ll("SELECT COUNT(*) FROM idem_token WHERE token = '%s'", token);
 }
 
-static void create_expect(const char *token, const char *request_id, int status,
-                          const char *code)
+static void create_expect(const char *token, const char *request_id, int status, const char *code)
 {
     struct h_resp r;
 
@@ -182,9 +180,9 @@ static void while_redis_is_down(const char *redis_token, char later[H_TOKEN_BUF]
     ck_assert_int_eq(1, token_in_mysql(t2));
     create_expect(t2, "r1", 201, NULL);
     ck_assert_int_eq(0, token_in_mysql(t2));
-    create_expect(t2, "r2", 409, "REPEAT_SUBMIT");         /* single use, in MySQL too */
+    create_expect(t2, "r2", 409, "REPEAT_SUBMIT"); /* single use, in MySQL too */
     h_token_apply(h_port(), t3);
-    create_expect(t3, "r1", 200, NULL);                    /* dedupe needs no Redis */
+    create_expect(t3, "r1", 200, NULL); /* dedupe needs no Redis */
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM orders WHERE request_id = 'r1'"));
 
     /* A token that lived in Redis went with it: a new one is needed. */
@@ -202,8 +200,8 @@ static void while_redis_is_down(const char *redis_token, char later[H_TOKEN_BUF]
                       a.status[i]);
     }
     printf("oversell storm with redis down: stock %d, %d shoppers: %d orders, p50 %.1f ms "
-           "p99 %.1f ms\n", DOWN_STOCK, DOWN_CLIENTS, created, st.p50_us / 1000.0,
-           st.p99_us / 1000.0);
+           "p99 %.1f ms\n",
+           DOWN_STOCK, DOWN_CLIENTS, created, st.p50_us / 1000.0, st.p99_us / 1000.0);
     ck_assert_int_eq(DOWN_STOCK, created);
     ck_assert_int_eq(0, h_db_scalar_ll("SELECT num FROM stock WHERE sku = 'HAT-7'"));
 
@@ -213,7 +211,7 @@ static void while_redis_is_down(const char *redis_token, char later[H_TOKEN_BUF]
     ck_assert_msg(metrics_have("\npaycallback_redis_degraded 1\n"), "gauge not 1");
     ck_assert_msg(!metrics_have("\npaycallback_redis_degraded_operations_total 0\n"),
                   "degraded operations not counted");
-    h_token_apply(h_port(), later);                          /* kept for after the outage */
+    h_token_apply(h_port(), later); /* kept for after the outage */
     ck_assert_int_eq(1, token_in_mysql(later));
 }
 
@@ -257,7 +255,7 @@ START_TEST(quick_redis_restart_is_absorbed_without_degrading)
     char *state;
 
     h_token_apply(h_port(), t1);
-    create_expect(t1, "q1", 201, NULL);      /* the pool holds live links now */
+    create_expect(t1, "q1", 201, NULL); /* the pool holds live links now */
     h_services("stop-redis");
     h_services("start-redis");
 

@@ -24,16 +24,16 @@
 #include "redis.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S     30
-#define LOCK_KEY         "idem:lock:stock:TEST-SKU"
-#define HOLDER_A         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define HOLDER_B         "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-#define TOKEN            "0123456789abcdef0123456789abcdef"
-#define EXCL_THREADS     8
-#define EXCL_ROUNDS      25
+#define TC_TIMEOUT_S 30
+#define LOCK_KEY "idem:lock:stock:TEST-SKU"
+#define HOLDER_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define HOLDER_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define TOKEN "0123456789abcdef0123456789abcdef"
+#define EXCL_THREADS 8
+#define EXCL_ROUNDS 25
 #define LOCK_EXPIRY_WAIT_MS 5000
-#define WAITER_SEEN_MS   5000
-#define RECOVER_WAIT_MS  10000
+#define WAITER_SEEN_MS 5000
+#define RECOVER_WAIT_MS 10000
 
 static struct config cfg;
 static struct metrics *m;
@@ -55,7 +55,7 @@ static void load_config(struct config *c)
 /* Checked fixture: a pool of our own in each forked test. */
 static void pool_up(void)
 {
-    signal(SIGPIPE, SIG_IGN);                 /* as the service does */
+    signal(SIGPIPE, SIG_IGN); /* as the service does */
     log_set_level(LOG_ERROR);
     load_config(&cfg);
     h_redis_flush();
@@ -123,7 +123,8 @@ static long long redis_set_calls(void)
 
     if (r != NULL && r->type == REDIS_REPLY_STRING)
         n = (p = strstr(r->str, "cmdstat_set:calls=")) != NULL
-                ? strtoll(p + strlen("cmdstat_set:calls="), NULL, 10) : 0;
+                ? strtoll(p + strlen("cmdstat_set:calls="), NULL, 10)
+                : 0;
     freeReplyObject(r);
     return n;
 }
@@ -223,9 +224,9 @@ START_TEST(waiter_gets_the_lock_once_it_is_released)
 END_TEST
 
 struct exclusion {
-    long counter;                 /* updated non-atomically inside the lock */
+    long counter; /* updated non-atomically inside the lock */
     int failures;
-    pthread_mutex_t mu;           /* guards failures only */
+    pthread_mutex_t mu; /* guards failures only */
 };
 
 /* One round: take the lock, bump the counter the slow way, release. */
@@ -236,7 +237,7 @@ static int exclusion_round(struct exclusion *x, const char *value)
     if (rds_lock_acquire(pool, LOCK_KEY, value, 30000, 10000) != RDS_OK)
         return -1;
     c = x->counter;
-    sched_yield();                            /* a race would lose increments here */
+    sched_yield(); /* a race would lose increments here */
     x->counter = c + 1;
     return rds_lock_release(pool, LOCK_KEY, value) == RDS_OK ? 0 : -1;
 }

@@ -17,15 +17,15 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S   90
+#define TC_TIMEOUT_S 90
 #define RELOAD_WAIT_MS 10000
-#define SECRET_A       "reload-secret-a-6f1c0e"
-#define SECRET_B       "reload-secret-b-93d2a7"
-#define SECRET_C       "reload-secret-c-0b8e44"
-#define KEY_1          "reload-ops-key-1-7d3a9c"
-#define KEY_2          "reload-ops-key-2-e41b06"
-#define OK_SERIES      "paycallback_config_reloads_total{result=\"ok\"}"
-#define FAILED_SERIES  "paycallback_config_reloads_total{result=\"failed\"}"
+#define SECRET_A "reload-secret-a-6f1c0e"
+#define SECRET_B "reload-secret-b-93d2a7"
+#define SECRET_C "reload-secret-c-0b8e44"
+#define KEY_1 "reload-ops-key-1-7d3a9c"
+#define KEY_2 "reload-ops-key-2-e41b06"
+#define OK_SERIES "paycallback_config_reloads_total{result=\"ok\"}"
+#define FAILED_SERIES "paycallback_config_reloads_total{result=\"failed\"}"
 #define LAST_OK_SERIES "paycallback_config_last_reload_successful"
 
 static char cfg_path[H_TEMP_PATH_MAX];
@@ -88,8 +88,8 @@ static void hup_and_await(const char *series, long long want)
 
     ck_assert_int_eq(0, kill(h_server_pid(h_srv), SIGHUP));
     while (h_metric(series) < want)
-        ck_assert_msg(h_deadline_wait(&d), "%s did not reach %lld within %d ms", series,
-                      want, RELOAD_WAIT_MS);
+        ck_assert_msg(h_deadline_wait(&d), "%s did not reach %lld within %d ms", series, want,
+                      RELOAD_WAIT_MS);
 }
 
 /* Posts a callback for order_no signed with secret; its status. */
@@ -125,19 +125,19 @@ START_TEST(sighup_rotates_the_callback_secret_and_keeps_the_previous_one)
     h_db_insert_order("RL1", "u1", "899.00", 1);
     h_db_insert_order("RL2", "u1", "899.00", 1);
     h_db_insert_order("RL3", "u1", "899.00", 1);
-    ck_assert_int_eq(401, callback_with(SECRET_B, "RL1", "PAY-RL1"));   /* not yet */
+    ck_assert_int_eq(401, callback_with(SECRET_B, "RL1", "PAY-RL1")); /* not yet */
     ck_assert_int_eq(1, (int)h_metric(LAST_OK_SERIES));
 
     write_secrets(SECRET_B, SECRET_A, "ops1", KEY_1, 16);
     hup_and_await(OK_SERIES, 1);
 
-    ck_assert_int_eq(200, callback_with(SECRET_B, "RL1", "PAY-RL1"));   /* the new one */
-    ck_assert_int_eq(200, callback_with(SECRET_A, "RL2", "PAY-RL2"));   /* the previous one */
-    ck_assert_int_eq(401, callback_with(SECRET_C, "RL3", "PAY-RL3"));   /* neither */
+    ck_assert_int_eq(200, callback_with(SECRET_B, "RL1", "PAY-RL1")); /* the new one */
+    ck_assert_int_eq(200, callback_with(SECRET_A, "RL2", "PAY-RL2")); /* the previous one */
+    ck_assert_int_eq(401, callback_with(SECRET_C, "RL3", "PAY-RL3")); /* neither */
     ck_assert_int_eq(1, (int)h_order_status("RL3"));
     ck_assert_int_eq(2, (int)h_payment_records());
 
-    write_secrets(SECRET_B, "", "ops1", KEY_1, 16);                     /* rotation done */
+    write_secrets(SECRET_B, "", "ops1", KEY_1, 16); /* rotation done */
     hup_and_await(OK_SERIES, 2);
     ck_assert_int_eq(401, callback_with(SECRET_A, "RL3", "PAY-RL3"));
     ck_assert_int_eq(1, (int)h_order_status("RL3"));
@@ -159,7 +159,7 @@ START_TEST(sighup_replaces_the_operator_keys)
     hup_and_await(OK_SERIES, 1);
 
     ck_assert_int_eq(200, read_order_with(KEY_2, "RL1"));
-    ck_assert_int_eq(401, read_order_with(KEY_1, "RL1"));               /* revoked */
+    ck_assert_int_eq(401, read_order_with(KEY_1, "RL1")); /* revoked */
     line = h_log_find(logged, 5000);
     ck_assert_msg(line != NULL, "no request line naming caller=ops2");
     free(line);
@@ -183,11 +183,11 @@ START_TEST(a_file_that_does_not_load_is_refused_and_the_running_secrets_stay)
     ck_assert_msg(line != NULL && strstr(line, "callbak") != NULL,
                   "the refusal does not name the unknown key: %s", line ? line : "(none)");
     free(line);
-    ck_assert_int_eq(401, callback_with(SECRET_B, "RL1", "PAY-RL1"));   /* nothing applied */
+    ck_assert_int_eq(401, callback_with(SECRET_B, "RL1", "PAY-RL1")); /* nothing applied */
     ck_assert_int_eq(200, callback_with(SECRET_A, "RL1", "PAY-RL1"));
     ck_assert_int_eq(200, read_order_with(KEY_1, "RL1"));
 
-    write_secrets(SECRET_B, "", "ops1", KEY_1, 16);                     /* mended */
+    write_secrets(SECRET_B, "", "ops1", KEY_1, 16); /* mended */
     hup_and_await(OK_SERIES, 1);
     ck_assert_int_eq(1, (int)h_metric(LAST_OK_SERIES));
     ck_assert_int_eq(200, callback_with(SECRET_B, "RL2", "PAY-RL2"));
@@ -209,7 +209,7 @@ START_TEST(a_key_that_needs_a_restart_is_named_and_keeps_its_value)
     ck_assert_msg(line != NULL, "the service did not start with 16 workers");
     free(line);
     h_db_insert_order("RL1", "u1", "899.00", 1);
-    ck_assert_int_eq(200, callback_with(SECRET_B, "RL1", "PAY-RL1"));   /* secrets applied */
+    ck_assert_int_eq(200, callback_with(SECRET_B, "RL1", "PAY-RL1")); /* secrets applied */
 }
 END_TEST
 
@@ -226,14 +226,14 @@ START_TEST(a_reload_never_leaves_the_running_webhook_without_its_secret)
                  " \"secret\": \"reload-webhook-secret-51c2\"},"
                  " \"auth\": {\"keys\": [{\"name\": \"dev\", \"key\": \"" H_OPERATOR_KEY "\"}]}}");
     h_fixture_server_up_config(cfg_path, NULL);
-    write_secrets(SECRET_B, "", "ops1", KEY_1, 16);                     /* no webhook section */
+    write_secrets(SECRET_B, "", "ops1", KEY_1, 16); /* no webhook section */
     hup_and_await(FAILED_SERIES, 1);
     line = h_log_find(refused, 5000);
     ck_assert_msg(line != NULL, "no refusal naming webhook.secret");
     free(line);
     ck_assert_int_eq(0, (int)h_metric(OK_SERIES));
     h_db_insert_order("RL1", "u1", "899.00", 1);
-    ck_assert_int_eq(200, callback_with(SECRET_A, "RL1", "PAY-RL1"));   /* A still rules */
+    ck_assert_int_eq(200, callback_with(SECRET_A, "RL1", "PAY-RL1")); /* A still rules */
 }
 END_TEST
 
@@ -254,16 +254,17 @@ START_TEST(a_request_in_flight_keeps_the_secrets_it_started_with)
     snprintf(head, sizeof head,
              "POST /pay/callback HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
              "X-Timestamp: %s\r\nX-Signature: %s\r\nContent-Length: %zu\r\n"
-             "Connection: close\r\n\r\n", ts, sig, len);
+             "Connection: close\r\n\r\n",
+             ts, sig, len);
     half = len / 2;
     fd = h_raw_connect(h_port(), NULL, 20000);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq((int)strlen(head), (int)send(fd, head, strlen(head), 0));
     ck_assert_int_eq((int)half, (int)send(fd, body, half, 0));
 
-    write_secrets(SECRET_B, "", "ops1", KEY_1, 16);                     /* A is dropped */
+    write_secrets(SECRET_B, "", "ops1", KEY_1, 16); /* A is dropped */
     hup_and_await(OK_SERIES, 1);
-    ck_assert_int_eq(401, callback_with(SECRET_A, "RL2", "PAY-RL2"));   /* for new requests */
+    ck_assert_int_eq(401, callback_with(SECRET_A, "RL2", "PAY-RL2")); /* for new requests */
 
     ck_assert_int_eq((int)(len - half), (int)send(fd, body + half, len - half, 0));
     h_raw_read_all(fd, reply, sizeof reply, &eof);

@@ -51,8 +51,7 @@ START_TEST(one_shard_down_keeps_the_service_ready_and_names_it)
     h_assert_status(&r, 200);
     h_assert_str(&r, "status", "ready");
     h_assert_str(&r, "mysql", "partial");
-    ck_assert_msg(strstr(r.body, "\"shards\":{\"1\":\"up\",\"2\":\"down\"}") != NULL, "%s",
-                  r.body);
+    ck_assert_msg(strstr(r.body, "\"shards\":{\"1\":\"up\",\"2\":\"down\"}") != NULL, "%s", r.body);
     h_resp_free(&r);
 
     ck_assert_int_eq(0, h_http(h_port(), "GET", "/readyz?shard=2", NULL, NULL, 0, &r));
@@ -84,7 +83,6 @@ START_TEST(check_config_probes_every_shard)
     h_run_free(&run);
 }
 END_TEST
-
 
 /* ---- --backfill-registries -------------------------------------------------- */
 
@@ -132,13 +130,14 @@ START_TEST(backfill_binds_old_rows_once_and_a_reuse_is_then_refused)
     h_run_free(&run);
     ck_assert_int_eq(1, registry_rows("pay_no_registry",
                                       "pay_no = 'PAY-legacy-1' AND order_no = 'ORD-legacy-1'"));
-    ck_assert_int_eq(1, registry_rows("pay_no_registry",
-                                      "pay_no = 'PAY-legacy-2' AND order_no = 'S02-old-2'"));
-    ck_assert_int_eq(1, registry_rows("checkout_registry",
-                                      "user_id = 'u-legacy' AND request_id = 'req-old-2' AND "
-                                      "order_no = 'S02-old-2' AND sku = 'SHOE-42' AND quantity = 1"));
+    ck_assert_int_eq(
+        1, registry_rows("pay_no_registry", "pay_no = 'PAY-legacy-2' AND order_no = 'S02-old-2'"));
+    ck_assert_int_eq(1,
+                     registry_rows("checkout_registry",
+                                   "user_id = 'u-legacy' AND request_id = 'req-old-2' AND "
+                                   "order_no = 'S02-old-2' AND sku = 'SHOE-42' AND quantity = 1"));
 
-    backfill(&run);                                   /* re-runnable */
+    backfill(&run); /* re-runnable */
     ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
     ck_assert_msg(strstr(run.out, "pay_no_registry: 0 written, 2 present, 0 conflicts") != NULL,
                   "%s", run.out);
@@ -167,8 +166,8 @@ START_TEST(backfill_reports_a_binding_to_another_order_and_leaves_it)
               "VALUES ('PAY-legacy-1', 'S02-x')");
     backfill(&run);
     ck_assert_int_eq(1, run.status);
-    ck_assert_msg(strstr(run.err, "conflict: pay_no PAY-legacy-1 is bound to S02-x") != NULL,
-                  "%s", run.err);
+    ck_assert_msg(strstr(run.err, "conflict: pay_no PAY-legacy-1 is bound to S02-x") != NULL, "%s",
+                  run.err);
     ck_assert_msg(strstr(run.out, "pay_no_registry: 1 written, 0 present, 1 conflicts") != NULL,
                   "%s", run.out);
     h_run_free(&run);
@@ -176,23 +175,27 @@ START_TEST(backfill_reports_a_binding_to_another_order_and_leaves_it)
 }
 END_TEST
 
-#define BACKFILL_ROWS 3000          /* per shard, of payments and of orders: 15 pages each */
+#define BACKFILL_ROWS 3000 /* per shard, of payments and of orders: 15 pages each */
 
 /* Payments and orders on both shards, bound in no registry. */
 static void insert_many_legacy_rows(void)
 {
     h_db_exec("INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
               "SELECT CONCAT('ORD-bf-', seq), CONCAT('u', seq %% 97), CONCAT('r', seq), "
-              "'SHOE-42', 1, 899.00, 2 FROM seq_1_to_%d", BACKFILL_ROWS);
+              "'SHOE-42', 1, 899.00, 2 FROM seq_1_to_%d",
+              BACKFILL_ROWS);
     h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
               "SELECT CONCAT('PAY-bf1-', seq), CONCAT('ORD-bf-', seq), 899.00, 1, 1 "
-              "FROM seq_1_to_%d", BACKFILL_ROWS);
+              "FROM seq_1_to_%d",
+              BACKFILL_ROWS);
     h_db_exec("INSERT INTO " H_SHARD2_DB ".orders (order_no, user_id, request_id, sku, quantity, "
               "amount, status) SELECT CONCAT('S02-bf-', seq), CONCAT('v', seq %% 97), "
-              "CONCAT('r', seq), 'SHOE-42', 1, 899.00, 2 FROM seq_1_to_%d", BACKFILL_ROWS);
+              "CONCAT('r', seq), 'SHOE-42', 1, 899.00, 2 FROM seq_1_to_%d",
+              BACKFILL_ROWS);
     h_db_exec("INSERT INTO " H_SHARD2_DB ".payment_record (pay_no, order_no, amount, status, "
               "outcome) SELECT CONCAT('PAY-bf2-', seq), CONCAT('S02-bf-', seq), 899.00, 1, 1 "
-              "FROM seq_1_to_%d", BACKFILL_ROWS);
+              "FROM seq_1_to_%d",
+              BACKFILL_ROWS);
 }
 
 /* Every binding of both registries on both shards, as one checksum text. */
@@ -232,7 +235,7 @@ START_TEST(backfill_stopped_by_sigterm_resumes_and_ends_with_the_same_bindings)
     long long part;
 
     insert_many_legacy_rows();
-    backfill(&run);                                   /* one uninterrupted run */
+    backfill(&run); /* one uninterrupted run */
     ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
     ck_assert_msg(strstr(run.out, "rows/s") != NULL, "%s", run.out);
     h_run_free(&run);
@@ -251,7 +254,7 @@ START_TEST(backfill_stopped_by_sigterm_resumes_and_ends_with_the_same_bindings)
     ck_assert_int_lt(part, 2 * BACKFILL_ROWS);
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM backfill_progress"));
 
-    backfill(&run);                                   /* resumes where it stopped */
+    backfill(&run); /* resumes where it stopped */
     ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
     ck_assert_msg(strstr(run.out, "resumed after id") != NULL, "%s", run.out);
     h_run_free(&run);
@@ -351,7 +354,8 @@ START_TEST(a_reordered_shard_list_finds_the_same_bindings)
         snprintf(pay_no, sizeof pay_no, "PAY-RO-%d", i);
         h_db_exec("INSERT INTO " H_SHARD2_DB ".orders (order_no, user_id, request_id, sku, "
                   "quantity, amount, status) VALUES ('%s', 'u-ro', 'req-%s', 'SHOE-42', 1, "
-                  "899.00, 1)", o2, o2);
+                  "899.00, 1)",
+                  o2, o2);
         ck_assert_int_eq(0, h_callback(h_server_port(other), o2, pay_no, "899.00", &r));
         h_assert_error(&r, 409, "PAY_NO_CONFLICT");
         h_resp_free(&r);
@@ -395,7 +399,7 @@ START_TEST(a_service_of_one_database_refuses_a_shard)
     h_run(args, NULL, 8000, &run);
     ck_assert_msg(run.status == 2, "exit %d: %s", run.status, run.err);
     ck_assert_msg(strstr(run.err, "shard map") != NULL && strstr(run.err, "is shard 1 of shards "
-                                                                      "1,2") != NULL,
+                                                                          "1,2") != NULL,
                   "%s", run.err);
     h_run_free(&run);
 }
@@ -403,8 +407,9 @@ END_TEST
 
 START_TEST(the_map_is_stored_on_every_shard)
 {
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM shard_map WHERE shard_id = 1 AND "
-                                       "shard_ids = '1,2' AND scheme = 'sha256-mod-ascending-ids'"));
+    ck_assert_int_eq(1,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM shard_map WHERE shard_id = 1 AND "
+                                    "shard_ids = '1,2' AND scheme = 'sha256-mod-ascending-ids'"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM " H_SHARD2_DB ".shard_map WHERE "
                                        "shard_id = 2 AND shard_ids = '1,2'"));
     ck_assert_int_eq(h_db_scalar_ll("SELECT epoch FROM shard_map"),
@@ -476,8 +481,8 @@ START_TEST(write_shard_map_needs_every_shard_and_shards)
 
     h_run(args, down, 20000, &run);
     ck_assert_int_eq(1, run.status);
-    ck_assert_msg(strstr(run.err, "shard 2") != NULL && strstr(run.err, "nothing written"),
-                  "%s", run.err);
+    ck_assert_msg(strstr(run.err, "shard 2") != NULL && strstr(run.err, "nothing written"), "%s",
+                  run.err);
     h_run_free(&run);
     ck_assert_int_eq(before, h_db_scalar_ll("SELECT epoch FROM shard_map"));
 
@@ -506,7 +511,8 @@ static void checkout_binding(const char *user, const char *order_no, long age_s)
     for (int id = 1; id <= 2; id++)
         h_db_exec("INSERT INTO %s.checkout_registry (user_id, request_id, order_no, sku, "
                   "quantity, create_time) VALUES ('%s', 'r1', '%s', 'SHOE-42', 1, "
-                  "NOW(3) - INTERVAL %ld SECOND)", h_shard_db(id), user, order_no, age_s);
+                  "NOW(3) - INTERVAL %ld SECOND)",
+                  h_shard_db(id), user, order_no, age_s);
 }
 
 static long long checkout_bindings(const char *user)
@@ -523,24 +529,25 @@ START_TEST(retention_purges_orphaned_checkouts_and_bindings_past_the_window)
 
     h_db_insert_order("S01-KEEP", "u-keep", "899.00", 1);
     h_db_insert_order("S01-OLD", "u-old", "899.00", 2);
-    checkout_binding("u-orphan", "S02-NEVER", hours2);    /* no order, past the grace */
-    checkout_binding("u-typo", "S1-NEVER", hours2);       /* names no shard at all */
-    checkout_binding("u-keep", "S01-KEEP", hours2);       /* its order exists */
-    checkout_binding("u-young", "S02-SOON", 10);          /* within the grace */
-    checkout_binding("u-old", "S01-OLD", days40);         /* past retention.registry_days */
+    checkout_binding("u-orphan", "S02-NEVER", hours2); /* no order, past the grace */
+    checkout_binding("u-typo", "S1-NEVER", hours2);    /* names no shard at all */
+    checkout_binding("u-keep", "S01-KEEP", hours2);    /* its order exists */
+    checkout_binding("u-young", "S02-SOON", 10);       /* within the grace */
+    checkout_binding("u-old", "S01-OLD", days40);      /* past retention.registry_days */
     h_db_exec("INSERT INTO pay_no_registry (pay_no, order_no, create_time) VALUES "
               "('PAY-OLD', 'S01-OLD', NOW(3) - INTERVAL 40 DAY), ('PAY-NEW', 'S01-KEEP', NOW(3))");
 
     h_await(checkout_bindings("u-orphan") == 0 && checkout_bindings("u-typo") == 0 &&
-            checkout_bindings("u-old") == 0 &&
-            registry_rows("pay_no_registry", "pay_no = 'PAY-OLD'") == 0,
+                checkout_bindings("u-old") == 0 &&
+                registry_rows("pay_no_registry", "pay_no = 'PAY-OLD'") == 0,
             20000, "the retention pass never purged the registries");
     ck_assert_int_eq(2, checkout_bindings("u-keep"));
     ck_assert_int_eq(2, checkout_bindings("u-young"));
     ck_assert_int_eq(1, registry_rows("pay_no_registry", "pay_no = 'PAY-NEW'"));
-    ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"checkout_registry_orphans\"}"),
-                     4);
-    ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"checkout_registry\"}"), 2);
+    ck_assert_int_ge(
+        h_metric("paycallback_retention_purged_total{table=\"checkout_registry_orphans\"}"), 4);
+    ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"checkout_registry\"}"),
+                     2);
     ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"pay_no_registry\"}"), 1);
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM orders WHERE order_no = 'S01-KEEP'"));
 }
@@ -549,8 +556,8 @@ END_TEST
 static Suite *shards_suite(void)
 {
     Suite *s = suite_create("shards");
-    TCase *tc = h_tcase_with("two shards up", TC_TIMEOUT_S, h_fixture_sharded_up,
-                             h_fixture_server_down);
+    TCase *tc =
+        h_tcase_with("two shards up", TC_TIMEOUT_S, h_fixture_sharded_up, h_fixture_server_down);
 
     tcase_add_test(tc, readyz_lists_every_shard_up);
     tcase_add_test(tc, check_config_probes_every_shard);
@@ -576,7 +583,8 @@ static Suite *shards_suite(void)
     tcase_add_test(tc, write_shard_map_moves_the_epoch_and_running_instances_stop_writing);
     suite_add_tcase(s, tc);
 
-    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, h_fixture_sharded_half_down_up, h_fixture_server_down);
+    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, h_fixture_sharded_half_down_up,
+                      h_fixture_server_down);
     tcase_add_test(tc, one_shard_down_keeps_the_service_ready_and_names_it);
     suite_add_tcase(s, tc);
     return s;

@@ -108,8 +108,8 @@ static void assert_each_delivered_within_its_attempts(const char *db, const char
         snprintf(order_no, sizeof(order_no), "%s%d", prefix, i);
         snprintf(key, sizeof(key), "\"key\": \"%s:order.paid\"", order_no);
         attempts = h_db_scalar_ll("SELECT COALESCE(MAX(attempts), -1) FROM %soutbox "
-                                  "WHERE order_no = '%s' AND event_type = 'order.paid'", db,
-                                  order_no);
+                                  "WHERE order_no = '%s' AND event_type = 'order.paid'",
+                                  db, order_no);
         posts = receiver_count(key, NULL);
         if (receiver_count(key, "\"answer\": 200") < 1)
             ck_abort_msg("%s:order.paid was never answered 200", order_no);
@@ -135,20 +135,22 @@ static void order(const char *db, const char *order_no, int status, int hours_ol
 {
     h_db_exec("INSERT INTO %sorders (order_no, user_id, request_id, sku, quantity, amount, status, "
               "create_time) VALUES ('%s', 'u1', 'req-%s', 'SHOE-42', 1, 899.00, %d, "
-              "NOW(3) - INTERVAL %d HOUR)", db, order_no, order_no, status, hours_old);
+              "NOW(3) - INTERVAL %d HOUR)",
+              db, order_no, order_no, status, hours_old);
 }
 
 static void event(const char *db, const char *order_no, int state)
 {
     h_db_exec("INSERT INTO %soutbox (event_type, order_no, payload, state) "
-              "VALUES ('order.paid', '%s', '{\"order_no\":\"%s\"}', %d)", db, order_no, order_no,
-              state);
+              "VALUES ('order.paid', '%s', '{\"order_no\":\"%s\"}', %d)",
+              db, order_no, order_no, state);
 }
 
 static void refund_required(const char *db, const char *pay_no, const char *order_no)
 {
     h_db_exec("INSERT INTO %spayment_record (pay_no, order_no, amount, status, outcome) "
-              "VALUES ('%s', '%s', 899.00, 2, 2)", db, pay_no, order_no);
+              "VALUES ('%s', '%s', 899.00, 2, 2)",
+              db, pay_no, order_no);
 }
 
 /* The number at a dotted path of body ("shards.2.outbox.dead"); -1 when
@@ -215,7 +217,8 @@ START_TEST(a_backlog_on_one_shard_does_not_delay_another)
             "shard 2's events waited behind shard 1's backlog");
     left = h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 0");
     printf("shards: shard 2's 3 events delivered in %lld ms while shard 1 still had %lld of "
-           "300 pending\n", h_now_ms() - t0, left);
+           "300 pending\n",
+           h_now_ms() - t0, left);
     h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 1") == 300, 30000,
             "shard 1's backlog was not delivered");
 }
@@ -226,8 +229,8 @@ START_TEST(ops_outbox_lists_both_shards_and_reaches_each_event_by_its_id)
     struct h_resp r;
     char *next;
 
-    event("", "S01-OX1", 2);                   /* row 1 of shard 1 */
-    event(S2, "S02-OX2", 2);                   /* row 1 of shard 2 */
+    event("", "S01-OX1", 2); /* row 1 of shard 1 */
+    event(S2, "S02-OX2", 2); /* row 1 of shard 2 */
     get("/ops/outbox", &r);
     h_assert_status(&r, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"id\":\"S01-1\",\"shard\":1,"));
@@ -254,7 +257,7 @@ START_TEST(ops_outbox_lists_both_shards_and_reaches_each_event_by_its_id)
     h_assert_status(&r, 200);
     h_assert_str(&r, "order_no", "S02-OX2");
     h_resp_free(&r);
-    get("/ops/outbox/1", &r);                  /* a bare row id is shard 1's */
+    get("/ops/outbox/1", &r); /* a bare row id is shard 1's */
     h_assert_status(&r, 200);
     h_assert_str(&r, "order_no", "S01-OX1");
     h_resp_free(&r);
@@ -285,7 +288,7 @@ START_TEST(refunds_on_both_shards_are_listed_and_settled_by_pay_no)
 {
     struct h_resp r;
 
-    refund_required("", "PR-1", "S01-R1");     /* before sharding: no registry row */
+    refund_required("", "PR-1", "S01-R1"); /* before sharding: no registry row */
     refund_required(S2, "PR-2", "S02-R2");
     /* the registry row is read on placement(pay_no): plant it on both */
     h_db_exec("INSERT INTO pay_no_registry (pay_no, order_no) VALUES ('PR-2', 'S02-R2')");
@@ -312,9 +315,11 @@ START_TEST(refunds_on_both_shards_are_listed_and_settled_by_pay_no)
     h_assert_error(&r, 404, "PAYMENT_NOT_FOUND");
     h_resp_free(&r);
 
-    ck_assert_int_eq(3, h_db_scalar_ll("SELECT status FROM " S2 "payment_record WHERE pay_no = 'PR-2'"));
+    ck_assert_int_eq(
+        3, h_db_scalar_ll("SELECT status FROM " S2 "payment_record WHERE pay_no = 'PR-2'"));
     ck_assert_int_eq(3, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'PR-1'"));
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM " S2 "audit_log WHERE subject = 'PR-2'"));
+    ck_assert_int_eq(1,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM " S2 "audit_log WHERE subject = 'PR-2'"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE subject = 'PR-1'"));
     ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE subject = 'PR-2'"));
     get("/ops/refunds?status=REFUND_SETTLED", &r);
@@ -328,10 +333,10 @@ START_TEST(cancel_stale_cancels_stale_orders_on_every_shard)
 {
     struct h_resp r;
 
-    order("", "S01-C1", 1, 3);                 /* stale */
-    order("", "S01-C2", 1, 0);                 /* fresh */
-    order(S2, "S02-C3", 1, 4);                 /* stale, the oldest */
-    order(S2, "S02-C4", 2, 3);                 /* old but PAID */
+    order("", "S01-C1", 1, 3); /* stale */
+    order("", "S01-C2", 1, 0); /* fresh */
+    order(S2, "S02-C3", 1, 4); /* stale, the oldest */
+    order(S2, "S02-C4", 2, 3); /* old but PAID */
     post("/ops/orders/cancel-stale", "{\"older_than_s\":3600,\"limit\":10}", &r);
     h_assert_status(&r, 200);
     ck_assert_int_eq(2, json_num(r.body, "canceled"));
@@ -342,14 +347,17 @@ START_TEST(cancel_stale_cancels_stale_orders_on_every_shard)
     h_resp_free(&r);
     ck_assert_int_eq(9, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = 'S01-C1'"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = 'S01-C2'"));
-    ck_assert_int_eq(9, h_db_scalar_ll("SELECT status FROM " S2 "orders WHERE order_no = 'S02-C3'"));
-    ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM " S2 "orders WHERE order_no = 'S02-C4'"));
+    ck_assert_int_eq(9,
+                     h_db_scalar_ll("SELECT status FROM " S2 "orders WHERE order_no = 'S02-C3'"));
+    ck_assert_int_eq(2,
+                     h_db_scalar_ll("SELECT status FROM " S2 "orders WHERE order_no = 'S02-C4'"));
     /* each shard's own stock and events */
     ck_assert_int_eq(101, h_db_scalar_ll("SELECT num FROM stock WHERE sku = 'SHOE-42'"));
     ck_assert_int_eq(101, h_db_scalar_ll("SELECT num FROM " S2 "stock WHERE sku = 'SHOE-42'"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM " S2 "outbox WHERE order_no = "
                                        "'S02-C3' AND event_type = 'order.canceled'"));
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM " S2 "audit_log WHERE subject = 'S02-C3'"));
+    ck_assert_int_eq(
+        1, h_db_scalar_ll("SELECT COUNT(*) FROM " S2 "audit_log WHERE subject = 'S02-C3'"));
 
     /* limit takes the oldest across shards */
     order("", "S01-C5", 1, 5);

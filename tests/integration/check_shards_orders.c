@@ -18,14 +18,14 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S     60
-#define SLOW_TIMEOUT_S   180
-#define NSHARDS          2
-#define DEDUPE_CLIENTS   20
-#define OVERSELL_STOCK   10
+#define TC_TIMEOUT_S 60
+#define SLOW_TIMEOUT_S 180
+#define NSHARDS 2
+#define DEDUPE_CLIENTS 20
+#define OVERSELL_STOCK 10
 #define OVERSELL_CLIENTS 50
-#define CLIENT_TRIES     40       /* attempts of one storm client after 503s */
-#define NO_BUF           48
+#define CLIENT_TRIES 40 /* attempts of one storm client after 503s */
+#define NO_BUF 48
 
 /* ---- placement and the two databases -------------------------------------- */
 
@@ -41,8 +41,8 @@ static long long orders_on(int id)
 
 static long long rows_on(int id, const char *table, const char *order_no)
 {
-    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.%s WHERE order_no = '%s'", h_shard_db(id),
-                          table, order_no);
+    return h_db_scalar_ll("SELECT COUNT(*) FROM %s.%s WHERE order_no = '%s'", h_shard_db(id), table,
+                          order_no);
 }
 
 static long long checkouts(void)
@@ -88,11 +88,11 @@ static void create_keyed(const char *key, const char *user_id, const char *reque
 
     snprintf(hdr, sizeof hdr, "Idempotency-Key: %s", key);
     snprintf(body, sizeof body,
-             "{\"user_id\":\"%s\",\"request_id\":\"%s\",\"sku\":\"%s\",\"quantity\":1}",
-             user_id, request_id, sku);
+             "{\"user_id\":\"%s\",\"request_id\":\"%s\",\"sku\":\"%s\",\"quantity\":1}", user_id,
+             request_id, sku);
     /* Anonymous: the key's scope is user:<user_id>, which places its record. */
-    ck_assert_int_eq(0, h_http_key(h_port(), NULL, "POST", "/order/create", headers, body,
-                                   strlen(body), r));
+    ck_assert_int_eq(
+        0, h_http_key(h_port(), NULL, "POST", "/order/create", headers, body, strlen(body), r));
 }
 
 /* POST /order/{no}/{verb}, or GET /order/{no} when verb is NULL. */
@@ -101,8 +101,8 @@ static void order_call(const char *order_no, const char *verb, struct h_resp *r)
     char path[128];
 
     snprintf(path, sizeof path, "/order/%s%s%s", order_no, verb ? "/" : "", verb ? verb : "");
-    ck_assert_int_eq(0, h_http(h_port(), verb ? "POST" : "GET", path, NULL, verb ? "" : NULL, 0,
-                               r));
+    ck_assert_int_eq(0,
+                     h_http(h_port(), verb ? "POST" : "GET", path, NULL, verb ? "" : NULL, 0, r));
 }
 
 /* Creates an order that must be new; its number goes into no. */
@@ -176,8 +176,8 @@ START_TEST(ship_and_finish_reach_the_orders_shard)
     h_assert_status(&r, 200);
     h_assert_bool(&r, "duplicate", 1);
     h_resp_free(&r);
-    ck_assert_int_eq(4, h_db_scalar_ll("SELECT status FROM %s.orders WHERE order_no = '%s'",
-                                       h_shard_db(k), no));
+    ck_assert_int_eq(
+        4, h_db_scalar_ll("SELECT status FROM %s.orders WHERE order_no = '%s'", h_shard_db(k), no));
     ck_assert_int_eq(2, rows_on(k, "outbox", no));
     ck_assert_int_eq(0, rows_on(3 - k, "outbox", no));
 }
@@ -227,7 +227,7 @@ START_TEST(an_unknown_sku_binds_no_checkout)
     h_assert_error(&r, 404, "SKU_NOT_FOUND");
     h_resp_free(&r);
     ck_assert_int_eq(0, checkouts());
-    create_new("u1001", "typo-1", "SOCK-01", 1, no);    /* the request_id is still free */
+    create_new("u1001", "typo-1", "SOCK-01", 1, no); /* the request_id is still free */
     ck_assert_int_eq(1, checkouts());
 }
 END_TEST
@@ -286,8 +286,8 @@ START_TEST(one_checkout_sent_20_times_at_once_is_one_order)
     ck_assert_int_eq(1, orders_on(1) + orders_on(2));
     ck_assert_int_eq(1, orders_on(k));
     ck_assert_int_eq(1, checkouts());
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM %s.checkout_registry",
-                                       h_shard_db(3 - k)));
+    ck_assert_int_eq(
+        1, h_db_scalar_ll("SELECT COUNT(*) FROM %s.checkout_registry", h_shard_db(3 - k)));
     ck_assert_int_eq(99, stock_on(k, "SHOE-42"));
 }
 END_TEST
@@ -317,7 +317,7 @@ END_TEST
 
 struct oversell {
     int port;
-    int status[OVERSELL_CLIENTS];           /* the final answer of each client */
+    int status[OVERSELL_CLIENTS]; /* the final answer of each client */
     int out_of_stock[OVERSELL_CLIENTS];
     char order_no[OVERSELL_CLIENTS][NO_BUF];
 };
@@ -378,8 +378,9 @@ START_TEST(oversell_storm_from_users_of_both_shards_sells_exactly_the_stock)
         n409 += a.status[i] == 409 && a.out_of_stock[i];
     }
     printf("sharded oversell: stock %d, %d shoppers (checkouts %d on shard 1, %d on shard 2): "
-           "%.0f shoppers/s p50 %.1f ms p99 %.1f ms\n", OVERSELL_STOCK, OVERSELL_CLIENTS,
-           users_on[1], users_on[2], st.rps, st.p50_us / 1000.0, st.p99_us / 1000.0);
+           "%.0f shoppers/s p50 %.1f ms p99 %.1f ms\n",
+           OVERSELL_STOCK, OVERSELL_CLIENTS, users_on[1], users_on[2], st.rps, st.p50_us / 1000.0,
+           st.p99_us / 1000.0);
     ck_assert_int_eq(0, st.errors);
     ck_assert_int_eq(OVERSELL_STOCK, n201);
     ck_assert_int_eq(OVERSELL_CLIENTS - OVERSELL_STOCK, n409);
@@ -424,9 +425,10 @@ static void keyed_create_replays_and_refuses_another_sku(int key_shard)
     ck_assert_int_eq(1, rows_on(h_shard_place("SHOE-42"), "orders", no));
     ck_assert_int_eq(1, orders_on(1) + orders_on(2));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_key WHERE scope = '%s' "
-                                       "AND state = 2", h_shard_db(key_shard), scope));
-    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_key",
-                                       h_shard_db(3 - key_shard)));
+                                       "AND state = 2",
+                                       h_shard_db(key_shard), scope));
+    ck_assert_int_eq(0,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM %s.idem_key", h_shard_db(3 - key_shard)));
     free(no);
     h_resp_free(&r);
 }
@@ -501,7 +503,7 @@ static void redis_back(void)
 
 static void clean_with_redis(void)
 {
-    h_services("start-redis");                /* a failed test may have left it down */
+    h_services("start-redis"); /* a failed test may have left it down */
     h_fixture_clean();
 }
 
@@ -592,7 +594,6 @@ START_TEST(a_checkout_registered_on_the_down_shard_is_503)
 }
 END_TEST
 
-
 /* POST /order/{no}/cancel with Idempotency-Key: key. */
 static void cancel_keyed(const char *key, const char *order_no, struct h_resp *r)
 {
@@ -631,7 +632,7 @@ static void transition_key_reused_across_shards(int first, const char *key)
     h_resp_free(&r);
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM %s.orders WHERE order_no = '%s'",
                                        h_shard_db(second), b));
-    cancel_keyed(key, a, &r);                         /* the first use replays */
+    cancel_keyed(key, a, &r); /* the first use replays */
     h_assert_status(&r, 200);
     h_assert_str(&r, "status", "CANCELED");
     h_resp_free(&r);
@@ -678,7 +679,8 @@ static Suite *shards_orders_suite(void)
     tcase_add_test(tc, with_redis_down_a_token_lives_on_its_shard);
     suite_add_tcase(s, tc);
 
-    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, h_fixture_sharded_half_down_up, h_fixture_server_down);
+    tc = h_tcase_with("shard 2 down", TC_TIMEOUT_S, h_fixture_sharded_half_down_up,
+                      h_fixture_server_down);
     tcase_add_test(tc, an_order_on_the_down_shard_is_503_and_its_token_comes_back);
     tcase_add_test(tc, a_checkout_registered_on_the_down_shard_is_503);
     suite_add_tcase(s, tc);

@@ -23,15 +23,15 @@
 #include "../testkeys.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S   120
-#define PRICE          "899.00"
-#define S2(table)      H_SHARD2_DB "." table
-#define STRIPE_SECRET  "whsec_shards_test_secret"
-#define STORM_THREADS  20
-#define STORM_TOTAL    200
-#define RACE_ROUNDS    20
+#define TC_TIMEOUT_S 120
+#define PRICE "899.00"
+#define S2(table) H_SHARD2_DB "." table
+#define STRIPE_SECRET "whsec_shards_test_secret"
+#define STORM_THREADS 20
+#define STORM_TOTAL 200
+#define RACE_ROUNDS 20
 
-#define QUERY_TOKEN    "query-token-0123456789abcdef"
+#define QUERY_TOKEN "query-token-0123456789abcdef"
 
 static char config_path[H_TEMP_PATH_MAX];
 
@@ -67,9 +67,10 @@ static void plant(const char *order_no, const char *mode, const char *pay_no)
     char body[512];
     struct h_resp r;
 
-    snprintf(body, sizeof body, "{\"path\":\"/q\",\"order_no\":\"%s\",\"mode\":\"%s\","
-             "\"pay_no\":\"%s\",\"amount\":\"" PRICE "\",\"currency\":\"USD\"}", order_no,
-             mode, pay_no);
+    snprintf(body, sizeof body,
+             "{\"path\":\"/q\",\"order_no\":\"%s\",\"mode\":\"%s\","
+             "\"pay_no\":\"%s\",\"amount\":\"" PRICE "\",\"currency\":\"USD\"}",
+             order_no, mode, pay_no);
     ck_assert_int_eq(0, h_http(rsp.port, "POST", "/_plant", NULL, body, strlen(body), &r));
     h_assert_status(&r, 200);
     h_resp_free(&r);
@@ -90,7 +91,11 @@ static void server_up_over(const char *shards, int connect_timeout, const char *
                            const char *batch)
 {
     static char url[96], every[64], take[64];
-    const char *env[] = { shards, "TEST_STRIPE_SECRET=" STRIPE_SECRET, url, every, take,
+    const char *env[] = { shards,
+                          "TEST_STRIPE_SECRET=" STRIPE_SECRET,
+                          url,
+                          every,
+                          take,
                           "PAYCALLBACK_CALLBACK_QUERY_TOKEN=" QUERY_TOKEN,
                           "PAYCALLBACK_CALLBACK_QUERY_TIMEOUT_MS=2000",
                           "PAYCALLBACK_RECONCILE_WAIT_PAY_AGE_S=60",
@@ -151,8 +156,10 @@ static void hung_server_up(void)
         fprintf(stderr, "cannot open a hung port\n");
         return;
     }
-    snprintf(shards, sizeof shards, "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,"
-             "2=127.0.0.1:%d/%s" H_SHARD2_SUFFIX, my != NULL ? my : "3307", db, port, db);
+    snprintf(shards, sizeof shards,
+             "PAYCALLBACK_MYSQL_SHARDS=1=127.0.0.1:%s/%s,"
+             "2=127.0.0.1:%d/%s" H_SHARD2_SUFFIX,
+             my != NULL ? my : "3307", db, port, db);
     server_up_over(shards, 1, "3600", "50");
 }
 
@@ -192,7 +199,8 @@ static void pay_no_on(int shard, const char *stem, char out[64])
 static void insert_order(int shard, const char *order_no)
 {
     h_db_exec("INSERT INTO %s (order_no, user_id, request_id, sku, quantity, amount, currency, "
-              "status) VALUES ('%s', 'u1001', LEFT('req-%s', 64), 'SHOE-42', 1, " PRICE ", 'USD', 1)",
+              "status) VALUES ('%s', 'u1001', LEFT('req-%s', 64), 'SHOE-42', 1, " PRICE
+              ", 'USD', 1)",
               shard == 1 ? "orders" : S2("orders"), order_no, order_no);
 }
 
@@ -229,8 +237,8 @@ static void query_now(const char *body, struct h_resp *r)
     struct h_deadline d = h_deadline_in(30000);
 
     for (;;) {
-        ck_assert_int_eq(0, h_http(h_port(), "POST", "/ops/reconcile/query", NULL, body,
-                                   strlen(body), r));
+        ck_assert_int_eq(
+            0, h_http(h_port(), "POST", "/ops/reconcile/query", NULL, body, strlen(body), r));
         if (r->status != 409 || strstr(r->body, "QUERY_IN_PROGRESS") == NULL)
             return;
         h_resp_free(r);
@@ -329,7 +337,7 @@ struct storm_arg {
     const char *order_no;
     const char *pay_no;
     int status[STORM_TOTAL];
-    int first[STORM_TOTAL];       /* answered duplicate:false */
+    int first[STORM_TOTAL]; /* answered duplicate:false */
 };
 
 static int storm_call(int i, void *p)
@@ -345,7 +353,7 @@ static int storm_call(int i, void *p)
         h_resp_free(&r);
         if (rc == 0 && a->status[i] != 503)
             break;
-        h_client_backoff(attempt, i);     /* a bank retries a 503 */
+        h_client_backoff(attempt, i); /* a bank retries a 503 */
     }
     return a->status[i] == 200 ? 0 : 1;
 }
@@ -358,7 +366,7 @@ START_TEST(storm_of_identical_callbacks_records_one_payment)
     int i, first = 0;
 
     ck_assert_ptr_nonnull(a);
-    pay_no_on(1, "PAY-STORM", pay_no);    /* registry on shard 1, order on shard 2 */
+    pay_no_on(1, "PAY-STORM", pay_no); /* registry on shard 1, order on shard 2 */
     insert_order(2, "S02-STORM");
     a->order_no = "S02-STORM";
     a->pay_no = pay_no;
@@ -417,7 +425,7 @@ START_TEST(same_pay_no_for_orders_on_both_shards_at_once_pays_one)
         insert_order(2, o2);
         ck_assert_int_eq(0, h_storm(2, 2, race_call, &a, &st));
         ck_assert_msg((a.status[0] == 200 && a.status[1] == 409) ||
-                      (a.status[0] == 409 && a.status[1] == 200),
+                          (a.status[0] == 409 && a.status[1] == 200),
                       "round %d: answers %d %s and %d %s", round, a.status[0], a.code[0],
                       a.status[1], a.code[1]);
         winner = a.status[0] == 200 ? 0 : 1;
@@ -427,7 +435,7 @@ START_TEST(same_pay_no_for_orders_on_both_shards_at_once_pays_one)
         ck_assert_int_eq(1, rows_anywhere("payment_record", where));
         ck_assert_int_eq(1, rows_anywhere("pay_no_registry", where));
         assert_paid_on(winner + 1, a.order_no[winner], pay_no);
-        ck_assert_int_eq(1, status_on(2 - winner, a.order_no[1 - winner]));   /* still waiting */
+        ck_assert_int_eq(1, status_on(2 - winner, a.order_no[1 - winner])); /* still waiting */
     }
     ck_assert_int_eq(RACE_ROUNDS, rows_anywhere("payment_record", "1"));
     ck_assert_int_eq(RACE_ROUNDS, h_metric("paycallback_pay_no_conflicts_total") -
@@ -475,8 +483,9 @@ END_TEST
 
 START_TEST(a_malformed_shard_prefix_is_404_and_writes_nothing)
 {
-    static const char *const bad[] = { "S1-BAD", "s01-BAD", "SAB-BAD", "S001-BAD", "S-BAD",
-                                       "S01BAD" };
+    static const char *const bad[] = {
+        "S1-BAD", "s01-BAD", "SAB-BAD", "S001-BAD", "S-BAD", "S01BAD"
+    };
     struct h_resp r;
     char pay_no[32];
     size_t i;
@@ -505,7 +514,8 @@ START_TEST(a_binding_to_an_order_that_never_existed_is_replaced)
 
     /* Left by an earlier version that bound before it knew the order. */
     h_db_exec("INSERT INTO %s.pay_no_registry (pay_no, order_no) VALUES ('PAY-GHOST', "
-              "'S02-GHOST')", h_shard_db(h_shard_place("PAY-GHOST")));
+              "'S02-GHOST')",
+              h_shard_db(h_shard_place("PAY-GHOST")));
     insert_order(1, "S01-REAL");
     ck_assert_int_eq(0, h_callback(h_port(), "S01-REAL", "PAY-GHOST", PRICE, &r));
     assert_paid(&r, 0);
@@ -557,16 +567,18 @@ static void post_stripe(const char *pi, const char *order_no, struct h_resp *r)
 {
     char body[1024], t[24], mac[65], hdr[160];
 
-    snprintf(body, sizeof body, "{\"id\":\"evt_1\",\"object\":\"event\",\"type\":"
+    snprintf(body, sizeof body,
+             "{\"id\":\"evt_1\",\"object\":\"event\",\"type\":"
              "\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"%s\",\"object\":"
              "\"payment_intent\",\"amount\":89900,\"amount_received\":89900,\"currency\":\"usd\","
-             "\"status\":\"succeeded\",\"metadata\":{\"order_no\":\"%s\"}}}}", pi, order_no);
+             "\"status\":\"succeeded\",\"metadata\":{\"order_no\":\"%s\"}}}}",
+             pi, order_no);
     snprintf(t, sizeof t, "%lld", (long long)time(NULL));
     testkey_hmac_hex(STRIPE_SECRET, t, body, mac);
     snprintf(hdr, sizeof hdr, "Stripe-Signature: t=%s,v1=%s", t, mac);
     const char *headers[] = { "Content-Type: application/json", hdr, NULL };
-    ck_assert_int_eq(0, h_http(h_port(), "POST", "/pay/callback/stripe", headers, body,
-                               strlen(body), r));
+    ck_assert_int_eq(
+        0, h_http(h_port(), "POST", "/pay/callback/stripe", headers, body, strlen(body), r));
 }
 
 START_TEST(stripe_notification_is_routed_to_shard_2)
@@ -575,7 +587,7 @@ START_TEST(stripe_notification_is_routed_to_shard_2)
     int i;
 
     insert_order(2, "S02-STRIPE");
-    for (i = 0; i < 2; i++) {                 /* the event, then Stripe's resend */
+    for (i = 0; i < 2; i++) { /* the event, then Stripe's resend */
         post_stripe("pi_shard2", "S02-STRIPE", &r);
         h_assert_status(&r, 200);
         ck_assert_int_eq(1, h_json_get_bool(r.body, "received"));
@@ -604,7 +616,8 @@ START_TEST(query_pays_stale_orders_of_both_shards_each_on_its_own)
     query_now("{\"limit\":10}", &r);
     h_assert_status(&r, 200);
     ck_assert_msg(strstr(r.body, "\"order_no\":\"S01-Q1\"") != NULL &&
-                  strstr(r.body, "\"order_no\":\"S02-Q2\"") != NULL, "%s", r.body);
+                      strstr(r.body, "\"order_no\":\"S02-Q2\"") != NULL,
+                  "%s", r.body);
     h_resp_free(&r);
     assert_paid_on(1, "S01-Q1", "QP-1");
     assert_paid_on(2, "S02-Q2", "QP-2");
@@ -657,7 +670,7 @@ START_TEST(periodic_pass_rotates_over_both_shards_and_through_each)
         h_await(queried(order_no) >= 1, 30000, "%s was never asked about", order_no);
     }
     assert_paid_on(2, "S02-PR", "QP-PR");
-    ck_assert_int_eq(1, queried("S02-PR"));                /* paid: never asked again */
+    ck_assert_int_eq(1, queried("S02-PR")); /* paid: never asked again */
     ck_assert_int_eq(8, rows_on(1, "orders", "status = 1"));
 }
 END_TEST
@@ -698,8 +711,7 @@ START_TEST(a_hung_shard_fails_alone_and_fast)
     /* Readiness answers from the prober's state: ready, shard 2 down. */
     ck_assert_int_eq(0, h_http(h_port(), "GET", "/readyz", NULL, NULL, 0, &r));
     h_assert_status(&r, 200);
-    ck_assert_msg(strstr(r.body, "\"shards\":{\"1\":\"up\",\"2\":\"down\"}") != NULL, "%s",
-                  r.body);
+    ck_assert_msg(strstr(r.body, "\"shards\":{\"1\":\"up\",\"2\":\"down\"}") != NULL, "%s", r.body);
     h_resp_free(&r);
 
     /* Half the storm pays orders of shard 1 with pay_nos bound on shard 1,
@@ -711,8 +723,8 @@ START_TEST(a_hung_shard_fails_alone_and_fast)
             insert_order(1, a->order_no[i]);
     }
     ck_assert_int_eq(0, h_storm(16, HUNG_CALLS, hung_call, a, &st));
-    printf("hung shard storm: %d callbacks, %.0f/s, p50 %lld us, p99 %lld us\n", st.total,
-           st.rps, st.p50_us, st.p99_us);
+    printf("hung shard storm: %d callbacks, %.0f/s, p50 %lld us, p99 %lld us\n", st.total, st.rps,
+           st.p50_us, st.p99_us);
     for (i = 0; i < HUNG_CALLS; i++) {
         if (i % 2 == 0) {
             ck_assert_msg(a->status[i] == 200, "%s answered %d", a->order_no[i], a->status[i]);

@@ -21,15 +21,15 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define PRICE            "899.00"
-#define TC_TIMEOUT_S     90
-#define BLOCK_WAIT_MS    20000
-#define REFUSE_WAIT_MS   5000
-#define EXIT_WAIT_MS     20000
-#define IDLE_EXIT_MS     2000     /* an idle server is gone within this */
+#define PRICE "899.00"
+#define TC_TIMEOUT_S 90
+#define BLOCK_WAIT_MS 20000
+#define REFUSE_WAIT_MS 5000
+#define EXIT_WAIT_MS 20000
+#define IDLE_EXIT_MS 2000 /* an idle server is gone within this */
 #define IDLE_EXIT_ASAN_MS 5000
-#define STOP_ROUNDS      12       /* stops under load, each must exit 0 */
-#define HAMMERS          4        /* client threads during each of them */
+#define STOP_ROUNDS 12 /* stops under load, each must exit 0 */
+#define HAMMERS 4      /* client threads during each of them */
 
 static struct h_server *start(const char *const *env)
 {
@@ -72,7 +72,8 @@ static void launch(struct flight *f, int port, const char *order_no, const char 
     n = snprintf(f->req, sizeof f->req,
                  "POST /pay/callback HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n"
                  "Content-Type: application/json\r\nX-Timestamp: %s\r\nX-Signature: %s\r\n"
-                 "Content-Length: %zu\r\n\r\n%s", ts, sig, blen, body);
+                 "Content-Length: %zu\r\n\r\n%s",
+                 ts, sig, blen, body);
     ck_assert(n > 0 && (size_t)n < sizeof f->req);
     f->len = (size_t)n;
     ck_assert_int_eq(0, pthread_create(&f->tid, NULL, fly, f));
@@ -125,8 +126,8 @@ static void assert_refused(int port)
         int refused = rc != 0 && strstr(r.err, "refused") != NULL;
 
         if (refused || !h_deadline_wait(&d)) {
-            ck_assert_msg(refused, "a new connection after the stop signal got %d %s",
-                          r.status, r.err);
+            ck_assert_msg(refused, "a new connection after the stop signal got %d %s", r.status,
+                          r.err);
             h_resp_free(&r);
             return;
         }
@@ -136,12 +137,13 @@ static void assert_refused(int port)
 
 static void assert_paid_once(const char *order_no, const char *pay_no)
 {
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = '%s'",
-                                       pay_no));
+    ck_assert_int_eq(
+        1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = '%s'", pay_no));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
-                                       "'order.paid' AND order_no = '%s'", order_no));
-    ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM orders WHERE order_no = '%s'",
+                                       "'order.paid' AND order_no = '%s'",
                                        order_no));
+    ck_assert_int_eq(2,
+                     h_db_scalar_ll("SELECT status FROM orders WHERE order_no = '%s'", order_no));
 }
 
 static const int stop_signals[] = { SIGTERM, SIGINT };
@@ -160,9 +162,9 @@ START_TEST(callback_in_flight_during_stop_signal_completes_and_commits)
     await_blocked();
 
     ck_assert_int_eq(0, h_server_signal(s, sig));
-    assert_refused(h_server_port(s));             /* quiesced: no new connections */
+    assert_refused(h_server_port(s)); /* quiesced: no new connections */
     ck_assert_msg(callback_blocked(), "the callback did not wait for the lock");
-    release_orders(db);                           /* the callback may go on */
+    release_orders(db); /* the callback may go on */
 
     land(&f);
     h_assert_status(&f.r, 200);
@@ -184,7 +186,8 @@ START_TEST(idle_server_exits_0_promptly)
 {
     struct h_server *s = start(NULL);
     const char *bin = getenv("PCB_BIN");
-    long long limit = bin != NULL && strstr(bin, "/asan/") != NULL ? IDLE_EXIT_ASAN_MS : IDLE_EXIT_MS;
+    long long limit =
+        bin != NULL && strstr(bin, "/asan/") != NULL ? IDLE_EXIT_ASAN_MS : IDLE_EXIT_MS;
     struct h_resp r;
     long long t0, took;
 
@@ -265,7 +268,7 @@ START_TEST(grace_period_bounds_the_stop_and_the_cut_request_leaves_nothing)
     await_blocked();
     t0 = h_now_ms();
     ck_assert_int_eq(0, h_server_signal(s, SIGTERM));
-    ck_assert_int_eq(1, h_server_wait(s, EXIT_WAIT_MS));     /* requests were cut */
+    ck_assert_int_eq(1, h_server_wait(s, EXIT_WAIT_MS)); /* requests were cut */
     took = h_now_ms() - t0;
     ck_assert_msg(took >= 900 && took < 2500, "grace_s=1 but the stop took %lld ms", took);
     land(&f);
@@ -299,7 +302,7 @@ START_TEST(second_signal_stops_waiting_for_requests_in_flight)
     launch(&f, h_server_port(s), "OT1", "PT1");
     await_blocked();
     ck_assert_int_eq(0, h_server_signal(s, SIGTERM));
-    assert_refused(h_server_port(s));             /* the first signal has been taken */
+    assert_refused(h_server_port(s)); /* the first signal has been taken */
     t0 = h_now_ms();
     ck_assert_int_eq(0, h_server_signal(s, SIGINT));
     ck_assert_int_eq(1, h_server_wait(s, EXIT_WAIT_MS));

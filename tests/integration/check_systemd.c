@@ -17,7 +17,7 @@
 #include "../check_main.h"
 
 #define NOTIFY_WAIT_MS 20000
-#define MSG_MAX        1024
+#define MSG_MAX 1024
 
 static int sock = -1;
 static char sock_path[108];
@@ -71,7 +71,7 @@ START_TEST(ready_after_listening_and_stopping_on_drain)
     ck_assert_msg(strstr(msg, "READY=1") != NULL, "first notification is \"%s\"", msg);
     snprintf(want_pid, sizeof want_pid, "MAINPID=%d", (int)h_server_pid(s));
     ck_assert_msg(strstr(msg, want_pid) != NULL, "READY without %s: \"%s\"", want_pid, msg);
-    h_http(h_server_port(s), "GET", "/healthz", NULL, NULL, 0, &r);   /* it does listen */
+    h_http(h_server_port(s), "GET", "/healthz", NULL, NULL, 0, &r); /* it does listen */
     h_assert_status(&r, 200);
     h_resp_free(&r);
     /* systemctl reload: RELOADING=1 (with the monotonic time systemd asks

@@ -11,14 +11,13 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define TC_TIMEOUT_S     30
-#define SLOW_TIMEOUT_S   120
-#define TOKEN_TTL_S      300      /* redis.token_ttl_s of the shipped config */
-#define DISTINCT_TOKENS  200
-#define EXPIRY_WAIT_MS   5000     /* a 1 s TTL is over well within this */
-#define STORM_CLIENTS    50
-#define REPEAT_MSG       "请勿重复提交: token already used or expired"
-
+#define TC_TIMEOUT_S 30
+#define SLOW_TIMEOUT_S 120
+#define TOKEN_TTL_S 300 /* redis.token_ttl_s of the shipped config */
+#define DISTINCT_TOKENS 200
+#define EXPIRY_WAIT_MS 5000 /* a 1 s TTL is over well within this */
+#define STORM_CLIENTS 50
+#define REPEAT_MSG "请勿重复提交: token already used or expired"
 
 static long long orders(void)
 {
@@ -193,8 +192,8 @@ START_TEST(fifty_concurrent_submits_of_one_token_make_one_order)
     h_token_apply(h_port(), a.token);
     ck_assert_int_eq(0, h_storm(STORM_CLIENTS, STORM_CLIENTS, token_storm_call, &a, &st));
     printf("token storm: %d concurrent submits of one token: %.0f req/s p50 %.1f ms "
-           "p99 %.1f ms max %.1f ms\n", STORM_CLIENTS, st.rps, st.p50_us / 1000.0,
-           st.p99_us / 1000.0, st.max_us / 1000.0);
+           "p99 %.1f ms max %.1f ms\n",
+           STORM_CLIENTS, st.rps, st.p50_us / 1000.0, st.p99_us / 1000.0, st.max_us / 1000.0);
     for (int i = 0; i < STORM_CLIENTS; i++) {
         created += a.status[i] == 201;
         repeats += a.status[i] == 409 && a.repeat[i];
@@ -255,7 +254,8 @@ START_TEST(token_in_the_mysql_table_is_used_once)
 
     /* Issued while Redis was down: the MySQL table holds it. */
     h_db_exec("INSERT INTO idem_token (token, expires_at) VALUES ('%s', "
-              "NOW(3) + INTERVAL 60 SECOND)", token);
+              "NOW(3) + INTERVAL 60 SECOND)",
+              token);
     create_ok(token, "r1");
     ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM idem_token"));
     h_order_create(h_port(), token, "u1001", "r2", "SHOE-42", 1, &r);
@@ -271,7 +271,8 @@ START_TEST(expired_token_in_the_mysql_table_is_refused)
     struct h_resp r;
 
     h_db_exec("INSERT INTO idem_token (token, expires_at) VALUES ('%s', "
-              "NOW(3) - INTERVAL 1 SECOND)", token);
+              "NOW(3) - INTERVAL 1 SECOND)",
+              token);
     h_order_create(h_port(), token, "u1001", "r1", "SHOE-42", 1, &r);
     assert_repeat_submit(&r);
     h_resp_free(&r);
@@ -296,10 +297,10 @@ END_TEST
 
 static const char *const malformed_tokens[] = {
     "",
-    "0123456789ABCDEF0123456789ABCDEF",     /* upper case */
-    "0123456789abcdef0123456789abcde",      /* 31 */
-    "0123456789abcdef0123456789abcdef0",    /* 33 */
-    "0123456789abcdef0123456789abcdeg",     /* not hex */
+    "0123456789ABCDEF0123456789ABCDEF",  /* upper case */
+    "0123456789abcdef0123456789abcde",   /* 31 */
+    "0123456789abcdef0123456789abcdef0", /* 33 */
+    "0123456789abcdef0123456789abcdeg",  /* not hex */
     "0123456789abcdef 123456789abcdef",
 };
 

@@ -7,8 +7,8 @@
 
 #include "gateway_scenarios.h"
 
-#define STORM_TOTAL    100
-#define ALERT_WAIT_MS  5000
+#define STORM_TOTAL 100
+#define ALERT_WAIT_MS 5000
 
 /* The driver of this binary, set before the tests fork. */
 static const struct gw_driver *drv;
@@ -77,8 +77,7 @@ static long long rejected(const char *reason)
     long long v;
 
     snprintf(series, sizeof series,
-             "paycallback_gateway_rejected_total{gateway=\"%s\",reason=\"%s\"}", drv->name,
-             reason);
+             "paycallback_gateway_rejected_total{gateway=\"%s\",reason=\"%s\"}", drv->name, reason);
     v = h_metric(series);
     return v < 0 ? 0 : v;
 }
@@ -246,8 +245,8 @@ START_TEST(malformed_notifications_are_refused)
         snprintf(rq.body, sizeof rq.body, "%s", m->body);
         drv->seal(&rq);
         gw_send(&rq, &r);
-        ck_assert_msg(drv->refused(&r, m->status, "BAD_REQUEST") == NULL, "body %s: %s",
-                      m->body, drv->refused(&r, m->status, "BAD_REQUEST"));
+        ck_assert_msg(drv->refused(&r, m->status, "BAD_REQUEST") == NULL, "body %s: %s", m->body,
+                      drv->refused(&r, m->status, "BAD_REQUEST"));
         h_resp_free(&r);
     }
     ck_assert_ptr_ne(drv->malformed, m);
@@ -298,8 +297,8 @@ START_TEST(notification_with_another_amount_is_amount_mismatch)
 {
     const struct gw_pay p = { "GW-PAY-1", "O1", GW_PRICE_CENTS + 1, NULL };
     char gateway[64];
-    const char *parts[] = { "alert=AMOUNT_MISMATCH", gateway, "order_no=O1",
-                            "pay_no=GW-PAY-1", NULL };
+    const char *parts[] = { "alert=AMOUNT_MISMATCH", gateway, "order_no=O1", "pay_no=GW-PAY-1",
+                            NULL };
     struct h_resp r;
     char *line;
 
@@ -356,12 +355,12 @@ END_TEST
 
 /* ---- the table ------------------------------------------------------------ */
 
-#define NEEDS_IDLE      (-1)   /* the driver lists states that pay nothing */
-#define NEEDS_MALFORMED (-2)   /* the driver lists malformed bodies */
+#define NEEDS_IDLE (-1)      /* the driver lists states that pay nothing */
+#define NEEDS_MALFORMED (-2) /* the driver lists malformed bodies */
 
 static const struct scenario {
     enum gw_group group;
-    int needs;                 /* an enum gw_twist, or NEEDS_* */
+    int needs; /* an enum gw_twist, or NEEDS_* */
     const TTest *const *test;
 } scenarios[] = {
     { GW_PAYS, GW_GOOD, &paying_notification_pays_the_order_and_is_acknowledged },
@@ -384,14 +383,10 @@ static const struct scenario {
 static int can(const struct gw_driver *d, int needs)
 {
     switch (needs) {
-    case NEEDS_IDLE:
-        return d->idle != NULL;
-    case NEEDS_MALFORMED:
-        return d->malformed != NULL;
-    case GW_GOOD:
-        return 1;
-    default:
-        return (d->twists & GW_CAN(needs)) != 0;
+    case NEEDS_IDLE: return d->idle != NULL;
+    case NEEDS_MALFORMED: return d->malformed != NULL;
+    case GW_GOOD: return 1;
+    default: return (d->twists & GW_CAN(needs)) != 0;
     }
 }
 

@@ -12,11 +12,11 @@
 
 #include "harness.h"
 
-#define GW_PRICE         "899.00"   /* the orders' amount */
-#define GW_PRICE_CENTS   89900
-#define GW_BODY_MAX      8192
-#define GW_HEADERS_MAX   8
-#define GW_HEADER_MAX    512
+#define GW_PRICE "899.00" /* the orders' amount */
+#define GW_PRICE_CENTS 89900
+#define GW_BODY_MAX 8192
+#define GW_HEADERS_MAX 8
+#define GW_HEADER_MAX 512
 
 /* How a notification departs from one the gateway would send. */
 enum gw_twist {
@@ -35,18 +35,18 @@ enum gw_twist {
 
 /* What a notification says. */
 struct gw_pay {
-    const char *pay_no;       /* the gateway's transaction id */
+    const char *pay_no; /* the gateway's transaction id */
     const char *order_no;
-    long long amount_cents;   /* in the profile's currency */
-    const char *state;        /* NULL: the state or event type that pays */
+    long long amount_cents; /* in the profile's currency */
+    const char *state;      /* NULL: the state or event type that pays */
 };
 
 /* One request to the service; the driver fills it. */
 struct gw_request {
-    const char *route;                        /* NULL: the driver's own */
+    const char *route; /* NULL: the driver's own */
     char body[GW_BODY_MAX];
     char header[GW_HEADERS_MAX][GW_HEADER_MAX];
-    const char *headers[GW_HEADERS_MAX + 1];  /* NULL-terminated */
+    const char *headers[GW_HEADERS_MAX + 1]; /* NULL-terminated */
 };
 
 /* A body refused before any order is looked up, and the status. */
@@ -56,12 +56,12 @@ struct gw_malformed {
 };
 
 struct gw_driver {
-    const char *name;          /* the profile: its route and metric label */
-    const char *currency;      /* the orders' currency */
-    unsigned twists;           /* GW_CAN(t) of every twist but GW_GOOD it builds */
-    const char *altered_price; /* the order amount the GW_ALTERED body claims */
-    const char *const *idle;   /* states that pay nothing, NULL-terminated */
-    const struct gw_malformed *malformed;  /* until a NULL body */
+    const char *name;                     /* the profile: its route and metric label */
+    const char *currency;                 /* the orders' currency */
+    unsigned twists;                      /* GW_CAN(t) of every twist but GW_GOOD it builds */
+    const char *altered_price;            /* the order amount the GW_ALTERED body claims */
+    const char *const *idle;              /* states that pay nothing, NULL-terminated */
+    const struct gw_malformed *malformed; /* until a NULL body */
 
     /* Builds into rq the notification of p, departing from a genuine one
      * by t. */
@@ -83,10 +83,10 @@ struct gw_driver {
 
 /* Which test case a scenario belongs in. */
 enum gw_group {
-    GW_PAYS,       /* a paying notification pays once */
-    GW_REFUSED,    /* unsigned notifications are refused */
-    GW_UNMATCHED,  /* unmatched payments are refused */
-    GW_OUTAGE      /* a mysql outage loses nothing: needs h_fixture_mysql_back */
+    GW_PAYS,      /* a paying notification pays once */
+    GW_REFUSED,   /* unsigned notifications are refused */
+    GW_UNMATCHED, /* unmatched payments are refused */
+    GW_OUTAGE     /* a mysql outage loses nothing: needs h_fixture_mysql_back */
 };
 
 /* Adds to tc the scenarios of group that d can express. d must outlive

@@ -18,11 +18,11 @@
 #include <check.h>
 #include <hiredis.h>
 
-#define H_SECRET          "dev-secret"     /* callback secret of the shipped config */
-#define H_OPERATOR_KEY    "dev-operator-key" /* the key --dev gives an empty auth.keys */
-#define H_HEADERS_MAX     64
-#define H_RECV_TIMEOUT_S  30
-#define H_SIG_HEX_LEN     64
+#define H_SECRET "dev-secret"             /* callback secret of the shipped config */
+#define H_OPERATOR_KEY "dev-operator-key" /* the key --dev gives an empty auth.keys */
+#define H_HEADERS_MAX 64
+#define H_RECV_TIMEOUT_S 30
+#define H_SIG_HEX_LEN 64
 
 /* ---- the server under test ---------------------------------------------- */
 
@@ -67,9 +67,9 @@ int h_server_wait(struct h_server *s, int timeout_ms);
 
 /* What one run of the binary printed and how it ended. */
 struct h_run {
-    int status;                   /* exit code, 128 + signal, or -1 (timed out, killed) */
-    char *out;                    /* stdout, NUL-terminated, never NULL */
-    char *err;                    /* stderr, likewise */
+    int status; /* exit code, 128 + signal, or -1 (timed out, killed) */
+    char *out;  /* stdout, NUL-terminated, never NULL */
+    char *err;  /* stderr, likewise */
 };
 
 /* Runs $PCB_BIN once with args (NULL-terminated, after argv[0]),
@@ -96,7 +96,7 @@ void h_run_free(struct h_run *r);
  *         ck_assert_msg(h_deadline_wait(&d), "condition never held");
  * or, for an expression, h_await(condition, 5000, "why", ...). */
 struct h_deadline {
-    long long end_ms;             /* CLOCK_MONOTONIC */
+    long long end_ms; /* CLOCK_MONOTONIC */
 };
 
 /* Milliseconds on the monotonic clock. */
@@ -116,11 +116,11 @@ int h_deadline_wait(struct h_deadline *d);
 
 /* Polls cond (an expression) until it holds; fails the test with the
  * printf-style message when timeout_ms pass first. */
-#define h_await(cond, timeout_ms, ...)                                       \
-    do {                                                                      \
-        struct h_deadline h_d_ = h_deadline_in(timeout_ms);                   \
-        while (!(cond))                                                       \
-            ck_assert_msg(h_deadline_wait(&h_d_), __VA_ARGS__);               \
+#define h_await(cond, timeout_ms, ...)                          \
+    do {                                                        \
+        struct h_deadline h_d_ = h_deadline_in(timeout_ms);     \
+        while (!(cond))                                         \
+            ck_assert_msg(h_deadline_wait(&h_d_), __VA_ARGS__); \
     } while (0)
 
 /* A retrying client's pause before attempt number attempt (1, 2, ...):
@@ -141,14 +141,14 @@ char *h_log_find(const char *const *parts, int timeout_ms);
 
 /* A parsed reply. Everything points into memory the reply owns. */
 struct h_resp {
-    int status;                   /* 0 when the exchange failed (see err) */
+    int status; /* 0 when the exchange failed (see err) */
     size_t nheaders;
     char *hname[H_HEADERS_MAX];
     char *hvalue[H_HEADERS_MAX];
-    char *head;                   /* header block, split in place */
-    char *body;                   /* NUL-terminated, de-chunked; never NULL after h_http */
+    char *head; /* header block, split in place */
+    char *body; /* NUL-terminated, de-chunked; never NULL after h_http */
     size_t body_len;
-    char err[128];                /* why status is 0 */
+    char err[128]; /* why status is 0 */
 };
 
 /* Sends one request with Connection: close and reads the reply to EOF.
@@ -159,15 +159,13 @@ struct h_resp {
  * H_OPERATOR_KEY" is sent (open routes ignore it). out is overwritten:
  * free an earlier reply first. Returns 0, or -1 with out->status 0 and
  * the reason in out->err. */
-int h_http(int port, const char *method, const char *path,
-           const char *const *headers, const char *body, size_t body_len,
-           struct h_resp *out);
+int h_http(int port, const char *method, const char *path, const char *const *headers,
+           const char *body, size_t body_len, struct h_resp *out);
 
 /* The same with the operator key of one's choice: "Authorization: Bearer
  * key", or no Authorization header at all when key is NULL. */
 int h_http_key(int port, const char *key, const char *method, const char *path,
-               const char *const *headers, const char *body, size_t body_len,
-               struct h_resp *out);
+               const char *const *headers, const char *body, size_t body_len, struct h_resp *out);
 
 /* Sends len bytes exactly as given (for malformed requests and chunked
  * uploads) and reads the reply like h_http. */
@@ -191,16 +189,16 @@ void h_sign(const char *secret, const char *ts, const char *body, size_t len,
 
 /* Posts body to /pay/callback with X-Timestamp: ts_s and the signature
  * made with secret. Returns what h_http returns. */
-int h_post_callback(int port, const char *secret, long long ts_s,
-                    const char *body, size_t len, struct h_resp *out);
+int h_post_callback(int port, const char *secret, long long ts_s, const char *body, size_t len,
+                    struct h_resp *out);
 
 /* Writes {"order_no":..,"pay_no":..,"amount":..} into buf. Returns its length. */
-size_t h_callback_body(char *buf, size_t bufsz, const char *order_no,
-                       const char *pay_no, const char *amount);
+size_t h_callback_body(char *buf, size_t bufsz, const char *order_no, const char *pay_no,
+                       const char *amount);
 
 /* Posts a correctly signed callback (secret H_SECRET, timestamp now). */
-int h_callback(int port, const char *order_no, const char *pay_no,
-               const char *amount, struct h_resp *out);
+int h_callback(int port, const char *order_no, const char *pay_no, const char *amount,
+               struct h_resp *out);
 
 /* ---- JSON bodies --------------------------------------------------------- */
 
@@ -223,31 +221,28 @@ int h_json_eq_str(const char *body, const char *key, const char *want);
  * local buffer, valid until the next call). */
 const char *h_check_error(const struct h_resp *r, int status, const char *code);
 
-#define h_assert_status(r, want)                                              \
-    ck_assert_msg((r)->status == (want), "expected HTTP %d, got %d%s%s: %s",  \
-                  (want), (r)->status, (r)->err[0] ? " " : "", (r)->err,      \
+#define h_assert_status(r, want)                                                                  \
+    ck_assert_msg((r)->status == (want), "expected HTTP %d, got %d%s%s: %s", (want), (r)->status, \
+                  (r)->err[0] ? " " : "", (r)->err, (r)->body ? (r)->body : "")
+
+#define h_assert_json(r)                                                                  \
+    ck_assert_msg(h_resp_is_json(r), "expected application/json, got %s: %s",             \
+                  h_resp_header((r), "Content-Type") ? h_resp_header((r), "Content-Type") \
+                                                     : "(none)",                          \
                   (r)->body ? (r)->body : "")
 
-#define h_assert_json(r)                                                      \
-    ck_assert_msg(h_resp_is_json(r), "expected application/json, got %s: %s", \
-                  h_resp_header((r), "Content-Type")                          \
-                      ? h_resp_header((r), "Content-Type") : "(none)",        \
-                  (r)->body ? (r)->body : "")
+#define h_assert_str(r, key, want)                                                                \
+    ck_assert_msg(h_json_eq_str((r)->body, (key), (want)), "expected \"%s\":\"%s\" in %s", (key), \
+                  (want), (r)->body ? (r)->body : "")
 
-#define h_assert_str(r, key, want)                                            \
-    ck_assert_msg(h_json_eq_str((r)->body, (key), (want)),                    \
-                  "expected \"%s\":\"%s\" in %s", (key), (want),              \
-                  (r)->body ? (r)->body : "")
-
-#define h_assert_bool(r, key, want)                                           \
-    ck_assert_msg(h_json_get_bool((r)->body, (key)) == (want),                \
-                  "expected \"%s\":%s in %s", (key),                          \
+#define h_assert_bool(r, key, want)                                                               \
+    ck_assert_msg(h_json_get_bool((r)->body, (key)) == (want), "expected \"%s\":%s in %s", (key), \
                   (want) ? "true" : "false", (r)->body ? (r)->body : "")
 
-#define h_assert_error(r, status, code)                                       \
-    do {                                                                      \
-        const char *h_why_ = h_check_error((r), (status), (code));            \
-        ck_assert_msg(h_why_ == NULL, "%s", h_why_);                          \
+#define h_assert_error(r, status, code)                            \
+    do {                                                           \
+        const char *h_why_ = h_check_error((r), (status), (code)); \
+        ck_assert_msg(h_why_ == NULL, "%s", h_why_);               \
     } while (0)
 
 /* ---- MariaDB (paycallback_test) ------------------------------------------ */
@@ -274,7 +269,7 @@ void h_db_reset(void);
  * names with it in h_db_exec: "paycallback_test_s2.orders"). h_db_reset
  * empties both. */
 #define H_SHARD2_SUFFIX "_s2"
-#define H_SHARD2_DB     "paycallback_test" H_SHARD2_SUFFIX
+#define H_SHARD2_DB "paycallback_test" H_SHARD2_SUFFIX
 
 /* "PAYCALLBACK_MYSQL_SHARDS=1=...,2=...": the environment entry that makes
  * a test server sharded over the test database (shard 1) and its _s2
@@ -305,8 +300,7 @@ void h_fixture_sharded_half_down_up(void);
 /* Inserts an order directly: sku SHOE-42, quantity 1, request_id
  * "req-" order_no (cut to 64 chars), the given amount ("899.00") and
  * status (1 = WAIT_PAY). */
-void h_db_insert_order(const char *order_no, const char *user_id,
-                       const char *amount, int status);
+void h_db_insert_order(const char *order_no, const char *user_id, const char *amount, int status);
 
 /* A WAIT_PAY order of amount ("899.00") in currency ("USD"). */
 void h_db_insert_order_in(const char *order_no, const char *amount, const char *currency);
@@ -346,10 +340,10 @@ void h_services(const char *cmd);
  * listens on an ephemeral port and logs what it receives, one JSON object
  * a line. */
 struct h_tool {
-    pid_t pid;                    /* 0 once stopped */
-    int port;                     /* the port it listens on */
-    char dir[64];                 /* its temporary directory */
-    char log[128];                /* its log, in dir */
+    pid_t pid;     /* 0 once stopped */
+    int port;      /* the port it listens on */
+    char dir[64];  /* its temporary directory */
+    char log[128]; /* its log, in dir */
 };
 
 /* Runs "python3 $ROOT/tests/tools/<script> --port-file <dir>/port --log
@@ -373,11 +367,11 @@ int h_tool_log_lines(const struct h_tool *t, const char *a, const char *b);
 typedef int (*h_storm_fn)(int i, void *arg);
 
 struct h_storm_stats {
-    int total;                    /* calls made */
-    int errors;                   /* calls that returned non-zero */
-    double seconds;               /* wall time of the whole storm */
-    double rps;                   /* total / seconds */
-    long long p50_us;             /* per-call latency percentiles */
+    int total;        /* calls made */
+    int errors;       /* calls that returned non-zero */
+    double seconds;   /* wall time of the whole storm */
+    double rps;       /* total / seconds */
+    long long p50_us; /* per-call latency percentiles */
     long long p99_us;
     long long max_us;
 };
@@ -385,12 +379,11 @@ struct h_storm_stats {
 /* Runs total calls of fn spread over threads pthreads that start together,
  * and fills st. Returns 0, or -1 when threads could not be created. Figures
  * are for printing; never assert on them. */
-int h_storm(int threads, int total, h_storm_fn fn, void *arg,
-            struct h_storm_stats *st);
+int h_storm(int threads, int total, h_storm_fn fn, void *arg, struct h_storm_stats *st);
 
 /* ---- tokens and orders --------------------------------------------------- */
 
-#define H_TOKEN_BUF 33            /* 32 hex digits and the NUL */
+#define H_TOKEN_BUF 33 /* 32 hex digits and the NUL */
 
 /* GET /token/apply. 0 with the token copied into token, or -1 with the
  * HTTP status in *status (0 when the exchange failed; status may be NULL).
@@ -403,9 +396,8 @@ void h_token_apply(int port, char token[H_TOKEN_BUF]);
 /* POST /order/create with "Idempotent-Token: token" (no header when token
  * is NULL) and {"user_id","request_id","sku","quantity"}. Returns what
  * h_http returns. No assertions: safe from storm threads. */
-int h_order_create(int port, const char *token, const char *user_id,
-                   const char *request_id, const char *sku, int quantity,
-                   struct h_resp *out);
+int h_order_create(int port, const char *token, const char *user_id, const char *request_id,
+                   const char *sku, int quantity, struct h_resp *out);
 
 /* ---- raw connections ----------------------------------------------------- */
 

@@ -11,7 +11,7 @@
 #include "config.h"
 #include "../check_main.h"
 
-#define OPS_KEY  "ops-key-0123456789abcdef"
+#define OPS_KEY "ops-key-0123456789abcdef"
 #define SHOP_KEY "shop-key-0123456789abcdef"
 #define PROM_KEY "prom-key-0123456789abcdef=="
 
@@ -99,9 +99,9 @@ END_TEST
 START_TEST(auth_check_refuses_near_misses)
 {
     assert_refused("Bearer " OPS_KEY "x", AUTH_UNKNOWN_KEY);
-    assert_refused("Bearer ops-key-0123456789abcde", AUTH_UNKNOWN_KEY);   /* a prefix */
+    assert_refused("Bearer ops-key-0123456789abcde", AUTH_UNKNOWN_KEY); /* a prefix */
     assert_refused("Bearer OPS-KEY-0123456789ABCDEF", AUTH_UNKNOWN_KEY);
-    assert_refused("Bearer ops", AUTH_UNKNOWN_KEY);                       /* the name */
+    assert_refused("Bearer ops", AUTH_UNKNOWN_KEY); /* the name */
 }
 END_TEST
 

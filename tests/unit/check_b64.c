@@ -43,11 +43,11 @@ END_TEST
 
 START_TEST(b64_decode_refuses_malformed_text)
 {
-    assert_refused("Zg=");                   /* length not a multiple of 4 */
-    assert_refused("Zm9v\nYmFy");            /* whitespace */
-    assert_refused("Zm-_");                  /* URL-safe alphabet */
-    assert_refused("Z===");                  /* three pads */
-    assert_refused("Zg==Zg==");              /* padding in the middle */
+    assert_refused("Zg=");        /* length not a multiple of 4 */
+    assert_refused("Zm9v\nYmFy"); /* whitespace */
+    assert_refused("Zm-_");       /* URL-safe alphabet */
+    assert_refused("Z===");       /* three pads */
+    assert_refused("Zg==Zg==");   /* padding in the middle */
     assert_refused("Zm9v YmE");
 }
 END_TEST

@@ -15,7 +15,7 @@
 #include "../check_main.h"
 
 #define ERR_MAX 512
-#define OPS_KEY  "0123456789abcdef0123"      /* 20 characters: a valid operator key */
+#define OPS_KEY "0123456789abcdef0123" /* 20 characters: a valid operator key */
 #define SHOP_KEY "shop-key-AAAAAAAAAAAA+/=="
 #define WITH_KEYS "{\"callback\": {\"secret\": \"s\"}, \"auth\": {\"keys\": "
 
@@ -36,8 +36,7 @@ static void write_config(const char *text)
 
 /* Loads text with the environment envp (NULL-terminated, may be NULL) and
  * flags. Returns what cfg_load returns; the reason is in err. */
-static int load_flags(struct config *cfg, const char *text, const char *const *envp,
-                      unsigned flags)
+static int load_flags(struct config *cfg, const char *text, const char *const *envp, unsigned flags)
 {
     int rc;
 
@@ -63,8 +62,7 @@ static void refused_flags(const char *text, const char *const *envp, unsigned fl
     struct config cfg;
 
     ck_assert_msg(load_flags(&cfg, text, envp, flags) == -1, "accepted: %s", text);
-    ck_assert_msg(strstr(err, why) != NULL, "expected \"%s\" in the reason, got \"%s\"", why,
-                  err);
+    ck_assert_msg(strstr(err, why) != NULL, "expected \"%s\" in the reason, got \"%s\"", why, err);
     ck_assert_msg(strchr(err, '\n') == NULL, "the reason is not one line: %s", err);
 }
 
@@ -90,8 +88,9 @@ START_TEST(cfg_load_reads_every_kind_of_value)
 {
     struct config cfg;
 
-    ck_assert_int_eq(0, load(&cfg, "{\"workers\": 4, \"log_level\": \"warn\",\n"
-                                   " \"mysql\": {\"port\": 3399, \"host\": \"10.0.0.7\"}}\n",
+    ck_assert_int_eq(0, load(&cfg,
+                             "{\"workers\": 4, \"log_level\": \"warn\",\n"
+                             " \"mysql\": {\"port\": 3399, \"host\": \"10.0.0.7\"}}\n",
                              NULL));
     ck_assert_int_eq(4, cfg.workers);
     ck_assert_str_eq("warn", cfg.log_level);
@@ -103,7 +102,7 @@ END_TEST
 START_TEST(cfg_load_lets_the_environment_win)
 {
     const char *env[] = { "PAYCALLBACK_WORKERS=7", "PAYCALLBACK_MYSQL_HOST=10.1.1.1", "HOME=/root",
-                    NULL };
+                          NULL };
     struct config cfg;
 
     ck_assert_int_eq(0, load(&cfg, "{\"workers\": 4}", env));
@@ -272,8 +271,8 @@ START_TEST(cfg_load_knows_the_secret_variables_of_its_gateways)
     struct config *cfg = malloc(sizeof(*cfg));
 
     ck_assert_ptr_nonnull(cfg);
-    ck_assert_int_eq(0, load(cfg, "{\"gateways\": [{\"name\": \"stripe-eu\", \"kind\": \"stripe\"}]}",
-                             env));
+    ck_assert_int_eq(
+        0, load(cfg, "{\"gateways\": [{\"name\": \"stripe-eu\", \"kind\": \"stripe\"}]}", env));
     ck_assert_uint_eq(1, cfg->gateways.n);
     ck_assert_str_eq("PAYCALLBACK_GATEWAY_STRIPE_EU_SECRET", cfg->gateways.profile[0].secret_env);
     refused("{}", env, "unknown environment variable PAYCALLBACK_GATEWAY_STRIPE_EU_SECRET");
@@ -320,8 +319,7 @@ START_TEST(cfg_load_takes_a_real_secret_from_the_environment)
                           "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY, NULL };
     struct config cfg;
 
-    ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", env,
-                                   0));
+    ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", env, 0));
     ck_assert_str_eq("a-real-one", cfg.callback_secret);
     ck_assert_str_eq("the-old-one", cfg.callback_previous_secret);
     ck_assert_int_eq(0, cfg.dev);
@@ -333,11 +331,10 @@ START_TEST(cfg_load_allows_the_shipped_secret_with_the_dev_switch)
     const char *env[] = { CFG_DEV_ENV "=1", NULL };
     struct config cfg;
 
-    ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", env,
-                                   0));
+    ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", env, 0));
     ck_assert_int_eq(1, cfg.dev);
-    ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", NULL,
-                                   CFG_LOAD_DEV));
+    ck_assert_int_eq(
+        0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", NULL, CFG_LOAD_DEV));
     ck_assert_int_eq(1, cfg.dev);
 }
 END_TEST
@@ -369,11 +366,11 @@ START_TEST(cfg_load_text_reads_only_len_bytes_and_names_the_origin)
     static const char text[] = "{\"workers\": 3}{\"workers\": 4}";
     struct config cfg;
 
-    ck_assert_int_eq(0, cfg_load_text(&cfg, "mem.json", text, 14, NULL, CFG_LOAD_DEV, err,
-                                      sizeof err));
+    ck_assert_int_eq(
+        0, cfg_load_text(&cfg, "mem.json", text, 14, NULL, CFG_LOAD_DEV, err, sizeof err));
     ck_assert_int_eq(3, cfg.workers);
-    ck_assert_int_eq(-1, cfg_load_text(&cfg, "mem.json", text, strlen(text), NULL,
-                                       CFG_LOAD_DEV, err, sizeof err));
+    ck_assert_int_eq(-1, cfg_load_text(&cfg, "mem.json", text, strlen(text), NULL, CFG_LOAD_DEV,
+                                       err, sizeof err));
     ck_assert_msg(strstr(err, "mem.json") != NULL, "reason: %s", err);
 }
 END_TEST
@@ -384,9 +381,11 @@ START_TEST(cfg_load_reads_named_keys_from_the_file)
 {
     struct config cfg;
 
-    ck_assert_int_eq(0, load_flags(&cfg, WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY
-                                         "\"}, {\"key\": \"" SHOP_KEY "\", \"name\": \"shop\"}]}}",
-                                   NULL, 0));
+    ck_assert_int_eq(0,
+                     load_flags(&cfg,
+                                WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY
+                                          "\"}, {\"key\": \"" SHOP_KEY "\", \"name\": \"shop\"}]}}",
+                                NULL, 0));
     ck_assert_int_eq(2, cfg.auth_nkeys);
     ck_assert_str_eq("ops", cfg.auth_keys[0].name);
     ck_assert_str_eq(OPS_KEY, cfg.auth_keys[0].key);
@@ -400,8 +399,8 @@ START_TEST(cfg_load_lets_the_environment_replace_the_key_list)
     const char *env[] = { "PAYCALLBACK_AUTH_KEYS=shop:" SHOP_KEY ",prom:" OPS_KEY "x", NULL };
     struct config cfg;
 
-    ck_assert_int_eq(0, load_flags(&cfg, WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY
-                                         "\"}]}}", env, 0));
+    ck_assert_int_eq(
+        0, load_flags(&cfg, WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\"}]}}", env, 0));
     ck_assert_int_eq(2, cfg.auth_nkeys);
     ck_assert_str_eq("shop", cfg.auth_keys[0].name);
     ck_assert_str_eq("prom", cfg.auth_keys[1].name);
@@ -487,14 +486,14 @@ END_TEST
 
 START_TEST(cfg_load_knows_the_query_token_variables_of_its_gateways)
 {
-    const char *env[] = { "PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN=query-token-0123456789",
-                          NULL };
+    const char *env[] = { "PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN=query-token-0123456789", NULL };
     struct config cfg;
 
     refused("{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\"}]}", env,
             "unknown environment variable PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN");
-    ck_assert_int_eq(0, load(&cfg, "{\"gateways\": [{\"name\": \"stripe\", \"kind\": "
-                                   "\"stripe\", \"query_url\": \"http://10.0.0.1:8443/q\"}]}",
+    ck_assert_int_eq(0, load(&cfg,
+                             "{\"gateways\": [{\"name\": \"stripe\", \"kind\": "
+                             "\"stripe\", \"query_url\": \"http://10.0.0.1:8443/q\"}]}",
                              env));
     ck_assert_str_eq("PAYCALLBACK_GATEWAY_STRIPE_QUERY_TOKEN",
                      cfg.gateways.profile[0].query_token_env);
@@ -514,8 +513,8 @@ END_TEST
 
 START_TEST(cfg_load_refuses_the_development_key_outside_development)
 {
-    refused_flags(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" CFG_DEV_AUTH_KEY "\"}]}}", NULL,
-                  0, "auth key \"ops\" is the development key");
+    refused_flags(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" CFG_DEV_AUTH_KEY "\"}]}}", NULL, 0,
+                  "auth key \"ops\" is the development key");
 }
 END_TEST
 
@@ -529,10 +528,10 @@ START_TEST(cfg_load_refuses_bad_keys_without_printing_them)
     refused(WITH_KEYS "[{\"name\": \"o ps\", \"key\": \"" OPS_KEY "\"}]}}", NULL,
             "entry 1: name must be");
     refused(WITH_KEYS "[{\"name\": \"ops\"}]}}", NULL, "entry 1 needs a string \"key\"");
-    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"role\": \"x\"}]}}",
-            NULL, "unknown key \"auth.keys[0].role\"");
-    refused(WITH_KEYS "[{\"name\": \"ops\", \"name\": \"x\", \"key\": \"" OPS_KEY "\"}]}}",
-            NULL, "each member once");
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"role\": \"x\"}]}}", NULL,
+            "unknown key \"auth.keys[0].role\"");
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"name\": \"x\", \"key\": \"" OPS_KEY "\"}]}}", NULL,
+            "each member once");
     refused(WITH_KEYS "{\"ops\": \"" OPS_KEY "\"}}}", NULL, "auth.keys must be an array");
 }
 END_TEST
@@ -552,12 +551,14 @@ END_TEST
 START_TEST(cfg_load_reads_key_scopes_and_defaults_to_every_scope)
 {
     const char *env[] = { "PAYCALLBACK_AUTH_KEYS=prom:" OPS_KEY ":metrics,shop:" SHOP_KEY
-                          ":read+orders,all:" OPS_KEY "x", NULL };
+                          ":read+orders,all:" OPS_KEY "x",
+                          NULL };
     struct config cfg;
 
-    ck_assert_int_eq(0, load_flags(&cfg, WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY
-                                         "\", \"scopes\": [\"refunds\", \"audit\"]}, "
-                                         "{\"name\": \"any\", \"key\": \"" SHOP_KEY "\"}]}}",
+    ck_assert_int_eq(0, load_flags(&cfg,
+                                   WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY
+                                             "\", \"scopes\": [\"refunds\", \"audit\"]}, "
+                                             "{\"name\": \"any\", \"key\": \"" SHOP_KEY "\"}]}}",
                                    NULL, 0));
     ck_assert_uint_eq(CFG_SCOPE_REFUNDS | CFG_SCOPE_AUDIT, cfg.auth_keys[0].scopes);
     ck_assert_uint_eq(CFG_SCOPE_ALL, cfg.auth_keys[1].scopes);
@@ -579,15 +580,14 @@ START_TEST(cfg_load_refuses_unknown_and_empty_scopes)
 
     refused("{}", bogus, "auth key \"ops\": unknown scope \"admin\"");
     refused("{}", empty, "auth key \"ops\" names no scope");
-    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"scopes\": []}]}}",
-            NULL, "scopes must be a non-empty array");
-    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"scopes\": [7]}]}}",
-            NULL, "scopes must be strings");
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"scopes\": []}]}}", NULL,
+            "scopes must be a non-empty array");
+    refused(WITH_KEYS "[{\"name\": \"ops\", \"key\": \"" OPS_KEY "\", \"scopes\": [7]}]}}", NULL,
+            "scopes must be strings");
 }
 END_TEST
 
 /* ---- what SIGHUP may change -------------------------------------------------- */
-
 
 /* ---- mysql.shards ---------------------------------------------------------- */
 
@@ -595,10 +595,11 @@ START_TEST(cfg_load_reads_shards_and_fills_their_endpoints_from_mysql)
 {
     struct config cfg;
 
-    ck_assert_int_eq(0, load(&cfg, "{\"mysql\": {\"host\": \"10.0.0.5\", \"port\": 3310, "
-                                   "\"database\": \"pc\", \"shards\": [{\"id\": 2, \"port\": 33412}, "
-                                   "{\"id\": 7, \"host\": \"10.0.0.9\", \"database\": \"pc7\"}]}}",
-                          NULL));
+    ck_assert_int_eq(0, load(&cfg,
+                             "{\"mysql\": {\"host\": \"10.0.0.5\", \"port\": 3310, "
+                             "\"database\": \"pc\", \"shards\": [{\"id\": 2, \"port\": 33412}, "
+                             "{\"id\": 7, \"host\": \"10.0.0.9\", \"database\": \"pc7\"}]}}",
+                             NULL));
     ck_assert_int_eq(2, cfg.nshards);
     ck_assert_int_eq(2, cfg.shards[0].id);
     ck_assert_str_eq("10.0.0.5", cfg.shards[0].host);
@@ -626,7 +627,7 @@ START_TEST(cfg_load_lets_the_environment_replace_the_shard_list)
     ck_assert_int_eq(33411, cfg.shards[0].port);
     ck_assert_str_eq("a", cfg.shards[0].database);
     ck_assert_int_eq(3, cfg.shards[1].id);
-    ck_assert_str_eq("127.0.0.1", cfg.shards[1].host);       /* mysql.host's default */
+    ck_assert_str_eq("127.0.0.1", cfg.shards[1].host); /* mysql.host's default */
     ck_assert_int_eq(33413, cfg.shards[1].port);
     ck_assert_str_eq("paycallback", cfg.shards[1].database);
     ck_assert_str_eq("db4", cfg.shards[2].host);
@@ -659,9 +660,11 @@ START_TEST(cfg_load_refuses_bad_shard_lists)
             "shard id 1 appears twice");
     refused("{\"mysql\": {\"shards\": [{\"id\": 1}, {\"id\": 2}]}}", NULL,
             "shards 1 and 2 are the same database");
-    refused("{\"mysql\": {\"shards\": [{\"id\":1},{\"id\":2,\"port\":2},{\"id\":3,\"port\":3},"
-            "{\"id\":4,\"port\":4},{\"id\":5,\"port\":5},{\"id\":6,\"port\":6},{\"id\":7,\"port\":7},"
-            "{\"id\":8,\"port\":8},{\"id\":9,\"port\":9}]}}", NULL, "more than 8 shards");
+    refused(
+        "{\"mysql\": {\"shards\": [{\"id\":1},{\"id\":2,\"port\":2},{\"id\":3,\"port\":3},"
+        "{\"id\":4,\"port\":4},{\"id\":5,\"port\":5},{\"id\":6,\"port\":6},{\"id\":7,\"port\":7},"
+        "{\"id\":8,\"port\":8},{\"id\":9,\"port\":9}]}}",
+        NULL, "more than 8 shards");
     refused("{}", e1, "port must be in 1..65535");
     refused("{}", e2, "id must be in 1..99");
     refused("{}", e3, "must be id=host:port/database");
@@ -680,19 +683,21 @@ START_TEST(cfg_restart_keys_names_only_the_keys_a_reload_cannot_apply)
     ck_assert_str_eq("", names);
 
     /* Secrets, keys and the log level reload: none of them is named. */
-    ck_assert_int_eq(0, load(&b, "{\"workers\": 8, \"mysql\": {\"host\": \"db1\"},"
-                                 " \"log_level\": \"debug\","
-                                 " \"callback\": {\"secret\": \"s-new-0123456789\","
-                                 " \"previous_secret\": \"s-old-0123456789\"},"
-                                 " \"auth\": {\"keys\": [{\"name\": \"ops\","
-                                 " \"key\": \"ops-key-0123456789abcdef\"}]}}", NULL));
+    ck_assert_int_eq(0, load(&b,
+                             "{\"workers\": 8, \"mysql\": {\"host\": \"db1\"},"
+                             " \"log_level\": \"debug\","
+                             " \"callback\": {\"secret\": \"s-new-0123456789\","
+                             " \"previous_secret\": \"s-old-0123456789\"},"
+                             " \"auth\": {\"keys\": [{\"name\": \"ops\","
+                             " \"key\": \"ops-key-0123456789abcdef\"}]}}",
+                             NULL));
     ck_assert_uint_eq(0, cfg_restart_keys(&a, &b, names, sizeof names));
 
     ck_assert_int_eq(0, load(&b, "{\"workers\": 4, \"mysql\": {\"host\": \"db2\"}}", NULL));
     ck_assert_uint_eq(2, cfg_restart_keys(&a, &b, names, sizeof names));
     ck_assert_str_eq("workers,mysql.host", names);
 
-    ck_assert_uint_eq(2, cfg_restart_keys(&a, &b, names, 9));      /* cut, still terminated */
+    ck_assert_uint_eq(2, cfg_restart_keys(&a, &b, names, 9)); /* cut, still terminated */
     ck_assert_str_eq("workers,", names);
 }
 END_TEST
@@ -702,13 +707,19 @@ START_TEST(cfg_restart_keys_names_a_changed_gateway_query_endpoint)
     static struct config a, b;
     char names[256];
 
-    ck_assert_int_eq(0, load(&a, "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
-                                 " \"query_url\": \"https://q.example/a\"}]}", NULL));
-    ck_assert_int_eq(0, load(&b, "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
-                                 " \"query_url\": \"https://q.example/a\"}]}", NULL));
+    ck_assert_int_eq(0, load(&a,
+                             "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
+                             " \"query_url\": \"https://q.example/a\"}]}",
+                             NULL));
+    ck_assert_int_eq(0, load(&b,
+                             "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
+                             " \"query_url\": \"https://q.example/a\"}]}",
+                             NULL));
     ck_assert_uint_eq(0, cfg_restart_keys(&a, &b, names, sizeof names));
-    ck_assert_int_eq(0, load(&b, "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
-                                 " \"query_url\": \"https://q.example/b\"}]}", NULL));
+    ck_assert_int_eq(0, load(&b,
+                             "{\"gateways\": [{\"name\": \"s\", \"kind\": \"stripe\","
+                             " \"query_url\": \"https://q.example/b\"}]}",
+                             NULL));
     ck_assert_uint_eq(1, cfg_restart_keys(&a, &b, names, sizeof names));
     ck_assert_str_eq("gateways[0].query_*", names);
 }

@@ -13,9 +13,12 @@
 static struct connguard *guard(int max, int per_addr, int reserved, int below, int v6_prefix,
                                const char *trusted)
 {
-    struct connguard_limits lim = { .max_conns = max, .max_per_addr = per_addr,
-                                    .reserved = reserved, .reserved_below = below,
-                                    .v6_prefix = v6_prefix, .header_ms = 60000,
+    struct connguard_limits lim = { .max_conns = max,
+                                    .max_per_addr = per_addr,
+                                    .reserved = reserved,
+                                    .reserved_below = below,
+                                    .v6_prefix = v6_prefix,
+                                    .header_ms = 60000,
                                     .body_ms = 60000 };
     char err[128];
 
@@ -44,13 +47,13 @@ START_TEST(ipv6_clients_are_capped_by_their_prefix)
 
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
-    ck_assert_ptr_null(from(g, "2001:db8:0:1:ffff::3"));      /* the same /64: a third */
-    ck_assert_ptr_nonnull(from(g, "2001:db8:0:2::1"));         /* the next /64 */
+    ck_assert_ptr_null(from(g, "2001:db8:0:1:ffff::3")); /* the same /64: a third */
+    ck_assert_ptr_nonnull(from(g, "2001:db8:0:2::1"));   /* the next /64 */
     connguard_close(g, a);
     ck_assert_ptr_nonnull(from(g, "2001:db8:0:1::9"));
     connguard_destroy(g);
 
-    g = guard(100, 2, 0, 1, 128, "");                          /* every address its own */
+    g = guard(100, 2, 0, 1, 128, ""); /* every address its own */
     ck_assert_ptr_nonnull(from(g, "2001:db8::1"));
     ck_assert_ptr_nonnull(from(g, "2001:db8::1"));
     ck_assert_ptr_nonnull(from(g, "2001:db8::2"));
@@ -66,7 +69,7 @@ START_TEST(reserved_slots_go_to_small_holders_only)
 
     for (int i = 0; i < 8; i++)
         kept += from(g, "10.0.0.1") != NULL;
-    ck_assert_int_eq(6, kept);                                 /* the shared part */
+    ck_assert_int_eq(6, kept); /* the shared part */
     ck_assert_ptr_nonnull(from(g, "10.0.0.2"));
     ck_assert_ptr_nonnull(from(g, "10.0.0.2"));
     ck_assert_int_eq(8, connguard_count(g));
@@ -81,14 +84,14 @@ START_TEST(full_guard_evicts_the_largest_holders_oldest_waiting_connection)
 
     ck_assert_ptr_nonnull(from(g, "10.0.0.1"));
     ck_assert_ptr_nonnull(from(g, "10.0.0.2"));
-    connguard_phase(busy, CONNGUARD_BODY);                     /* mid-request: never cut */
-    ck_assert_ptr_nonnull(from(g, "10.0.0.3"));                /* room made: old went */
+    connguard_phase(busy, CONNGUARD_BODY);      /* mid-request: never cut */
+    ck_assert_ptr_nonnull(from(g, "10.0.0.3")); /* room made: old went */
     ck_assert_int_eq(4, connguard_count(g));
-    ck_assert_ptr_null(from(g, "10.0.0.1"));                   /* the holder makes no room */
-    connguard_close(g, old);                                   /* closed by the library later */
-    ck_assert_int_eq(4, connguard_count(g));                   /* uncounted once, not twice */
-    ck_assert_ptr_nonnull(from(g, "10.0.0.4"));                /* 10.0.0.1 still holds 2 */
-    ck_assert_ptr_null(from(g, "10.0.0.5"));                   /* nobody holds more than 1 + 1 */
+    ck_assert_ptr_null(from(g, "10.0.0.1"));    /* the holder makes no room */
+    connguard_close(g, old);                    /* closed by the library later */
+    ck_assert_int_eq(4, connguard_count(g));    /* uncounted once, not twice */
+    ck_assert_ptr_nonnull(from(g, "10.0.0.4")); /* 10.0.0.1 still holds 2 */
+    ck_assert_ptr_null(from(g, "10.0.0.5"));    /* nobody holds more than 1 + 1 */
     connguard_destroy(g);
 }
 END_TEST
@@ -99,7 +102,7 @@ START_TEST(trusted_proxies_are_not_capped_or_evicted)
 
     for (int i = 0; i < 4; i++)
         ck_assert_ptr_nonnull(from(g, "10.9.1.1"));
-    ck_assert_ptr_null(from(g, "10.0.0.1"));                   /* full, and the proxy stays */
+    ck_assert_ptr_null(from(g, "10.0.0.1")); /* full, and the proxy stays */
     connguard_destroy(g);
 }
 END_TEST

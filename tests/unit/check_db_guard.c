@@ -46,7 +46,7 @@ START_TEST(a_shard_the_prober_finds_down_refuses_at_once_until_it_is_up)
     struct db_conn *c;
 
     ck_assert_int_eq(DB_HEALTH_UNKNOWN, db_pool_health(p, NULL));
-    c = db_acquire_why(p, 0, &why);                   /* not probed yet: goes through */
+    c = db_acquire_why(p, 0, &why); /* not probed yet: goes through */
     ck_assert_ptr_nonnull(c);
     db_release(p, c);
 
@@ -83,7 +83,7 @@ START_TEST(repeated_failures_open_the_breaker_and_one_trial_half_opens_it)
     ck_assert(!db_pool_outage(p));
     ck_assert_ptr_null(db_acquire_why(p, 1, &why));
     ck_assert_int_eq(DB_REFUSED_WAIT, why);
-    ck_assert(db_pool_outage(p));                     /* open */
+    ck_assert(db_pool_outage(p)); /* open */
     db_release(p, held);
     ck_assert_ptr_null(db_acquire_why(p, 1000, &why));
     ck_assert_int_eq(DB_REFUSED_OUTAGE, why);
@@ -95,7 +95,7 @@ START_TEST(repeated_failures_open_the_breaker_and_one_trial_half_opens_it)
     ck_assert_ptr_nonnull(trial);
     ck_assert_ptr_null(db_acquire_why(p, 0, &why));
     ck_assert_int_eq(DB_REFUSED_OUTAGE, why);
-    db_release(p, trial);                             /* ran nothing: another may try */
+    db_release(p, trial); /* ran nothing: another may try */
     trial = db_acquire_why(p, 0, &why);
     ck_assert_ptr_nonnull(trial);
     db_release(p, trial);
@@ -120,16 +120,16 @@ START_TEST(a_stalled_shard_holds_at_most_its_cap_a_busy_one_is_not_capped)
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
     ck_assert_int_eq(2, db_pool_inflight(p));
-    c = db_acquire_why(p, 0, &why);                   /* just busy: not capped */
+    c = db_acquire_why(p, 0, &why); /* just busy: not capped */
     ck_assert_ptr_nonnull(c);
     db_release(p, c);
 
-    sleep_ms(80);                                     /* nothing finished for stall_ms */
+    sleep_ms(80); /* nothing finished for stall_ms */
     ck_assert_ptr_null(db_acquire_why(p, 0, &why));
     ck_assert_int_eq(DB_REFUSED_BUSY, why);
     ck_assert_int_eq(2, db_pool_inflight(p));
 
-    db_release(p, a);                                 /* progress again */
+    db_release(p, a); /* progress again */
     c = db_acquire_why(p, 0, &why);
     ck_assert_ptr_nonnull(c);
     db_release(p, c);

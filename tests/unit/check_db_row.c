@@ -58,7 +58,7 @@ START_TEST(db_row_int_refuses_out_of_range_null_and_missing_columns)
 
     ck_assert_int_eq(-1, db_row_int(&r, 0, 0, 100, &v));
     ck_assert_int_eq(-1, db_row_int(&r, 1, 0, 100, &v));
-    ck_assert_int_eq(-1, db_row_int(&r, 2, 0, 100, &v));          /* past ncols */
+    ck_assert_int_eq(-1, db_row_int(&r, 2, 0, 100, &v)); /* past ncols */
     ck_assert_int_eq(-1, db_row_int(&r, DB_COLS_MAX, 0, 100, &v));
 }
 END_TEST

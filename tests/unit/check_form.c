@@ -84,7 +84,7 @@ END_TEST
 START_TEST(form_parse_refuses_duplicate_keys)
 {
     assert_status(FORM_DUPLICATE, "a=1&b=2&a=1");
-    assert_status(FORM_DUPLICATE, "a=1&%61=2");     /* same key once decoded */
+    assert_status(FORM_DUPLICATE, "a=1&%61=2"); /* same key once decoded */
 }
 END_TEST
 

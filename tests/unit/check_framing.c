@@ -15,8 +15,8 @@ START_TEST(ordinary_headers_pass)
 {
     ck_assert_int_eq(FRAMING_OK, check("Content-Length", "12", 2));
     ck_assert_int_eq(FRAMING_OK, check("transfer-encoding", "chunked", 7));
-    ck_assert_int_eq(FRAMING_OK, check("X-Request-Id", "a\tb c", 5));   /* HTAB and SP */
-    ck_assert_int_eq(FRAMING_OK, check("X-Name", "\xe9\x9e\x8b", 3));   /* obs-text */
+    ck_assert_int_eq(FRAMING_OK, check("X-Request-Id", "a\tb c", 5)); /* HTAB and SP */
+    ck_assert_int_eq(FRAMING_OK, check("X-Name", "\xe9\x9e\x8b", 3)); /* obs-text */
     ck_assert_int_eq(FRAMING_OK, check("Content-Type", "", 0));
 }
 END_TEST
@@ -25,7 +25,7 @@ START_TEST(names_with_whitespace_or_separators_are_refused)
 {
     ck_assert_int_eq(FRAMING_BAD_NAME, check("Transfer-Encoding ", "chunked", 7));
     ck_assert_int_eq(FRAMING_BAD_NAME, check("X-A\t", "v", 1));
-    ck_assert_int_eq(FRAMING_BAD_NAME, check("HostX-B: v", "x", 1));    /* a folded line */
+    ck_assert_int_eq(FRAMING_BAD_NAME, check("HostX-B: v", "x", 1)); /* a folded line */
     ck_assert_int_eq(FRAMING_BAD_NAME, check("", "x", 1));
     ck_assert_int_eq(FRAMING_BAD_NAME, framing_check("X-\0A", 4, "v", 1));
 }

@@ -34,13 +34,15 @@ static void assert_refused(const char *json, const char *why)
 
 START_TEST(gateway_cfg_reads_the_three_kinds)
 {
-    ck_assert_int_eq(0, parse(
-        "[{\"name\":\"alipay\",\"kind\":\"alipay\",\"app_id\":\"2021\",\"public_key_file\":\"k.pem\"},"
-        " {\"name\":\"wechat\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1230000109\",\"tolerance_s\":60,"
-        "  \"platform_keys\":[{\"serial\":\"S1\",\"public_key\":\"MIIB\"},"
-        "                    {\"serial\":\"S2\",\"public_key_file\":\"p2.pem\"}],"
-        "  \"secret_env\":\"WECHAT_APIV3_KEY\"},"
-        " {\"name\":\"stripe-eu\",\"kind\":\"stripe\",\"currency\":\"eur\"}]"));
+    ck_assert_int_eq(
+        0,
+        parse(
+            "[{\"name\":\"alipay\",\"kind\":\"alipay\",\"app_id\":\"2021\",\"public_key_file\":\"k.pem\"},"
+            " {\"name\":\"wechat\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1230000109\",\"tolerance_s\":60,"
+            "  \"platform_keys\":[{\"serial\":\"S1\",\"public_key\":\"MIIB\"},"
+            "                    {\"serial\":\"S2\",\"public_key_file\":\"p2.pem\"}],"
+            "  \"secret_env\":\"WECHAT_APIV3_KEY\"},"
+            " {\"name\":\"stripe-eu\",\"kind\":\"stripe\",\"currency\":\"eur\"}]"));
     ck_assert_uint_eq(3, cfg.n);
     ck_assert_int_eq(GATEWAY_ALIPAY, cfg.profile[0].kind);
     ck_assert_str_eq("2021", cfg.profile[0].app_id);
@@ -93,16 +95,20 @@ START_TEST(gateway_cfg_refuses_profiles_missing_what_their_kind_needs)
     assert_refused("[{\"name\":\"a\",\"kind\":\"alipay\",\"public_key\":\"x\"}]", "needs app_id");
     assert_refused("[{\"name\":\"a\",\"kind\":\"alipay\",\"app_id\":\"1\"}]", "exactly one of");
     assert_refused("[{\"name\":\"a\",\"kind\":\"alipay\",\"app_id\":\"1\",\"public_key\":\"x\","
-                   "\"public_key_file\":\"y\"}]", "exactly one of");
+                   "\"public_key_file\":\"y\"}]",
+                   "exactly one of");
     assert_refused("[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"platform_keys\":[]}]",
                    "needs mchid");
-    assert_refused("[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1\",\"platform_keys\":[]}]",
-                   "1..4 keys");
+    assert_refused(
+        "[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1\",\"platform_keys\":[]}]",
+        "1..4 keys");
     assert_refused("[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1\","
-                   "\"platform_keys\":[{\"public_key\":\"x\"}]}]", "serial must not be empty");
+                   "\"platform_keys\":[{\"public_key\":\"x\"}]}]",
+                   "serial must not be empty");
     assert_refused("[{\"name\":\"w\",\"kind\":\"wechatpay_v3\",\"mchid\":\"1\","
                    "\"platform_keys\":[{\"serial\":\"S\",\"public_key\":\"x\"},"
-                   "{\"serial\":\"S\",\"public_key\":\"y\"}]}]", "appears twice");
+                   "{\"serial\":\"S\",\"public_key\":\"y\"}]}]",
+                   "appears twice");
     assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"public_key\":\"x\"}]", "secret only");
 }
 END_TEST
@@ -118,12 +124,14 @@ END_TEST
 
 START_TEST(gateway_cfg_reads_a_query_endpoint)
 {
-    ck_assert_int_eq(0, parse(
-        "[{\"name\":\"stripe-eu\",\"kind\":\"stripe\",\"query_url\":\"https://q.example:8443/pi?a=1\","
-        "  \"query_timeout_ms\":1500},"
-        " {\"name\":\"s2\",\"kind\":\"stripe\",\"query_url\":\"http://[::1]:9/q\","
-        "  \"query_token_env\":\"S2_QUERY\"},"
-        " {\"name\":\"s3\",\"kind\":\"stripe\"}]"));
+    ck_assert_int_eq(
+        0,
+        parse(
+            "[{\"name\":\"stripe-eu\",\"kind\":\"stripe\",\"query_url\":\"https://q.example:8443/pi?a=1\","
+            "  \"query_timeout_ms\":1500},"
+            " {\"name\":\"s2\",\"kind\":\"stripe\",\"query_url\":\"http://[::1]:9/q\","
+            "  \"query_token_env\":\"S2_QUERY\"},"
+            " {\"name\":\"s3\",\"kind\":\"stripe\"}]"));
     ck_assert_str_eq("https://q.example:8443/pi?a=1", cfg.profile[0].query_url);
     ck_assert_str_eq("PAYCALLBACK_GATEWAY_STRIPE_EU_QUERY_TOKEN", cfg.profile[0].query_token_env);
     ck_assert_int_eq(1500, cfg.profile[0].query_timeout_ms);
@@ -137,8 +145,9 @@ START_TEST(gateway_cfg_refuses_a_bad_query_endpoint)
 {
     assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"ftp://q.example/\"}]",
                    "query_url must be an http");
-    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"https://u:p@q.example/\"}]",
-                   "query_url must be an http");
+    assert_refused(
+        "[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"https://u:p@q.example/\"}]",
+        "query_url must be an http");
     assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"https://q.example/a b\"}]",
                    "query_url must be an http");
     assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_token_env\":\"X\"}]",
@@ -146,7 +155,8 @@ START_TEST(gateway_cfg_refuses_a_bad_query_endpoint)
     assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_timeout_ms\":500}]",
                    "need a non-empty query_url");
     assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"query_url\":\"https://q.example/\","
-                   "\"query_timeout_ms\":99}]", "query_timeout_ms must be an integer");
+                   "\"query_timeout_ms\":99}]",
+                   "query_timeout_ms must be an integer");
 }
 END_TEST
 

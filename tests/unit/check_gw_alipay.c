@@ -15,25 +15,27 @@
 #define APP_ID "2015102700040153"
 
 /* The documented example notification, form-encoded, without sign. */
-#define NOTIFY_FIELDS                                                                  \
-    "total_amount=2.00&buyer_id=2088102116773037&body=%E5%A4%A7%E4%B9%90%E9%80%8F2.1"  \
-    "&trade_no=2016071921001003030200089909&refund_fee=0.00"                           \
-    "&notify_time=2016-07-19+14%3A10%3A49&subject=%E5%A4%A7%E4%B9%90%E9%80%8F2.1"      \
-    "&sign_type=RSA2&charset=utf-8&notify_type=trade_status_sync"                      \
-    "&out_trade_no=0719141034-6418&gmt_close=2016-07-19+14%3A10%3A46"                  \
-    "&gmt_payment=2016-07-19+14%3A10%3A47&trade_status=TRADE_SUCCESS&version=1.0"      \
-    "&gmt_create=2016-07-19+14%3A10%3A44&app_id=" APP_ID                               \
+#define NOTIFY_FIELDS                                                                 \
+    "total_amount=2.00&buyer_id=2088102116773037&body=%E5%A4%A7%E4%B9%90%E9%80%8F2.1" \
+    "&trade_no=2016071921001003030200089909&refund_fee=0.00"                          \
+    "&notify_time=2016-07-19+14%3A10%3A49&subject=%E5%A4%A7%E4%B9%90%E9%80%8F2.1"     \
+    "&sign_type=RSA2&charset=utf-8&notify_type=trade_status_sync"                     \
+    "&out_trade_no=0719141034-6418&gmt_close=2016-07-19+14%3A10%3A46"                 \
+    "&gmt_payment=2016-07-19+14%3A10%3A47&trade_status=TRADE_SUCCESS&version=1.0"     \
+    "&gmt_create=2016-07-19+14%3A10%3A44&app_id=" APP_ID                              \
     "&seller_id=2088102119685838&notify_id=4a91b7a78a503640467525113fb7d8bg8e"
 
 /* The same parameters decoded, sorted, without sign and sign_type. */
-#define SIGN_CONTENT                                                                   \
-    "app_id=" APP_ID "&body=\xe5\xa4\xa7\xe4\xb9\x90\xe9\x80\x8f" "2.1"                \
-    "&buyer_id=2088102116773037&charset=utf-8&gmt_close=2016-07-19 14:10:46"           \
-    "&gmt_create=2016-07-19 14:10:44&gmt_payment=2016-07-19 14:10:47"                  \
-    "&notify_id=4a91b7a78a503640467525113fb7d8bg8e&notify_time=2016-07-19 14:10:49"    \
-    "&notify_type=trade_status_sync&out_trade_no=0719141034-6418&refund_fee=0.00"      \
-    "&seller_id=2088102119685838&subject=\xe5\xa4\xa7\xe4\xb9\x90\xe9\x80\x8f" "2.1"   \
-    "&total_amount=2.00&trade_no=2016071921001003030200089909"                         \
+#define SIGN_CONTENT                                                                \
+    "app_id=" APP_ID "&body=\xe5\xa4\xa7\xe4\xb9\x90\xe9\x80\x8f"                   \
+    "2.1"                                                                           \
+    "&buyer_id=2088102116773037&charset=utf-8&gmt_close=2016-07-19 14:10:46"        \
+    "&gmt_create=2016-07-19 14:10:44&gmt_payment=2016-07-19 14:10:47"               \
+    "&notify_id=4a91b7a78a503640467525113fb7d8bg8e&notify_time=2016-07-19 14:10:49" \
+    "&notify_type=trade_status_sync&out_trade_no=0719141034-6418&refund_fee=0.00"   \
+    "&seller_id=2088102119685838&subject=\xe5\xa4\xa7\xe4\xb9\x90\xe9\x80\x8f"      \
+    "2.1"                                                                           \
+    "&total_amount=2.00&trade_no=2016071921001003030200089909"                      \
     "&trade_status=TRADE_SUCCESS&version=1.0"
 
 static struct testkey *alipay, *impostor;
@@ -118,7 +120,7 @@ START_TEST(gateway_alipay_verify_refuses_an_altered_field)
     char *body = signed_body(alipay, NOTIFY_FIELDS), *p = strstr(body, "total_amount=2.00");
 
     ck_assert_ptr_nonnull(p);
-    p[13] = '3';                            /* 2.00 -> 3.00 */
+    p[13] = '3'; /* 2.00 -> 3.00 */
     ck_assert_int_eq(GATEWAY_SIG_MISMATCH, verify_body(body));
     free(body);
 }
@@ -142,7 +144,7 @@ START_TEST(gateway_alipay_verify_needs_sign_and_rsa2)
     ck_assert_int_eq(GATEWAY_SIG_MISSING, verify_body(NOTIFY_FIELDS));
     ck_assert_int_eq(GATEWAY_SIG_MISSING, verify_body(NOTIFY_FIELDS "&sign="));
     ck_assert_ptr_nonnull(p);
-    memcpy(p, "sign_type=RSA1", 14);        /* sign_type is not signed, but checked */
+    memcpy(p, "sign_type=RSA1", 14); /* sign_type is not signed, but checked */
     ck_assert_int_eq(GATEWAY_SIG_MISMATCH, verify_body(body));
     free(body);
 }
@@ -175,8 +177,10 @@ START_TEST(gateway_alipay_notice_pays_for_trade_finished_only_among_the_rest)
     for (i = 0; i < 3; i++) {
         struct form *f;
 
-        snprintf(body, sizeof(body), "app_id=" APP_ID "&trade_status=%s&trade_no=T1"
-                 "&out_trade_no=O1&total_amount=0.01", states[i]);
+        snprintf(body, sizeof(body),
+                 "app_id=" APP_ID "&trade_status=%s&trade_no=T1"
+                 "&out_trade_no=O1&total_amount=0.01",
+                 states[i]);
         f = parse(body);
         ck_assert_int_eq(GATEWAY_OK, gateway_alipay_notice(f, APP_ID, "CNY", &n));
         ck_assert_int_eq(pays[i], n.pays);
@@ -208,8 +212,10 @@ START_TEST(gateway_alipay_notice_refuses_inexact_amounts)
     for (i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
         struct form *f;
 
-        snprintf(body, sizeof(body), "app_id=" APP_ID "&trade_status=TRADE_SUCCESS"
-                 "&trade_no=T1&out_trade_no=O1&total_amount=%s", amounts[i]);
+        snprintf(body, sizeof(body),
+                 "app_id=" APP_ID "&trade_status=TRADE_SUCCESS"
+                 "&trade_no=T1&out_trade_no=O1&total_amount=%s",
+                 amounts[i]);
         f = parse(body);
         ck_assert_int_eq(GATEWAY_BAD_AMOUNT, gateway_alipay_notice(f, APP_ID, "CNY", &n));
         form_destroy(f);

@@ -11,11 +11,11 @@
 #include "../testkeys.h"
 #include "../check_main.h"
 
-#define SECRET   "whsec_test"
-#define TS       "1700000000"
-#define NOW_S    INT64_C(1700000000)
+#define SECRET "whsec_test"
+#define TS "1700000000"
+#define NOW_S INT64_C(1700000000)
 #define WINDOW_S INT64_C(300)
-#define BODY     "{\"id\":\"evt_1\"}"
+#define BODY "{\"id\":\"evt_1\"}"
 /* printf '%s' '1700000000.{"id":"evt_1"}' | openssl dgst -sha256 -hmac whsec_test */
 #define MAC_BODY "c89214b5b5da833daed6f0b8c5bb6bd58cea9022bd80ccc78230f3942d632925"
 #define MAC_ZERO "0000000000000000000000000000000000000000000000000000000000000000"
@@ -29,13 +29,15 @@ static char *event(const char *type, const char *object)
 {
     char *e = malloc(1024);
 
-    snprintf(e, 1024, "{\"id\":\"evt_3\",\"object\":\"event\",\"type\":\"%s\","
-             "\"data\":{\"object\":%s}}", type, object);
+    snprintf(e, 1024,
+             "{\"id\":\"evt_3\",\"object\":\"event\",\"type\":\"%s\","
+             "\"data\":{\"object\":%s}}",
+             type, object);
     return e;
 }
 
-#define INTENT(amount, currency, meta)                                                 \
-    "{\"id\":\"pi_3MtwBwLkdIwHu7ix28a3tqPa\",\"object\":\"payment_intent\","           \
+#define INTENT(amount, currency, meta)                                                    \
+    "{\"id\":\"pi_3MtwBwLkdIwHu7ix28a3tqPa\",\"object\":\"payment_intent\","              \
     "\"amount\":" amount ",\"amount_received\":" amount ",\"currency\":\"" currency "\"," \
     "\"status\":\"succeeded\",\"metadata\":" meta "}"
 
@@ -43,8 +45,8 @@ START_TEST(gateway_stripe_header_parse_reads_t_and_every_v1)
 {
     struct gateway_stripe_header h;
 
-    ck_assert_int_eq(GATEWAY_OK, gateway_stripe_header_parse("t=" TS ",v1=" MAC_BODY ",v0=abc,v1="
-                                                   MAC_ZERO, &h));
+    ck_assert_int_eq(GATEWAY_OK, gateway_stripe_header_parse(
+                                     "t=" TS ",v1=" MAC_BODY ",v0=abc,v1=" MAC_ZERO, &h));
     ck_assert_str_eq(TS, h.t);
     ck_assert_uint_eq(2, h.nv1);
     ck_assert_str_eq(MAC_BODY, h.v1[0]);
@@ -91,15 +93,17 @@ START_TEST(gateway_stripe_verify_refuses_another_secret_or_body)
     ck_assert_int_eq(GATEWAY_SIG_MISMATCH, verify("t=" TS ",v1=" MAC_BODY, BODY " ", NOW_S));
     ck_assert_int_eq(GATEWAY_SIG_MISMATCH, verify("t=1700000001,v1=" MAC_BODY, BODY, NOW_S));
     ck_assert_int_eq(GATEWAY_SIG_MISMATCH, gateway_stripe_verify("", "t=" TS ",v1=" MAC_BODY, BODY,
-                                                       strlen(BODY), NOW_S, WINDOW_S));
+                                                                 strlen(BODY), NOW_S, WINDOW_S));
 }
 END_TEST
 
 START_TEST(gateway_stripe_verify_applies_the_tolerance_both_ways)
 {
     ck_assert_int_eq(GATEWAY_OK, verify("t=" TS ",v1=" MAC_BODY, BODY, NOW_S + WINDOW_S));
-    ck_assert_int_eq(GATEWAY_SIG_STALE, verify("t=" TS ",v1=" MAC_BODY, BODY, NOW_S + WINDOW_S + 1));
-    ck_assert_int_eq(GATEWAY_SIG_STALE, verify("t=" TS ",v1=" MAC_BODY, BODY, NOW_S - WINDOW_S - 1));
+    ck_assert_int_eq(GATEWAY_SIG_STALE,
+                     verify("t=" TS ",v1=" MAC_BODY, BODY, NOW_S + WINDOW_S + 1));
+    ck_assert_int_eq(GATEWAY_SIG_STALE,
+                     verify("t=" TS ",v1=" MAC_BODY, BODY, NOW_S - WINDOW_S - 1));
 }
 END_TEST
 
@@ -189,7 +193,8 @@ START_TEST(gateway_stripe_notice_refuses_nul_in_any_string)
     for (i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
         char *e = event(objs[i][0], objs[i][1]);
 
-        ck_assert_msg(gateway_stripe_notice(e, strlen(e), &n) == GATEWAY_MALFORMED, "accepted %s", e);
+        ck_assert_msg(gateway_stripe_notice(e, strlen(e), &n) == GATEWAY_MALFORMED, "accepted %s",
+                      e);
         ck_assert(!n.pays);
         free(e);
     }

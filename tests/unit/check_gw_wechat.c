@@ -13,24 +13,24 @@
 #include "../check_main.h"
 
 #define APIV3_KEY "0123456789abcdef0123456789ABCDEF"
-#define MCHID     "1230000109"
-#define APPID     "wxd678efh567hg6787"
-#define NOW_S     INT64_C(1700000000)
-#define TS        "1700000000"
-#define NONCE     "fdasflkja484w"
-#define WINDOW_S  INT64_C(300)
-#define RES_NONCE "fdasflkja484"    /* 12 bytes, as WeChat sends */
-#define BODY      "{\"id\":\"EV-2018022511223320873\",\"event_type\":\"TRANSACTION.SUCCESS\"}"
+#define MCHID "1230000109"
+#define APPID "wxd678efh567hg6787"
+#define NOW_S INT64_C(1700000000)
+#define TS "1700000000"
+#define NONCE "fdasflkja484w"
+#define WINDOW_S INT64_C(300)
+#define RES_NONCE "fdasflkja484" /* 12 bytes, as WeChat sends */
+#define BODY "{\"id\":\"EV-2018022511223320873\",\"event_type\":\"TRANSACTION.SUCCESS\"}"
 
 static struct testkey *platform_old, *platform_new, *impostor;
 static struct pubkey *pub_old, *pub_new;
 static struct gateway_wechat_key keys[2];
 
 static enum gateway_status verify(const char *ts, const char *nonce, const char *sig,
-                             const char *serial, const char *body)
+                                  const char *serial, const char *body)
 {
-    return gateway_wechat_verify(ts, nonce, sig, serial, body, body == NULL ? 0 : strlen(body), keys,
-                            2, NOW_S, WINDOW_S);
+    return gateway_wechat_verify(ts, nonce, sig, serial, body, body == NULL ? 0 : strlen(body),
+                                 keys, 2, NOW_S, WINDOW_S);
 }
 
 /* Signs ts\nnonce\nbody\n with k, as the platform does. Caller frees. */
@@ -49,11 +49,13 @@ static char *notification(const char *tx, const char *key, const char *algorithm
     char *ct = testkey_gcm_encrypt_b64(key, RES_NONCE, "transaction", tx);
     char *body = malloc(strlen(ct) + 512);
 
-    sprintf(body, "{\"id\":\"EV-1\",\"create_time\":\"2015-05-20T13:29:35+08:00\","
+    sprintf(body,
+            "{\"id\":\"EV-1\",\"create_time\":\"2015-05-20T13:29:35+08:00\","
             "\"resource_type\":\"encrypt-resource\",\"event_type\":\"TRANSACTION.SUCCESS\","
             "\"summary\":\"ok\",\"resource\":{\"original_type\":\"transaction\","
             "\"algorithm\":\"%s\",\"ciphertext\":\"%s\",\"associated_data\":\"transaction\","
-            "\"nonce\":\"" RES_NONCE "\"}}", algorithm, ct);
+            "\"nonce\":\"" RES_NONCE "\"}}",
+            algorithm, ct);
     free(ct);
     return body;
 }
@@ -62,10 +64,12 @@ static char *transaction(const char *state, const char *amount)
 {
     char *tx = malloc(512);
 
-    snprintf(tx, 512, "{\"mchid\":\"" MCHID "\",\"appid\":\"" APPID "\","
+    snprintf(tx, 512,
+             "{\"mchid\":\"" MCHID "\",\"appid\":\"" APPID "\","
              "\"out_trade_no\":\"1217752501201407033233368018\","
              "\"transaction_id\":\"4200000000000000000000000001\",\"trade_type\":\"JSAPI\","
-             "\"trade_state\":\"%s\",\"amount\":%s}", state, amount);
+             "\"trade_state\":\"%s\",\"amount\":%s}",
+             state, amount);
     return tx;
 }
 
@@ -84,7 +88,8 @@ END_TEST
 
 START_TEST(gateway_wechat_verify_picks_the_key_by_serial)
 {
-    char *sig_old = sign(platform_old, TS, NONCE, BODY), *sig_new = sign(platform_new, TS, NONCE, BODY);
+    char *sig_old = sign(platform_old, TS, NONCE, BODY),
+         *sig_new = sign(platform_new, TS, NONCE, BODY);
 
     ck_assert_int_eq(GATEWAY_OK, verify(TS, NONCE, sig_old, "SERIAL-OLD", BODY));
     ck_assert_int_eq(GATEWAY_OK, verify(TS, NONCE, sig_new, "SERIAL-NEW", BODY));
@@ -148,8 +153,8 @@ START_TEST(gateway_wechat_decrypt_opens_the_resource)
     char *plain = NULL;
     size_t len = 0;
 
-    ck_assert_int_eq(GATEWAY_OK, gateway_wechat_decrypt(APIV3_KEY, "transaction", RES_NONCE, ct, &plain,
-                                              &len));
+    ck_assert_int_eq(GATEWAY_OK,
+                     gateway_wechat_decrypt(APIV3_KEY, "transaction", RES_NONCE, ct, &plain, &len));
     ck_assert_uint_eq(7, len);
     ck_assert_str_eq("{\"x\":1}", plain);
     free(plain);
@@ -165,22 +170,22 @@ START_TEST(gateway_wechat_decrypt_refuses_wrong_key_aad_nonce_or_bytes)
 
     ck_assert_int_eq(GATEWAY_DECRYPT_FAILED,
                      gateway_wechat_decrypt("0123456789abcdef0123456789ABCDEX", "transaction",
-                                       RES_NONCE, ct, &plain, &len));
+                                            RES_NONCE, ct, &plain, &len));
     ck_assert_ptr_null(plain);
     ck_assert_uint_eq(0, len);
     ck_assert_int_eq(GATEWAY_DECRYPT_FAILED,
                      gateway_wechat_decrypt(APIV3_KEY, "refund", RES_NONCE, ct, &plain, &len));
-    ck_assert_int_eq(GATEWAY_DECRYPT_FAILED,
-                     gateway_wechat_decrypt(APIV3_KEY, "transaction", "fdasflkja485", ct, &plain,
-                                       &len));
+    ck_assert_int_eq(
+        GATEWAY_DECRYPT_FAILED,
+        gateway_wechat_decrypt(APIV3_KEY, "transaction", "fdasflkja485", ct, &plain, &len));
     ct[2] = ct[2] == 'A' ? 'B' : 'A';
     ck_assert_int_eq(GATEWAY_DECRYPT_FAILED,
                      gateway_wechat_decrypt(APIV3_KEY, "transaction", RES_NONCE, ct, &plain, &len));
     ck_assert_int_eq(GATEWAY_DECRYPT_FAILED,
                      gateway_wechat_decrypt("short", "transaction", RES_NONCE, ct, &plain, &len));
-    ck_assert_int_eq(GATEWAY_DECRYPT_FAILED,
-                     gateway_wechat_decrypt(APIV3_KEY, "transaction", RES_NONCE, "AAAA", &plain,
-                                       &len));
+    ck_assert_int_eq(
+        GATEWAY_DECRYPT_FAILED,
+        gateway_wechat_decrypt(APIV3_KEY, "transaction", RES_NONCE, "AAAA", &plain, &len));
     ck_assert_ptr_null(plain);
     free(ct);
 }
@@ -193,7 +198,8 @@ START_TEST(gateway_wechat_notice_reads_a_successful_transaction)
     char *body = notification(tx, APIV3_KEY, "AEAD_AES_256_GCM");
     struct gateway_notice n;
 
-    ck_assert_int_eq(GATEWAY_OK, gateway_wechat_notice(body, strlen(body), APIV3_KEY, MCHID, APPID, &n));
+    ck_assert_int_eq(GATEWAY_OK,
+                     gateway_wechat_notice(body, strlen(body), APIV3_KEY, MCHID, APPID, &n));
     ck_assert(n.pays);
     ck_assert_str_eq("SUCCESS", n.state);
     ck_assert_str_eq("4200000000000000000000000001", n.pay_no);
@@ -211,7 +217,8 @@ START_TEST(gateway_wechat_notice_acknowledges_other_states)
     char *body = notification(tx, APIV3_KEY, "AEAD_AES_256_GCM");
     struct gateway_notice n;
 
-    ck_assert_int_eq(GATEWAY_OK, gateway_wechat_notice(body, strlen(body), APIV3_KEY, MCHID, NULL, &n));
+    ck_assert_int_eq(GATEWAY_OK,
+                     gateway_wechat_notice(body, strlen(body), APIV3_KEY, MCHID, NULL, &n));
     ck_assert(!n.pays);
     ck_assert_str_eq("CLOSED", n.state);
     free(body);
@@ -229,7 +236,8 @@ START_TEST(gateway_wechat_notice_refuses_another_merchant_or_app)
                      gateway_wechat_notice(body, strlen(body), APIV3_KEY, "1900000000", APPID, &n));
     ck_assert_int_eq(GATEWAY_WRONG_APP,
                      gateway_wechat_notice(body, strlen(body), APIV3_KEY, MCHID, "wx0000", &n));
-    ck_assert_int_eq(GATEWAY_OK, gateway_wechat_notice(body, strlen(body), APIV3_KEY, MCHID, "", &n));
+    ck_assert_int_eq(GATEWAY_OK,
+                     gateway_wechat_notice(body, strlen(body), APIV3_KEY, MCHID, "", &n));
     free(body);
     free(tx);
 }
@@ -269,11 +277,12 @@ START_TEST(gateway_wechat_notice_refuses_malformed_or_undecryptable_bodies)
     struct gateway_notice n;
 
     ck_assert_int_eq(GATEWAY_MALFORMED, gateway_wechat_notice("{", 1, APIV3_KEY, MCHID, APPID, &n));
-    ck_assert_int_eq(GATEWAY_MALFORMED, gateway_wechat_notice("{}", 2, APIV3_KEY, MCHID, APPID, &n));
-    ck_assert_int_eq(GATEWAY_MALFORMED, gateway_wechat_notice(other_alg, strlen(other_alg), APIV3_KEY,
-                                                    MCHID, APPID, &n));
+    ck_assert_int_eq(GATEWAY_MALFORMED,
+                     gateway_wechat_notice("{}", 2, APIV3_KEY, MCHID, APPID, &n));
+    ck_assert_int_eq(GATEWAY_MALFORMED, gateway_wechat_notice(other_alg, strlen(other_alg),
+                                                              APIV3_KEY, MCHID, APPID, &n));
     ck_assert_int_eq(GATEWAY_DECRYPT_FAILED, gateway_wechat_notice(other_key, strlen(other_key),
-                                                         APIV3_KEY, MCHID, APPID, &n));
+                                                                   APIV3_KEY, MCHID, APPID, &n));
     ck_assert(!n.pays);
     free(other_alg);
     free(other_key);
@@ -291,11 +300,11 @@ START_TEST(gateway_wechat_notice_refuses_nul_in_any_string)
     char *outer = notification(ok_tx, APIV3_KEY, "AEAD_AES_256_GCM\\u0000");
     struct gateway_notice n;
 
-    ck_assert_int_eq(GATEWAY_MALFORMED, gateway_wechat_notice(inner, strlen(inner), APIV3_KEY, MCHID,
-                                                    APPID, &n));
+    ck_assert_int_eq(GATEWAY_MALFORMED,
+                     gateway_wechat_notice(inner, strlen(inner), APIV3_KEY, MCHID, APPID, &n));
     ck_assert(!n.pays);
-    ck_assert_int_eq(GATEWAY_MALFORMED, gateway_wechat_notice(outer, strlen(outer), APIV3_KEY, MCHID,
-                                                    APPID, &n));
+    ck_assert_int_eq(GATEWAY_MALFORMED,
+                     gateway_wechat_notice(outer, strlen(outer), APIV3_KEY, MCHID, APPID, &n));
     free(tx);
     free(inner);
     free(ok_tx);

@@ -26,8 +26,14 @@ END_TEST
 
 START_TEST(idem_key_parse_refuses_empty_long_and_invisible)
 {
-    static const char *const bad[] = { "", "\"\"", "\"open", "\"a\"tail", "with space",
-                                       "tab\there", "\"bad \\x escape\"", "caf\xc3\xa9" };
+    static const char *const bad[] = { "",
+                                       "\"\"",
+                                       "\"open",
+                                       "\"a\"tail",
+                                       "with space",
+                                       "tab\there",
+                                       "\"bad \\x escape\"",
+                                       "caf\xc3\xa9" };
     char k[IDEM_KEY_MAX + 1], longkey[IDEM_KEY_MAX + 2];
 
     ck_assert_int_eq(-1, idem_key_parse(NULL, k));

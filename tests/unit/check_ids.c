@@ -54,7 +54,7 @@ START_TEST(order_no_is_utc_time_then_random_hex)
 {
     char o[IDS_ORDER_NO_BUF];
 
-    ck_assert_int_eq(0, ids_order_no_at(o, (time_t)1714566645));   /* 2024-05-01 12:30:45 UTC */
+    ck_assert_int_eq(0, ids_order_no_at(o, (time_t)1714566645)); /* 2024-05-01 12:30:45 UTC */
     ck_assert_uint_eq(IDS_ORDER_NO_LEN, strlen(o));
     ck_assert_int_eq(0, strncmp(o, "O20240501123045", 15));
     for (size_t i = 15; i < IDS_ORDER_NO_LEN; i++)

@@ -15,7 +15,7 @@
 #include "validate.h"
 #include "../check_main.h"
 
-#define SENTINEL INT64_C(424242)  /* proves failures reset the out-param */
+#define SENTINEL INT64_C(424242) /* proves failures reset the out-param */
 
 /* Checks that resp holds a 400 BAD_REQUEST whose body mentions needle,
  * then frees the body and clears resp for the next call. */
@@ -23,10 +23,9 @@ static void assert_bad_request(struct http_resp *resp, const char *needle)
 {
     ck_assert_int_eq(400, resp->status);
     ck_assert_ptr_nonnull(resp->body);
-    ck_assert_msg(strstr(resp->body, "BAD_REQUEST") != NULL,
-                  "no BAD_REQUEST code in %s", resp->body);
-    ck_assert_msg(strstr(resp->body, needle) != NULL,
-                  "\"%s\" not named in %s", needle, resp->body);
+    ck_assert_msg(strstr(resp->body, "BAD_REQUEST") != NULL, "no BAD_REQUEST code in %s",
+                  resp->body);
+    ck_assert_msg(strstr(resp->body, needle) != NULL, "\"%s\" not named in %s", needle, resp->body);
     free(resp->body);
     memset(resp, 0, sizeof(*resp));
 }
@@ -263,7 +262,7 @@ START_TEST(json_get_id_rejects_invalid_identifier)
     id_refused("{\"order_no\":\"O'1\"}");
     id_refused("{\"order_no\":\"caf\xc3\xa9\"}");
     id_refused("{\"order_no\":\"12345678901234567890123456789012"
-               "345678901234567890123456789012345\"}");   /* 65 chars */
+               "345678901234567890123456789012345\"}"); /* 65 chars */
 }
 END_TEST
 
@@ -420,13 +419,11 @@ START_TEST(json_get_int_handles_full_int64_range)
     cJSON *obj = cJSON_Parse("{\"min\":-9223372036854775808,"
                              "\"max\":9223372036854775807}");
 
-    ck_assert_int_eq(0, json_get_int_or_reply(obj, "min", INT64_MIN, INT64_MAX,
-                                              &v, &resp));
+    ck_assert_int_eq(0, json_get_int_or_reply(obj, "min", INT64_MIN, INT64_MAX, &v, &resp));
     ck_assert_int_eq(INT64_MIN, v);
     assert_no_reply(&resp);
     /* 2^63 - 1 is not a double; it rounds to 2^63, outside int64_t. */
-    ck_assert_int_eq(-1, json_get_int_or_reply(obj, "max", INT64_MIN, INT64_MAX,
-                                               &v, &resp));
+    ck_assert_int_eq(-1, json_get_int_or_reply(obj, "max", INT64_MIN, INT64_MAX, &v, &resp));
     assert_bad_request(&resp, "max");
     cJSON_Delete(obj);
 }
@@ -441,8 +438,7 @@ START_TEST(json_duplicate_key_names_the_repeated_member)
     ck_assert_int_eq(JSON_OK, json_parse_object("{\"a\":1,\"b\":2,\"a\":3}", 19, &root));
     ck_assert_str_eq("a", json_duplicate_key(root));
     cJSON_Delete(root);
-    ck_assert_int_eq(JSON_OK, json_parse_object("{\"a\":{\"x\":1},\"b\":{\"x\":1}}", 25,
-                                                &root));
+    ck_assert_int_eq(JSON_OK, json_parse_object("{\"a\":{\"x\":1},\"b\":{\"x\":1}}", 25, &root));
     ck_assert_ptr_null(json_duplicate_key(root));
     cJSON_Delete(root);
 }
@@ -468,7 +464,7 @@ START_TEST(json_int_value_checks_range_before_converting)
 
     ck_assert_int_eq(JSON_RANGE, json_int_value(n, 1, 1024, &v));
     ck_assert_int_eq(0, v);
-    cJSON_SetNumberValue(n, 9223372036854775807.0);   /* rounds to 2^63 */
+    cJSON_SetNumberValue(n, 9223372036854775807.0); /* rounds to 2^63 */
     ck_assert_int_eq(JSON_RANGE, json_int_value(n, INT64_MIN, INT64_MAX, &v));
     cJSON_SetNumberValue(n, NAN);
     ck_assert_int_eq(JSON_RANGE, json_int_value(n, INT64_MIN, INT64_MAX, &v));

@@ -54,7 +54,8 @@ static const char *logged(void)
 START_TEST(bare_values_with_spaces_are_quoted)
 {
     log_info("db error", "op=%s errno=%u", "SELECT a, b FROM t WHERE x = ?", 1213u);
-    ck_assert_str_eq("msg=\"db error\" op=\"SELECT a, b FROM t WHERE x = ?\" errno=1213\n", logged());
+    ck_assert_str_eq("msg=\"db error\" op=\"SELECT a, b FROM t WHERE x = ?\" errno=1213\n",
+                     logged());
 }
 END_TEST
 
@@ -187,7 +188,7 @@ START_TEST(json_lines_carry_every_value_exactly)
     ck_assert_str_eq(nasty, json_str(o, "reason"));
     ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "errno")), "%s", text);
     ck_assert_int_eq(1213, cJSON_GetObjectItemCaseSensitive(o, "errno")->valueint);
-    ck_assert_str_eq("899.00", json_str(o, "amount"));     /* money stays text */
+    ck_assert_str_eq("899.00", json_str(o, "amount")); /* money stays text */
     ck_assert_str_eq("007", json_str(o, "id"));
     ck_assert_int_eq(8, cJSON_GetArraySize(o));
     cJSON_Delete(o);
@@ -199,7 +200,7 @@ START_TEST(a_json_line_cut_short_is_still_one_object)
     char big[3000];
     cJSON *o;
 
-    memset(big, '\\', sizeof big - 1);                 /* every byte needs an escape */
+    memset(big, '\\', sizeof big - 1); /* every byte needs an escape */
     big[sizeof big - 1] = '\0';
     log_info("big", "v=%s", big);
     o = logged_json();
@@ -217,14 +218,16 @@ START_TEST(a_json_line_is_valid_utf8_whatever_the_client_sent)
     cJSON *o;
 
     log_info("request", "path=\"%s\" ok=%s", "/\xff\xc3xcaf\xc3\xa9\xed\xa0\x80", "\xe2\x82");
-    o = logged_json();                                    /* cJSON checks nothing: we do */
-    ck_assert_str_eq("/??xcaf\xc3\xa9" "???", json_str(o, "path"));
+    o = logged_json(); /* cJSON checks nothing: we do */
+    ck_assert_str_eq("/??xcaf\xc3\xa9"
+                     "???",
+                     json_str(o, "path"));
     ck_assert_str_eq("??", json_str(o, "ok"));
     cJSON_Delete(o);
 
     ck_assert_int_eq(0, ftruncate(fileno(capture), 0));
     rewind(capture);
-    for (i = 0; i + 2 < sizeof big; i += 2)               /* é, é, ... cut mid-character */
+    for (i = 0; i + 2 < sizeof big; i += 2) /* é, é, ... cut mid-character */
         memcpy(big + i, "\xc3\xa9", 2);
     big[i] = '\0';
     log_info("big", "v=\"%s\"", big);

@@ -16,10 +16,10 @@
 #include "metrics.h"
 #include "../check_main.h"
 
-#define VALUE_MAX       64
-#define FAMILY_MAX      128
-#define FAMILIES_MAX    64
-#define RACE_THREADS    8
+#define VALUE_MAX 64
+#define FAMILY_MAX 128
+#define FAMILIES_MAX 64
+#define RACE_THREADS 8
 #define RACE_INCREMENTS 100000
 
 static const struct metrics_route routes[] = {
@@ -77,13 +77,13 @@ static const char *value_of(const char *t, const char *series, char out[VALUE_MA
     return NULL;
 }
 
-#define assert_sample(series, want)                                                    \
-    do {                                                                               \
-        char v_[VALUE_MAX];                                                            \
-        const char *got_ = value_of(render(), (series), v_);                           \
-        ck_assert_msg(got_ != NULL, "no sample %s in:\n%s", (series), text);           \
-        ck_assert_msg(strcmp((want), got_) == 0, "%s: expected %s, got %s", (series),  \
-                      (want), got_);                                                   \
+#define assert_sample(series, want)                                                           \
+    do {                                                                                      \
+        char v_[VALUE_MAX];                                                                   \
+        const char *got_ = value_of(render(), (series), v_);                                  \
+        ck_assert_msg(got_ != NULL, "no sample %s in:\n%s", (series), text);                  \
+        ck_assert_msg(strcmp((want), got_) == 0, "%s: expected %s, got %s", (series), (want), \
+                      got_);                                                                  \
     } while (0)
 
 #define REQ(route, method, code) \
@@ -150,7 +150,7 @@ END_TEST
 START_TEST(out_of_range_counter_is_ignored)
 {
     metrics_inc(m, M_COUNT);
-    metrics_inc(m, (enum metric_counter)-1);
+    metrics_inc(m, (enum metric_counter) - 1);
     assert_sample("paycallback_double_payments_total", "0");
 }
 END_TEST
@@ -270,7 +270,8 @@ START_TEST(process_metrics_describe_this_process)
     fclose(f);
     ck_assert_msg(number_of("process_resident_memory_bytes") > 0, "resident memory is 0");
     ck_assert_msg(number_of("process_virtual_memory_bytes") >=
-                  number_of("process_resident_memory_bytes"), "virtual below resident");
+                      number_of("process_resident_memory_bytes"),
+                  "virtual below resident");
     ck_assert_msg(number_of("process_max_fds") >= fds_before, "max_fds below open fds");
     ck_assert_msg(number_of("process_cpu_seconds_total") >= 0, "negative cpu seconds");
     ck_assert_msg(start > 1.6e9 && start <= (double)time(NULL) + 1, "start time %f", start);
@@ -290,11 +291,11 @@ END_TEST
 
 START_TEST(histogram_buckets_are_cumulative_and_inf_is_the_count)
 {
-    metrics_observe(m, 0, 200, 500);          /* 0.0005 s */
-    metrics_observe(m, 0, 200, 1000);         /* exactly on le="0.001": inside */
-    metrics_observe(m, 0, 200, 1001);         /* just past it */
-    metrics_observe(m, 0, 200, 3000);         /* 0.003 s */
-    metrics_observe(m, 0, 503, 20000000);     /* 20 s: past the last bound */
+    metrics_observe(m, 0, 200, 500);      /* 0.0005 s */
+    metrics_observe(m, 0, 200, 1000);     /* exactly on le="0.001": inside */
+    metrics_observe(m, 0, 200, 1001);     /* just past it */
+    metrics_observe(m, 0, 200, 3000);     /* 0.003 s */
+    metrics_observe(m, 0, 503, 20000000); /* 20 s: past the last bound */
     assert_sample(LAT("bucket", CB ",le=\"0.001\""), "2");
     assert_sample(LAT("bucket", CB ",le=\"0.0025\""), "3");
     assert_sample(LAT("bucket", CB ",le=\"0.005\""), "4");
@@ -317,8 +318,9 @@ END_TEST
 
 START_TEST(bucket_bounds_are_written_as_short_decimals)
 {
-    static const char *const bounds[] = { "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
-                                          "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf" };
+    static const char *const bounds[] = { "0.001", "0.0025", "0.005", "0.01", "0.025",
+                                          "0.05",  "0.1",    "0.25",  "0.5",  "1",
+                                          "2.5",   "5",      "10",    "+Inf" };
     char series[256], v[VALUE_MAX];
     const char *t = render();
 
@@ -392,7 +394,8 @@ START_TEST(each_family_has_one_help_and_type_before_its_samples)
             snprintf(help, sizeof help, "%.*s", (int)strcspn(line + 7, " "), line + 7);
         } else if (strncmp(line, "# TYPE ", 7) == 0) {
             snprintf(family, sizeof family, "%.*s", (int)strcspn(line + 7, " "), line + 7);
-            ck_assert_msg(strcmp(help, family) == 0, "TYPE %s without its HELP just before", family);
+            ck_assert_msg(strcmp(help, family) == 0, "TYPE %s without its HELP just before",
+                          family);
             for (size_t i = 0; i < nseen; i++)
                 ck_assert_msg(strcmp(seen[i], family) != 0, "family %s declared twice", family);
             ck_assert_uint_lt(nseen, FAMILIES_MAX);

@@ -8,8 +8,8 @@
 #include "money.h"
 #include "../check_main.h"
 
-#define CENTS_SENTINEL INT64_C(424242)   /* proves failures reset *cents */
-#define CENTS_MAX      INT64_C(999999999999)
+#define CENTS_SENTINEL INT64_C(424242) /* proves failures reset *cents */
+#define CENTS_MAX INT64_C(999999999999)
 
 /* Parses s and returns the cents, failing the test if s is refused. */
 static int64_t parse_ok(const char *s)
@@ -33,8 +33,7 @@ static void assert_refused(const char *s)
 {
     int64_t cents = CENTS_SENTINEL;
 
-    ck_assert_msg(money_parse(s, &cents) == MONEY_INVALID,
-                  "\"%s\" was accepted", s);
+    ck_assert_msg(money_parse(s, &cents) == MONEY_INVALID, "\"%s\" was accepted", s);
     ck_assert_int_eq(0, cents);
     assert_refused_n(s, strlen(s));
 }
@@ -176,8 +175,8 @@ END_TEST
 
 START_TEST(money_parse_rejects_unicode_digits)
 {
-    assert_refused("\xef\xbc\x91\xef\xbc\x92");   /* fullwidth "12" */
-    assert_refused("\xd9\xa3");                   /* arabic-indic 3 */
+    assert_refused("\xef\xbc\x91\xef\xbc\x92"); /* fullwidth "12" */
+    assert_refused("\xd9\xa3");                 /* arabic-indic 3 */
     assert_refused("1.\xd9\xa3");
 }
 END_TEST
@@ -201,7 +200,9 @@ START_TEST(money_parse_n_rejects_nul_inside_length)
 {
     assert_refused_n("1\0.00", 5);
     assert_refused_n("1.0\0", 4);
-    assert_refused_n("\0" "1", 2);
+    assert_refused_n("\0"
+                     "1",
+                     2);
 }
 END_TEST
 
@@ -267,15 +268,12 @@ END_TEST
 
 START_TEST(money_format_round_trips_through_parse)
 {
-    static const int64_t values[] = {
-        0, 1, 9, 10, 99, 100, 101, 150, 89900, 123456789, CENTS_MAX
-    };
+    static const int64_t values[] = { 0, 1, 9, 10, 99, 100, 101, 150, 89900, 123456789, CENTS_MAX };
     char buf[MONEY_STR_MAX];
     size_t i;
 
     for (i = 0; i < sizeof(values) / sizeof(values[0]); i++)
-        ck_assert_int_eq(values[i], parse_ok(money_format(values[i], buf,
-                                                          sizeof(buf))));
+        ck_assert_int_eq(values[i], parse_ok(money_format(values[i], buf, sizeof(buf))));
 }
 END_TEST
 
@@ -313,8 +311,7 @@ START_TEST(money_format_signs_negative_values)
 
     ck_assert_str_eq("-1.50", money_format(-150, buf, sizeof(buf)));
     ck_assert_str_eq("-0.01", money_format(-1, buf, sizeof(buf)));
-    ck_assert_str_eq("-92233720368547758.08",
-                     money_format(INT64_MIN, buf, sizeof(buf)));
+    ck_assert_str_eq("-92233720368547758.08", money_format(INT64_MIN, buf, sizeof(buf)));
 }
 END_TEST
 

@@ -42,7 +42,7 @@ START_TEST(ipv6_clients_are_keyed_by_their_prefix)
     netaddr_key(&a, 56, &ka);
     netaddr_key(&c, 56, &kc);
     ck_assert(netaddr_equal(&ka, &kc));
-    a = addr("10.1.2.3");                       /* IPv4 keeps every bit */
+    a = addr("10.1.2.3"); /* IPv4 keeps every bit */
     netaddr_key(&a, 64, &ka);
     ck_assert_str_eq("10.1.2.3", fmt(&ka));
 }
@@ -71,8 +71,8 @@ START_TEST(lists_hold_addresses_and_networks)
     char err[128];
     struct netaddr a;
 
-    ck_assert_int_eq(0, netaddr_list_parse(" 127.0.0.1, 10.0.0.0/8 ,2001:db8::/32,", &l, err,
-                                           sizeof(err)));
+    ck_assert_int_eq(
+        0, netaddr_list_parse(" 127.0.0.1, 10.0.0.0/8 ,2001:db8::/32,", &l, err, sizeof(err)));
     ck_assert_uint_eq(3, l.n);
     ck_assert(netaddr_list_contains(&l, (a = addr("127.0.0.1"), &a)));
     ck_assert(!netaddr_list_contains(&l, (a = addr("127.0.0.2"), &a)));
@@ -93,9 +93,8 @@ END_TEST
 
 START_TEST(lists_refuse_what_is_not_a_network)
 {
-    const char *bad[] = { "localhost", "10.0.0.0/33", "10.0.0.0/", "10.0.0.0/-1",
-                          "2001:db8::/129", "1.2.3.4,,5.6.7.8", "1.2.3.4 5.6.7.8",
-                          "10.0.0.0/8x" };
+    const char *bad[] = { "localhost",      "10.0.0.0/33",      "10.0.0.0/",       "10.0.0.0/-1",
+                          "2001:db8::/129", "1.2.3.4,,5.6.7.8", "1.2.3.4 5.6.7.8", "10.0.0.0/8x" };
     struct netaddr_list l;
     char err[128];
 

@@ -13,9 +13,8 @@ static const int codes[] = { -1, 0, 1, 2, 3, 4, 5, 8, 9, 10 };
 /* The contract, written out independently of order_state.c's table. */
 static bool contract_allows(int from, int to)
 {
-    return (from == 1 && to == 2) || (from == 1 && to == 9) ||
-           (from == 2 && to == 3) || (from == 2 && to == 9) ||
-           (from == 3 && to == 4);
+    return (from == 1 && to == 2) || (from == 1 && to == 9) || (from == 2 && to == 3) ||
+           (from == 2 && to == 9) || (from == 3 && to == 4);
 }
 
 START_TEST(order_state_allows_each_contract_transition)
@@ -36,8 +35,7 @@ START_TEST(order_state_matrix_matches_contract_pair_by_pair)
         for (j = 0; j < NCODES; j++) {
             ck_assert_msg(contract_allows(codes[i], codes[j]) ==
                               order_state_allowed(codes[i], codes[j]),
-                          "%d -> %d disagrees with the contract",
-                          codes[i], codes[j]);
+                          "%d -> %d disagrees with the contract", codes[i], codes[j]);
         }
     }
 }
@@ -93,10 +91,9 @@ START_TEST(order_state_valid_knows_exactly_five_codes)
     size_t i;
 
     for (i = 0; i < NCODES; i++) {
-        bool expected = codes[i] == 1 || codes[i] == 2 || codes[i] == 3 ||
-                        codes[i] == 4 || codes[i] == 9;
-        ck_assert_msg(expected == order_state_valid(codes[i]),
-                      "order_state_valid(%d)", codes[i]);
+        bool expected =
+            codes[i] == 1 || codes[i] == 2 || codes[i] == 3 || codes[i] == 4 || codes[i] == 9;
+        ck_assert_msg(expected == order_state_valid(codes[i]), "order_state_valid(%d)", codes[i]);
     }
 }
 END_TEST
@@ -107,8 +104,7 @@ START_TEST(order_state_final_is_finished_and_canceled)
 
     for (i = 0; i < NCODES; i++) {
         bool expected = codes[i] == 4 || codes[i] == 9;
-        ck_assert_msg(expected == order_state_final(codes[i]),
-                      "order_state_final(%d)", codes[i]);
+        ck_assert_msg(expected == order_state_final(codes[i]), "order_state_final(%d)", codes[i]);
     }
 }
 END_TEST

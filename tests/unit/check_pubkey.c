@@ -11,7 +11,7 @@
 #include "../testkeys.h"
 #include "../check_main.h"
 
-static struct testkey *signer, *other;   /* generated once in main, before forking */
+static struct testkey *signer, *other; /* generated once in main, before forking */
 
 static struct pubkey *load(const struct testkey *k)
 {

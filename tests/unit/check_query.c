@@ -29,13 +29,15 @@ START_TEST(query_answer_paid_gives_payment_amount_and_currency)
 {
     ck_assert_int_eq(QUERY_PAID, parse("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":"
                                        "\"2026120222001\",\"amount\":\"899.00\",\"currency\":"
-                                       "\"CNY\",\"extra\":{\"x\":1}}", "O1"));
+                                       "\"CNY\",\"extra\":{\"x\":1}}",
+                                       "O1"));
     ck_assert_int_eq(QUERY_PAID, ans.status);
     ck_assert_str_eq("2026120222001", ans.pay_no);
     ck_assert_int_eq(89900, ans.amount_cents);
     ck_assert_str_eq("CNY", ans.currency);
     ck_assert_int_eq(QUERY_PAID, parse("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":"
-                                       "\"pi_1\",\"amount\":\"0.5\",\"currency\":\"usd\"}", "O1"));
+                                       "\"pi_1\",\"amount\":\"0.5\",\"currency\":\"usd\"}",
+                                       "O1"));
     ck_assert_int_eq(50, ans.amount_cents);
     ck_assert_str_eq("USD", ans.currency);
 }
@@ -46,7 +48,8 @@ START_TEST(query_answer_reads_the_unpaid_statuses)
     ck_assert_int_eq(QUERY_NOTPAY, parse("{\"order_no\":\"O1\",\"status\":\"NOTPAY\"}", "O1"));
     ck_assert_int_eq(QUERY_CLOSED, parse(" {\"status\":\"CLOSED\",\"order_no\":\"O1\"}\n", "O1"));
     ck_assert_int_eq(QUERY_NOT_FOUND, parse("{\"order_no\":\"O1\",\"status\":\"NOT_FOUND\","
-                                            "\"amount\":12}", "O1"));
+                                            "\"amount\":12}",
+                                            "O1"));
     ck_assert_str_eq("", ans.pay_no);
 }
 END_TEST
@@ -67,7 +70,8 @@ START_TEST(query_answer_must_be_about_the_order_asked)
 {
     assert_malformed("{\"status\":\"NOTPAY\"}", "order_no is not the order asked about");
     assert_malformed("{\"order_no\":\"O2\",\"status\":\"PAID\",\"pay_no\":\"P\",\"amount\":"
-                     "\"1.00\",\"currency\":\"CNY\"}", "order_no is not the order asked about");
+                     "\"1.00\",\"currency\":\"CNY\"}",
+                     "order_no is not the order asked about");
     assert_malformed("{\"order_no\":\"o1\",\"status\":\"NOTPAY\"}", "order_no is not");
     assert_malformed("{\"order_no\":1,\"status\":\"NOTPAY\"}", "order_no is not");
 }
@@ -86,23 +90,32 @@ END_TEST
 START_TEST(query_answer_paid_needs_a_valid_payment)
 {
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"amount\":\"1.00\",\"currency\":"
-                     "\"CNY\"}", "pay_no");
+                     "\"CNY\"}",
+                     "pay_no");
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":\"P 1\",\"amount\":"
-                     "\"1.00\",\"currency\":\"CNY\"}", "pay_no");
+                     "\"1.00\",\"currency\":\"CNY\"}",
+                     "pay_no");
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":\"P1\",\"amount\":"
-                     "899.00,\"currency\":\"CNY\"}", "amount");
+                     "899.00,\"currency\":\"CNY\"}",
+                     "amount");
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":\"P1\",\"amount\":"
-                     "\"1e3\",\"currency\":\"CNY\"}", "amount");
+                     "\"1e3\",\"currency\":\"CNY\"}",
+                     "amount");
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":\"P1\",\"amount\":"
-                     "\"8.999\",\"currency\":\"CNY\"}", "amount");
+                     "\"8.999\",\"currency\":\"CNY\"}",
+                     "amount");
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":\"P1\",\"amount\":"
-                     "\"0.00\",\"currency\":\"CNY\"}", "amount");
+                     "\"0.00\",\"currency\":\"CNY\"}",
+                     "amount");
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":\"P1\",\"amount\":"
-                     "\"-1.00\",\"currency\":\"CNY\"}", "amount");
+                     "\"-1.00\",\"currency\":\"CNY\"}",
+                     "amount");
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":\"P1\",\"amount\":"
-                     "\"1.00\"}", "currency");
+                     "\"1.00\"}",
+                     "currency");
     assert_malformed("{\"order_no\":\"O1\",\"status\":\"PAID\",\"pay_no\":\"P1\",\"amount\":"
-                     "\"1.00\",\"currency\":\"XXQ\"}", "currency");
+                     "\"1.00\",\"currency\":\"XXQ\"}",
+                     "currency");
 }
 END_TEST
 
@@ -117,11 +130,11 @@ END_TEST
 
 START_TEST(query_share_splits_what_is_left_evenly_rounding_up)
 {
-    ck_assert_uint_eq(20, query_share(20, 1));              /* one shard: all of it */
+    ck_assert_uint_eq(20, query_share(20, 1)); /* one shard: all of it */
     ck_assert_uint_eq(10, query_share(20, 2));
-    ck_assert_uint_eq(11, query_share(21, 2));              /* the first shard visited gets more */
-    ck_assert_uint_eq(10, query_share(10, 1));              /* the rest, to the last */
-    ck_assert_uint_eq(1, query_share(1, 3));                /* never 0 while orders are left */
+    ck_assert_uint_eq(11, query_share(21, 2)); /* the first shard visited gets more */
+    ck_assert_uint_eq(10, query_share(10, 1)); /* the rest, to the last */
+    ck_assert_uint_eq(1, query_share(1, 3));   /* never 0 while orders are left */
     ck_assert_uint_eq(0, query_share(0, 2));
     ck_assert_uint_eq(0, query_share(5, 0));
 }

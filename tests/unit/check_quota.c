@@ -24,9 +24,9 @@ START_TEST(burst_then_rate)
 
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(0, quota_take(q, QUOTA_TOKEN, &a, 1000));
-    ck_assert_int_eq(1, quota_take(q, QUOTA_TOKEN, &a, 1000));     /* Retry-After: 1 */
+    ck_assert_int_eq(1, quota_take(q, QUOTA_TOKEN, &a, 1000)); /* Retry-After: 1 */
     ck_assert_int_eq(1, quota_take(q, QUOTA_TOKEN, &a, 1099));
-    ck_assert_int_eq(0, quota_take(q, QUOTA_TOKEN, &a, 1100));     /* 100 ms = one request */
+    ck_assert_int_eq(0, quota_take(q, QUOTA_TOKEN, &a, 1100)); /* 100 ms = one request */
     /* Asked every millisecond for 10 s: the burst refilled meanwhile,
      * then 10 a second get through. */
     for (t = 2000; t < 12000; t++)

@@ -35,7 +35,7 @@ static void setup(void)
         snprintf(cfg.shards[i].database, sizeof(cfg.shards[i].database), "paycallback");
     }
     cfg.nshards = 2;
-    m = metrics_create(NULL, 0);      /* no routes: only the shard series matter */
+    m = metrics_create(NULL, 0); /* no routes: only the shard series matter */
     ck_assert_ptr_nonnull(m);
     ck_assert_int_eq(0, shard_set_open(&set, &cfg, m));
     rt = (struct route){ .set = &set, .wait_ms = 0, .m = m, .request_id = "test" };

@@ -6,8 +6,8 @@
 #include "seen.h"
 #include "../check_main.h"
 
-#define SEEN_THREADS      4
-#define KEYS_PER_THREAD   5000
+#define SEEN_THREADS 4
+#define KEYS_PER_THREAD 5000
 
 START_TEST(seen_has_only_what_was_added)
 {
@@ -18,7 +18,7 @@ START_TEST(seen_has_only_what_was_added)
     seen_add(s, "PAY-1");
     ck_assert(seen_has(s, "PAY-1"));
     ck_assert(!seen_has(s, "PAY-2"));
-    ck_assert(!seen_has(s, "pay-1"));           /* byte for byte, like the column */
+    ck_assert(!seen_has(s, "pay-1")); /* byte for byte, like the column */
     ck_assert(!seen_has(s, ""));
     seen_destroy(s);
 }
@@ -39,9 +39,9 @@ START_TEST(seen_stays_bounded_and_forgets_old_keys)
         snprintf(key, sizeof(key), "PAY-%d", i);
         kept += seen_has(s, key);
     }
-    ck_assert_int_le(kept, 64);                  /* one key per slot at most */
+    ck_assert_int_le(kept, 64); /* one key per slot at most */
     ck_assert_int_gt(kept, 0);
-    ck_assert(seen_has(s, "PAY-9999"));          /* the last one added stays */
+    ck_assert(seen_has(s, "PAY-9999")); /* the last one added stays */
     seen_destroy(s);
 }
 END_TEST

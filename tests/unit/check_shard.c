@@ -86,10 +86,10 @@ START_TEST(sharded_routes_by_prefix_and_refuses_unknown_shards)
     ck_assert(set.sharded);
     ck_assert_ptr_eq(&set.s[0], shard_of_order(&set, "S03-O1"));
     ck_assert_ptr_eq(&set.s[2], shard_of_order(&set, "S12-O1"));
-    ck_assert_ptr_eq(&set.s[1], shard_of_order(&set, "ORD-legacy"));   /* made before: shard 1 */
-    ck_assert_ptr_null(shard_of_order(&set, "S04-O1"));               /* no shard 4 */
+    ck_assert_ptr_eq(&set.s[1], shard_of_order(&set, "ORD-legacy")); /* made before: shard 1 */
+    ck_assert_ptr_null(shard_of_order(&set, "S04-O1"));              /* no shard 4 */
     ck_assert_ptr_null(shard_of_order(&set, "S00-O1"));
-    ck_assert_ptr_null(shard_of_order(&set, "S1-O1"));                /* not legacy: malformed */
+    ck_assert_ptr_null(shard_of_order(&set, "S1-O1")); /* not legacy: malformed */
     ck_assert_ptr_null(shard_of_order(&set, "s01-O1"));
     ck_assert_ptr_null(shard_of_order(&set, "SAB-O1"));
     ck_assert_ptr_null(shard_of_order(&set, "S001-O1"));
@@ -132,7 +132,7 @@ START_TEST(placement_is_stable_and_spreads_keys)
         ck_assert_ptr_eq(set.by_id[a], shard_place(&set, key));
         count[a]++;
     }
-    ck_assert_int_gt(count[0], 400);                  /* about half each */
+    ck_assert_int_gt(count[0], 400); /* about half each */
     ck_assert_int_gt(count[1], 400);
     shard_set_close(&set);
 }

@@ -10,17 +10,17 @@
 #include "signature.h"
 #include "../check_main.h"
 
-#define SECRET     "dev-secret"
-#define TS         "1700000000"
-#define TS_S       INT64_C(1700000000)
-#define BODY       "{\"a\":1}"
-#define WINDOW_S   INT64_C(300)
+#define SECRET "dev-secret"
+#define TS "1700000000"
+#define TS_S INT64_C(1700000000)
+#define BODY "{\"a\":1}"
+#define WINDOW_S INT64_C(300)
 /* HMAC-SHA256(dev-secret, "1700000000.{\"a\":1}") */
-#define MAC_BODY   "81528f21e4bbfbf8126dae6ccb165f60a908ae2df81dd1d5def1b102278ab923"
+#define MAC_BODY "81528f21e4bbfbf8126dae6ccb165f60a908ae2df81dd1d5def1b102278ab923"
 /* HMAC-SHA256(other-secret, "1700000000.{\"a\":1}") */
-#define MAC_OTHER  "d26e6d3ebb77ee6d8bcc8b2f6184dc4e58401cc7852a06e70ba3c9c05d8a9481"
+#define MAC_OTHER "d26e6d3ebb77ee6d8bcc8b2f6184dc4e58401cc7852a06e70ba3c9c05d8a9481"
 /* HMAC-SHA256(dev-secret, "1700000000.") */
-#define MAC_EMPTY  "46775370b0a8571b014ec581bce4dac76fa2d8df0091cdefad9008689b4ea0d2"
+#define MAC_EMPTY "46775370b0a8571b014ec581bce4dac76fa2d8df0091cdefad9008689b4ea0d2"
 
 /* sig_verify with the fixed secret and body, at time now_s. */
 static enum sig_status verify_at(const char *ts, const char *sig, int64_t now_s)
@@ -131,11 +131,20 @@ END_TEST
 
 START_TEST(sig_verify_rejects_non_digit_timestamp)
 {
-    static const char *const bad[] = {
-        "17000000a0", "-1700000000", "+1700000000", " 1700000000",
-        "1700000000 ", "1.7e9", "1700000000.0", "0x6553f100",
-        "\357\274\221700000000",        /* fullwidth 1 then 700000000 */
-    };
+    static const char
+        *const
+            bad
+                [] = {
+                    "17000000a0",
+                    "-1700000000",
+                    "+1700000000",
+                    " 1700000000",
+                    "1700000000 ",
+                    "1.7e9",
+                    "1700000000.0",
+                    "0x6553f100",
+                    "\357\274\221700000000", /* fullwidth 1 then 700000000 */
+                };
     size_t i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -147,10 +156,8 @@ END_TEST
 START_TEST(sig_verify_rejects_overlong_timestamp)
 {
     /* 20 digits, and 19 digits above INT64_MAX: neither is a unix time. */
-    ck_assert_int_eq(SIG_BAD_TIMESTAMP,
-                     verify_at("00000000001700000000", MAC_BODY, TS_S));
-    ck_assert_int_eq(SIG_BAD_TIMESTAMP,
-                     verify_at("9999999999999999999", MAC_BODY, TS_S));
+    ck_assert_int_eq(SIG_BAD_TIMESTAMP, verify_at("00000000001700000000", MAC_BODY, TS_S));
+    ck_assert_int_eq(SIG_BAD_TIMESTAMP, verify_at("9999999999999999999", MAC_BODY, TS_S));
 }
 END_TEST
 
@@ -158,8 +165,7 @@ START_TEST(sig_verify_survives_extreme_clock_values)
 {
     ck_assert_int_eq(SIG_BAD_TIMESTAMP, verify_at(TS, MAC_BODY, INT64_MIN));
     ck_assert_int_eq(SIG_BAD_TIMESTAMP, verify_at(TS, MAC_BODY, INT64_MAX));
-    ck_assert_int_eq(SIG_BAD_TIMESTAMP,
-                     verify_at("9223372036854775807", MAC_BODY, INT64_MIN));
+    ck_assert_int_eq(SIG_BAD_TIMESTAMP, verify_at("9223372036854775807", MAC_BODY, INT64_MIN));
 }
 END_TEST
 
@@ -176,8 +182,7 @@ START_TEST(sig_verify_rejects_wrong_key)
 {
     ck_assert_int_eq(SIG_MISMATCH, verify_at(TS, MAC_OTHER, TS_S));
     ck_assert_int_eq(SIG_MISMATCH,
-                     sig_verify("other-secret", TS, MAC_BODY, BODY, strlen(BODY),
-                                TS_S, WINDOW_S));
+                     sig_verify("other-secret", TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
 }
 END_TEST
 
@@ -186,8 +191,7 @@ START_TEST(sig_verify_rejects_tampered_body)
     static const char tampered[] = "{\"a\":2}";
 
     ck_assert_int_eq(SIG_MISMATCH,
-                     sig_verify(SECRET, TS, MAC_BODY, tampered, strlen(tampered),
-                                TS_S, WINDOW_S));
+                     sig_verify(SECRET, TS, MAC_BODY, tampered, strlen(tampered), TS_S, WINDOW_S));
 }
 END_TEST
 
@@ -239,8 +243,7 @@ END_TEST
 
 START_TEST(sig_status_str_names_the_headers)
 {
-    ck_assert_str_eq("missing X-Timestamp or X-Signature header",
-                     sig_status_str(SIG_MISSING));
+    ck_assert_str_eq("missing X-Timestamp or X-Signature header", sig_status_str(SIG_MISSING));
     ck_assert_str_eq("X-Timestamp is not a unix time within the allowed window",
                      sig_status_str(SIG_BAD_TIMESTAMP));
     ck_assert_str_eq("signature does not match", sig_status_str(SIG_MISMATCH));
@@ -303,8 +306,8 @@ START_TEST(sig_verify_any_refuses_more_secrets_than_its_maximum)
 
     ck_assert_int_eq(SIG_MISMATCH, sig_verify_any(secrets, SIG_SECRETS_MAX + 1, TS, MAC_BODY, BODY,
                                                   strlen(BODY), TS_S, WINDOW_S));
-    ck_assert_int_eq(SIG_MISMATCH, sig_verify_any(NULL, 0, TS, MAC_BODY, BODY, strlen(BODY), TS_S,
-                                                  WINDOW_S));
+    ck_assert_int_eq(SIG_MISMATCH,
+                     sig_verify_any(NULL, 0, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
 }
 END_TEST
 
@@ -314,25 +317,28 @@ END_TEST
  * longer than SHA-256's block, so HMAC hashes them first), each with its
  * case's data. None holds a NUL byte, so each is a C string. */
 struct rfc4231_case {
-    unsigned char key_byte;       /* every byte of the key; 0: the bytes 0x01, 0x02, ... */
+    unsigned char key_byte; /* every byte of the key; 0: the bytes 0x01, 0x02, ... */
     size_t key_len;
-    const char *key;              /* or a printable key */
+    const char *key; /* or a printable key */
     const char *data;
 };
 
 static const struct rfc4231_case rfc4231[] = {
     { 0x0b, 20, NULL, "Hi There" },
     { 0, 0, "Jefe", "what do ya want for nothing?" },
-    { 0xaa, 20, NULL, "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd"
-                      "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd"
-                      "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd" },
-    { 0, 25, NULL, "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd"
-                   "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd"
-                   "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd" },
+    { 0xaa, 20, NULL,
+      "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd"
+      "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd"
+      "\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd\xdd" },
+    { 0, 25, NULL,
+      "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd"
+      "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd"
+      "\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd\xcd" },
     { 0xaa, 131, NULL, "Test Using Larger Than Block-Size Key - Hash Key First" },
-    { 0xaa, 131, NULL, "This is a test using a larger than block-size key and a larger than "
-                       "block-size data. The key needs to be hashed before being used by the "
-                       "HMAC algorithm." },
+    { 0xaa, 131, NULL,
+      "This is a test using a larger than block-size key and a larger than "
+      "block-size data. The key needs to be hashed before being used by the "
+      "HMAC algorithm." },
 };
 
 /* The key of case c as a string, built in keybuf unless it is printable. */
@@ -456,8 +462,8 @@ START_TEST(sig_keys_refuse_more_secrets_than_the_maximum)
     ck_assert_ptr_null(sig_keys_create(NULL, 1));
     ck_assert_int_eq(SIG_MISMATCH,
                      sig_keys_verify(NULL, TS, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
-    ck_assert_int_eq(SIG_MISSING, sig_keys_verify(NULL, NULL, MAC_BODY, BODY, strlen(BODY), TS_S,
-                                                  WINDOW_S));
+    ck_assert_int_eq(SIG_MISSING,
+                     sig_keys_verify(NULL, NULL, MAC_BODY, BODY, strlen(BODY), TS_S, WINDOW_S));
     ck_assert_ptr_nonnull(k);
     ck_assert_int_eq(-1, sig_keys_compute(k, 1, TS, BODY, strlen(BODY), out));
     ck_assert_int_eq(-1, sig_keys_compute(k, 0, NULL, BODY, strlen(BODY), out));

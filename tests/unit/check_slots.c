@@ -7,8 +7,8 @@
 #include "slots.h"
 #include "../check_main.h"
 
-#define SLOTS_N          3
-#define THREADS          8
+#define SLOTS_N 3
+#define THREADS 8
 #define ROUNDS_PER_THREAD 2000
 
 START_TEST(slots_lend_each_slot_once_until_put_back)
@@ -86,7 +86,7 @@ START_TEST(slots_never_lend_one_slot_to_two_threads)
     ck_assert_int_eq(0, atomic_load(&sh.overlaps));
     ck_assert_int_eq(0, atomic_load(&sh.timeouts));
     int held[SLOTS_N];
-    for (int k = 0; k < SLOTS_N; k++) {             /* all back: take them all again */
+    for (int k = 0; k < SLOTS_N; k++) { /* all back: take them all again */
         held[k] = slots_take(sh.s, 10, NULL);
         ck_assert_int_ge(held[k], 0);
     }

@@ -106,9 +106,9 @@ END_TEST
 
 START_TEST(validate_id_rejects_non_ascii)
 {
-    ck_assert(!validate_id("caf\xc3\xa9"));            /* café */
+    ck_assert(!validate_id("caf\xc3\xa9"));              /* café */
     ck_assert(!validate_id("\xe8\xae\xa2\xe5\x8d\x95")); /* 订单 */
-    ck_assert(!validate_id("\xef\xbc\x91"));           /* fullwidth 1 */
+    ck_assert(!validate_id("\xef\xbc\x91"));             /* fullwidth 1 */
     ck_assert(!validate_id("a\x7f"));
     ck_assert(!validate_id("a\x01"));
 }
@@ -160,8 +160,12 @@ END_TEST
 START_TEST(validate_http_url_accepts_http_and_https_urls)
 {
     static const char *const good[] = {
-        "http://127.0.0.1", "https://pay.example.com/v3/query", "http://10.0.0.1:8443/q?shop=1&x=%2F",
-        "https://[::1]:9/q", "https://a-b.example/p;v=1/x~y@z!$'()*+,", "http://h:65535/",
+        "http://127.0.0.1",
+        "https://pay.example.com/v3/query",
+        "http://10.0.0.1:8443/q?shop=1&x=%2F",
+        "https://[::1]:9/q",
+        "https://a-b.example/p;v=1/x~y@z!$'()*+,",
+        "http://h:65535/",
     };
     size_t i;
 
@@ -173,10 +177,28 @@ END_TEST
 START_TEST(validate_http_url_refuses_other_schemes_credentials_and_junk)
 {
     static const char *const bad[] = {
-        "", "ftp://h/", "HTTP://h/", "file:///etc/passwd", "http://", "https:///q",
-        "http://user:pw@h/", "http://h:0/", "http://h:65536/", "http://h:123456/", "http://h:/",
-        "http://h/a b", "http://h/a#frag", "http://h/%zz", "http://h/%4", "http://h/\r\nX: 1",
-        "http://.h/", "http://-h/", "http://[]/", "http://[::1/", "http://h\x7f/", "//h/q",
+        "",
+        "ftp://h/",
+        "HTTP://h/",
+        "file:///etc/passwd",
+        "http://",
+        "https:///q",
+        "http://user:pw@h/",
+        "http://h:0/",
+        "http://h:65536/",
+        "http://h:123456/",
+        "http://h:/",
+        "http://h/a b",
+        "http://h/a#frag",
+        "http://h/%zz",
+        "http://h/%4",
+        "http://h/\r\nX: 1",
+        "http://.h/",
+        "http://-h/",
+        "http://[]/",
+        "http://[::1/",
+        "http://h\x7f/",
+        "//h/q",
         "http://h/caf\xc3\xa9",
     };
     size_t i;

@@ -11,17 +11,17 @@
 #include "workq.h"
 #include "../check_main.h"
 
-#define JOBS_MANY   2000
-#define THREADS     4
-#define WAIT_LONG_MS 60000            /* a bound no test job waits past */
-#define WAIT_SHORT_MS 200             /* a bound a job held up behind another passes */
+#define JOBS_MANY 2000
+#define THREADS 4
+#define WAIT_LONG_MS 60000 /* a bound no test job waits past */
+#define WAIT_SHORT_MS 200  /* a bound a job held up behind another passes */
 
 struct test_job {
-    struct workq_job job;             /* first: the job is the test job */
+    struct workq_job job; /* first: the job is the test job */
     atomic_int runs, expires;
     int seq;
-    sem_t *gate;                      /* when set, run waits on it */
-    pthread_barrier_t *meet;          /* when set, run meets the others there */
+    sem_t *gate;             /* when set, run waits on it */
+    pthread_barrier_t *meet; /* when set, run meets the others there */
 };
 
 static atomic_int order[64];

@@ -25,15 +25,17 @@ void h_sign(const char *secret, const char *ts, const char *body, size_t len,
     msg[tlen] = '.';
     if (len > 0)
         memcpy(msg + tlen + 1, body, len);
-    ck_assert_msg(HMAC(EVP_sha256(), secret, (int)strlen(secret), msg, tlen + 1 + len,
-                       mac, &maclen) != NULL && maclen == 32, "HMAC-SHA256 failed");
+    ck_assert_msg(HMAC(EVP_sha256(), secret, (int)strlen(secret), msg, tlen + 1 + len, mac,
+                       &maclen) != NULL &&
+                      maclen == 32,
+                  "HMAC-SHA256 failed");
     free(msg);
     for (unsigned int i = 0; i < maclen; i++)
         snprintf(out + 2 * i, 3, "%02x", mac[i]);
 }
 
-int h_post_callback(int port, const char *secret, long long ts_s,
-                    const char *body, size_t len, struct h_resp *out)
+int h_post_callback(int port, const char *secret, long long ts_s, const char *body, size_t len,
+                    struct h_resp *out)
 {
     char ts[32], sig[H_SIG_HEX_LEN + 1], ts_hdr[64], sig_hdr[96];
     const char *headers[] = { "Content-Type: application/json", ts_hdr, sig_hdr, NULL };
@@ -45,8 +47,8 @@ int h_post_callback(int port, const char *secret, long long ts_s,
     return h_http(port, "POST", "/pay/callback", headers, body, len, out);
 }
 
-size_t h_callback_body(char *buf, size_t bufsz, const char *order_no,
-                       const char *pay_no, const char *amount)
+size_t h_callback_body(char *buf, size_t bufsz, const char *order_no, const char *pay_no,
+                       const char *amount)
 {
     int n = snprintf(buf, bufsz, "{\"order_no\":\"%s\",\"pay_no\":\"%s\",\"amount\":\"%s\"}",
                      order_no, pay_no, amount);
@@ -55,8 +57,8 @@ size_t h_callback_body(char *buf, size_t bufsz, const char *order_no,
     return (size_t)n;
 }
 
-int h_callback(int port, const char *order_no, const char *pay_no,
-               const char *amount, struct h_resp *out)
+int h_callback(int port, const char *order_no, const char *pay_no, const char *amount,
+               struct h_resp *out)
 {
     char body[512];
     size_t len = h_callback_body(body, sizeof body, order_no, pay_no, amount);

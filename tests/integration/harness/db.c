@@ -13,9 +13,9 @@
 #include <mysql.h>
 #include <openssl/sha.h>
 
-#define H_DB_CONNECT_TIMEOUT_S  5
-#define H_DB_TIMEOUT_S          30
-#define H_DB_LOCK_WAIT_S        "10"     /* SQL text: seconds */
+#define H_DB_CONNECT_TIMEOUT_S 5
+#define H_DB_TIMEOUT_S 30
+#define H_DB_LOCK_WAIT_S "10" /* SQL text: seconds */
 
 /* Connects to paycallback_test with bounded lock waits, so a test blocked
  * by a lock the server forgot to release fails instead of hanging. */
@@ -176,8 +176,9 @@ const char *h_shards_env(void)
     const char *db = hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
     unsigned int port = hi_test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT);
 
-    snprintf(env, sizeof env, "PAYCALLBACK_MYSQL_SHARDS=1=" H_HOST ":%u/%s,2=" H_HOST ":%u/%s"
-             H_SHARD2_SUFFIX, port, db, port, db);
+    snprintf(env, sizeof env,
+             "PAYCALLBACK_MYSQL_SHARDS=1=" H_HOST ":%u/%s,2=" H_HOST ":%u/%s" H_SHARD2_SUFFIX, port,
+             db, port, db);
     return env;
 }
 
@@ -207,8 +208,9 @@ const char *h_shards_half_down_env(void)
     const char *db = hi_test_env("PCB_TEST_MYSQL_DB", H_TEST_DB);
     unsigned int port = hi_test_port("PCB_TEST_MYSQL_PORT", H_MYSQL_PORT);
 
-    snprintf(env, sizeof env, "PAYCALLBACK_MYSQL_SHARDS=1=" H_HOST ":%u/%s,2=" H_HOST ":1/%s"
-             H_SHARD2_SUFFIX, port, db, db);
+    snprintf(env, sizeof env,
+             "PAYCALLBACK_MYSQL_SHARDS=1=" H_HOST ":%u/%s,2=" H_HOST ":1/%s" H_SHARD2_SUFFIX, port,
+             db, db);
     return env;
 }
 
@@ -231,8 +233,7 @@ void h_db_insert_order_in(const char *order_no, const char *amount, const char *
               order_no, order_no, amount, currency);
 }
 
-void h_db_insert_order(const char *order_no, const char *user_id,
-                       const char *amount, int status)
+void h_db_insert_order(const char *order_no, const char *user_id, const char *amount, int status)
 {
     h_db_exec("INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
               "VALUES ('%s', '%s', LEFT('req-%s', 64), 'SHOE-42', 1, %s, %d)",

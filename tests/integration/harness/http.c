@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#define H_RESP_MAX_BYTES        (16u << 20)
+#define H_RESP_MAX_BYTES (16u << 20)
 
 /* A connected, blocking socket to 127.0.0.1:port with send and receive
  * timeouts, or -1 with the reason in err. */
@@ -139,7 +139,7 @@ static int dechunk(const char *p, size_t len, char **out, size_t *outlen)
             goto bad;
         pos = (size_t)(eol - p) + 2;
         if (size == 0)
-            break;                /* trailers, if any, are ignored */
+            break; /* trailers, if any, are ignored */
         if (size > len - pos || len - pos - size < 2 || memcmp(p + pos + size, "\r\n", 2) != 0)
             goto bad;
         memcpy(buf + n, p + pos, size);
@@ -292,21 +292,18 @@ static int has_authorization(const char *const *headers)
     return 0;
 }
 
-int h_http(int port, const char *method, const char *path,
-           const char *const *headers, const char *body, size_t body_len,
-           struct h_resp *out)
+int h_http(int port, const char *method, const char *path, const char *const *headers,
+           const char *body, size_t body_len, struct h_resp *out)
 {
     return h_http_key(port, has_authorization(headers) ? NULL : H_OPERATOR_KEY, method, path,
                       headers, body, body_len, out);
 }
 
 int h_http_key(int port, const char *key, const char *method, const char *path,
-               const char *const *headers, const char *body, size_t body_len,
-               struct h_resp *out)
+               const char *const *headers, const char *body, size_t body_len, struct h_resp *out)
 {
     size_t hlen = 256 + strlen(method) + strlen(path) + (key != NULL ? strlen(key) : 0);
-    int with_length = body != NULL ||
-                      (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0);
+    int with_length = body != NULL || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0);
     char *req;
     size_t n;
     int rc;
@@ -318,8 +315,10 @@ int h_http_key(int port, const char *key, const char *method, const char *path,
         snprintf(out->err, sizeof out->err, "out of memory");
         return fail_reply(out);
     }
-    n = (size_t)snprintf(req, hlen, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                         "Connection: close\r\n", method, path, port);
+    n = (size_t)snprintf(req, hlen,
+                         "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                         "Connection: close\r\n",
+                         method, path, port);
     if (key != NULL)
         n += (size_t)snprintf(req + n, hlen - n, "Authorization: Bearer %s\r\n", key);
     for (size_t i = 0; headers != NULL && headers[i] != NULL; i++)

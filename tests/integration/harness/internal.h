@@ -11,14 +11,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define H_POLL_MS               10
-#define H_FD_CLOSE_MAX          65536
-#define H_TEST_DB               "paycallback_test"
-#define H_DB_USER               "paycallback"
-#define H_DB_PASSWORD           "paycallback"
-#define H_MYSQL_PORT            3307
-#define H_REDIS_PORT            6380
-#define H_HOST                  "127.0.0.1"
+#define H_POLL_MS 10
+#define H_FD_CLOSE_MAX 65536
+#define H_TEST_DB "paycallback_test"
+#define H_DB_USER "paycallback"
+#define H_DB_PASSWORD "paycallback"
+#define H_MYSQL_PORT 3307
+#define H_REDIS_PORT 6380
+#define H_HOST "127.0.0.1"
 
 /* A growable NULL-terminated environment vector of malloc'd "KEY=VAL". */
 struct envv {

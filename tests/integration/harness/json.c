@@ -64,14 +64,14 @@ const char *h_check_error(const struct h_resp *r, int status, const char *code)
 
     why[0] = '\0';
     if (r->status != status) {
-        snprintf(why, sizeof why, "expected HTTP %d, got %d%s%s: %.400s", status,
-                 r->status, r->err[0] ? " " : "", r->err, body);
+        snprintf(why, sizeof why, "expected HTTP %d, got %d%s%s: %.400s", status, r->status,
+                 r->err[0] ? " " : "", r->err, body);
         return why;
     }
     if (!h_resp_is_json(r)) {
         snprintf(why, sizeof why, "expected Content-Type application/json, got %s: %.400s",
-                 h_resp_header(r, "Content-Type") ? h_resp_header(r, "Content-Type")
-                                                  : "(none)", body);
+                 h_resp_header(r, "Content-Type") ? h_resp_header(r, "Content-Type") : "(none)",
+                 body);
         return why;
     }
     got_code = h_json_get_str(body, "code");

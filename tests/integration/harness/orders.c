@@ -42,9 +42,8 @@ void h_token_apply(int port, char token[H_TOKEN_BUF])
                   "GET /token/apply: expected 200 and a 32-hex token, got HTTP %d", status);
 }
 
-int h_order_create(int port, const char *token, const char *user_id,
-                   const char *request_id, const char *sku, int quantity,
-                   struct h_resp *out)
+int h_order_create(int port, const char *token, const char *user_id, const char *request_id,
+                   const char *sku, int quantity, struct h_resp *out)
 {
     char body[512], hdr[96];
     const char *headers[] = { "Content-Type: application/json", hdr, NULL };

@@ -16,14 +16,14 @@
 
 extern char **environ;
 
-#define H_START_TIMEOUT_MS      15000
+#define H_START_TIMEOUT_MS 15000
 #define H_START_TIMEOUT_ASAN_MS 90000
-#define H_STOP_TIMEOUT_MS       30000
-#define H_KV_MAX              512
+#define H_STOP_TIMEOUT_MS 30000
+#define H_KV_MAX 512
 
 struct h_server {
     pid_t pid;
-    pid_t owner;                  /* the process that forked it */
+    pid_t owner; /* the process that forked it */
     int port;
 };
 
@@ -106,7 +106,7 @@ int hi_server_env(struct envv *e, const char *const *extra_env)
     rc |= env_set(e, "PAYCALLBACK_MYSQL_PASSWORD",
                   hi_test_env("PCB_TEST_MYSQL_PASSWORD", H_DB_PASSWORD));
     rc |= env_set(e, "PAYCALLBACK_REDIS_DB", "9");
-    rc |= env_set(e, "PAYCALLBACK_DEV", "1");     /* the shipped development secret */
+    rc |= env_set(e, "PAYCALLBACK_DEV", "1"); /* the shipped development secret */
     for (size_t i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
         rc |= env_put(e, extra_env[i]);
     return rc == 0 ? 0 : -1;
@@ -178,8 +178,10 @@ static int wait_for_port(pid_t pid, const char *port_file, int timeout_ms)
         }
         if (waitpid(pid, &wstatus, WNOHANG) == pid) {
             describe_status(wstatus, why, sizeof why);
-            fprintf(stderr, "harness: server exited (%s) before writing its port; "
-                    "see var/test-logs/\n", why);
+            fprintf(stderr,
+                    "harness: server exited (%s) before writing its port; "
+                    "see var/test-logs/\n",
+                    why);
             return -1;
         }
         hi_sleep_ms(H_POLL_MS);
@@ -308,8 +310,8 @@ int hi_reap_pid(pid_t pid, int timeout_ms)
     while ((r = waitpid(pid, &wstatus, WNOHANG)) == 0 && hi_now_us() < deadline)
         hi_sleep_ms(H_POLL_MS);
     if (r == 0) {
-        fprintf(stderr, "harness: process %d still running after %d ms, killing it\n",
-                (int)pid, timeout_ms);
+        fprintf(stderr, "harness: process %d still running after %d ms, killing it\n", (int)pid,
+                timeout_ms);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
     } else if (r == pid && WIFEXITED(wstatus)) {
@@ -332,7 +334,7 @@ static int reap(struct h_server *s, int timeout_ms)
 int h_server_stop(struct h_server *s)
 {
     if (s == NULL || s->owner != getpid())
-        return -1;                /* a forked test never stops its parent's server */
+        return -1; /* a forked test never stops its parent's server */
     kill(s->pid, SIGTERM);
     return reap(s, H_STOP_TIMEOUT_MS);
 }

@@ -8,8 +8,8 @@
 
 #include <sys/time.h>
 
-#define H_REDIS_TIMEOUT_S       5
-#define H_REDIS_DB              9
+#define H_REDIS_TIMEOUT_S 5
+#define H_REDIS_DB 9
 
 /* A context on db 9, or NULL with the reason in err. */
 static redisContext *rds_open(char *err, size_t errsz)

@@ -42,8 +42,8 @@ void h_services(const char *cmd)
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
         ;
     ck_assert_msg(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0,
-                  "scripts/services.sh %s failed (status 0x%x); see var/test-logs/",
-                  cmd, (unsigned)wstatus);
+                  "scripts/services.sh %s failed (status 0x%x); see var/test-logs/", cmd,
+                  (unsigned)wstatus);
 }
 
 /* A temporary file for a child's output: an open descriptor, its name
@@ -74,8 +74,7 @@ static char *read_all_fd(int fd)
     return buf;
 }
 
-void h_run(const char *const *args, const char *const *extra_env, int timeout_ms,
-           struct h_run *out)
+void h_run(const char *const *args, const char *const *extra_env, int timeout_ms, struct h_run *out)
 {
     h_run_signal(args, extra_env, timeout_ms, NULL, 0, out);
 }

@@ -18,12 +18,12 @@ struct storm {
     h_storm_fn fn;
     void *arg;
     int total;
-    atomic_int next;              /* next call index to hand out */
+    atomic_int next; /* next call index to hand out */
     atomic_int errors;
-    long long *lat_us;            /* per call */
+    long long *lat_us; /* per call */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int go;                       /* 0 wait, 1 run, -1 give up */
+    int go; /* 0 wait, 1 run, -1 give up */
 };
 
 /* Waits for the start signal, then takes call indices until none remain. */
@@ -72,8 +72,7 @@ static long long percentile(const long long *sorted, int n, double q)
     return sorted[(k > n ? n : k) - 1];
 }
 
-int h_storm(int threads, int total, h_storm_fn fn, void *arg,
-            struct h_storm_stats *st)
+int h_storm(int threads, int total, h_storm_fn fn, void *arg, struct h_storm_stats *st)
 {
     struct storm s = { .fn = fn, .arg = arg, .total = total };
     pthread_t *tid = calloc((size_t)threads, sizeof *tid);
@@ -122,8 +121,7 @@ out:
  * empties them between tests, so two suites must never run at once (two
  * terminals, or a benchmark beside a test run). Every suite takes this
  * lock before main and holds it until it exits; the next one waits. */
-__attribute__((constructor))
-static void h_exclusive(void)
+__attribute__((constructor)) static void h_exclusive(void)
 {
     char dir[PATH_MAX], path[PATH_MAX + 16];
     const char *root = getenv("PCB_ROOT");
@@ -133,7 +131,7 @@ static void h_exclusive(void)
     mkdir(dir, 0755);
     snprintf(path, sizeof(path), "%s/test.lock", dir);
     if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
-        return;                                   /* no lock: run anyway */
+        return; /* no lock: run anyway */
     while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
         ;
     /* fd stays open for the life of the process: the lock goes with it. */

@@ -12,8 +12,8 @@
 
 #include <sys/wait.h>
 
-#define H_TOOL_ARGS_MAX     16
-#define H_TOOL_START_MS     10000
+#define H_TOOL_ARGS_MAX 16
+#define H_TOOL_START_MS 10000
 
 /* The number in the file at path, or 0 while it is missing or empty. */
 static int read_int_file(const char *path)

@@ -145,7 +145,7 @@ void hi_log_line(int fd, const char *fmt, ...)
     n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (n > 0 && write(fd, line, strlen(line)) < 0)
-        return;                   /* a lost log line is not a test failure */
+        return; /* a lost log line is not a test failure */
 }
 
 /* In a freshly forked child: stdin from /dev/null, stdout and stderr to
