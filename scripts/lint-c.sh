@@ -4,7 +4,9 @@
 # .clang-tidy). Both must find nothing. The include path is the Makefile's
 # LAYERS, the library flags its PKGS; the generated headers are generated
 # into a temporary folder. Needs cppcheck, clang-tidy and pkg-config
-# (scripts/deps.sh installs them). Exit status 0 when both are clean.
+# (scripts/deps.sh installs them). The C of src/, tests/, fuzz/ and bench/
+# must also be as clang-format (.clang-format) writes it. Exit status 0 when
+# all three are clean.
 #
 # Checks left out of cppcheck, and why:
 #   variableScope        locals are declared at the top of a function, where
@@ -42,5 +44,12 @@ if grep -qE '(warning|error):' <<<"$out"; then
 	rc=1
 fi
 
-((rc == 0)) && echo "lint-c: cppcheck and clang-tidy clean (${#srcs[@]} files)"
+mapfile -t cfiles < <(find src tests fuzz bench -name '*.[ch]' | sort)
+if ! fmt=$(clang-format --dry-run --Werror "${cfiles[@]}" 2>&1); then
+	head -n 20 <<<"$fmt"
+	echo "lint-c: not formatted as .clang-format says (clang-format -i <file>)" >&2
+	rc=1
+fi
+
+((rc == 0)) && echo "lint-c: cppcheck and clang-tidy clean (${#srcs[@]} files), ${#cfiles[@]} files formatted"
 exit "$rc"
