@@ -664,64 +664,63 @@ static const char *const schema_tables[] = { "orders",    "payment_record",   "s
                                              "shard_map", "backfill_progress" };
 #define NSCHEMA_TABLES (ARRAY_SIZE(schema_tables))
 
-/* Checks that the stored procedures of the version this build calls
- * exist in the current database (their names carry the version).
- * DB_OK, or DB_ERROR with the first missing one in err. */
-static enum db_status probe_procedures(MYSQL *my, char *err, size_t errsz)
+/* Lists the names the query answers and finds the first of names[0..n)
+ * it lacks. The index of that name, n when none is missing, or -1 when
+ * the query fails (the reason in err). */
+static long probe_missing(MYSQL *my, const char *sql, const char *what, const char *const *names,
+                          size_t n, char *err, size_t errsz)
 {
-    static const char sql[] = "SELECT routine_name FROM information_schema.routines "
-                              "WHERE routine_schema = DATABASE() AND routine_type = 'PROCEDURE'";
-    bool found[DB_PROC_COUNT] = { false };
+    bool found[16] = { false };
     MYSQL_RES *res;
     MYSQL_ROW row;
 
-    if (mysql_real_query(my, sql, sizeof(sql) - 1) != 0 || (res = mysql_store_result(my)) == NULL) {
-        snprintf(err, errsz, "cannot list procedures: %s", mysql_error(my));
-        return DB_ERROR;
+    if (mysql_real_query(my, sql, strlen(sql)) != 0 || (res = mysql_store_result(my)) == NULL) {
+        snprintf(err, errsz, "cannot list %s: %s", what, mysql_error(my));
+        return -1;
     }
     while ((row = mysql_fetch_row(res)) != NULL)
-        for (size_t i = 0; i < DB_PROC_COUNT; i++)
-            if (row[0] != NULL && strcmp(row[0], stmt_procedures[i]) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (row[0] != NULL && strcmp(row[0], names[i]) == 0)
                 found[i] = true;
     mysql_free_result(res);
-    for (size_t i = 0; i < DB_PROC_COUNT; i++) {
-        if (!found[i]) {
-            snprintf(err, errsz,
-                     "procedure %s is missing (schema too old for this build): "
-                     "run paycallback migrate",
-                     stmt_procedures[i]);
-            return DB_ERROR;
-        }
-    }
-    return DB_OK;
+    for (size_t i = 0; i < n; i++)
+        if (!found[i])
+            return (long)i;
+    return (long)n;
 }
 
-/* Checks that every table of the schema exists in the current database.
- * DB_OK, or DB_ERROR with the first missing table (or the error) in err. */
+/* Checks that every table of the schema, then every stored procedure of
+ * the version this build calls (their names carry the version), exists in
+ * the current database. DB_OK, or DB_ERROR with the first missing one (or
+ * the error) in err. */
 static enum db_status probe_schema(MYSQL *my, char *err, size_t errsz)
 {
-    static const char sql[] = "SELECT table_name FROM information_schema.tables "
-                              "WHERE table_schema = DATABASE()";
-    bool found[NSCHEMA_TABLES] = { false };
-    MYSQL_RES *res;
-    MYSQL_ROW row;
+    _Static_assert(NSCHEMA_TABLES <= 16 && DB_PROC_COUNT <= 16, "probe_missing's found[]");
+    long i;
 
-    if (mysql_real_query(my, sql, sizeof(sql) - 1) != 0 || (res = mysql_store_result(my)) == NULL) {
-        snprintf(err, errsz, "cannot list tables: %s", mysql_error(my));
+    i = probe_missing(my,
+                      "SELECT table_name FROM information_schema.tables "
+                      "WHERE table_schema = DATABASE()",
+                      "tables", schema_tables, NSCHEMA_TABLES, err, errsz);
+    if (i < 0)
+        return DB_ERROR;
+    if ((size_t)i < NSCHEMA_TABLES) {
+        snprintf(err, errsz, "table %s is missing: run paycallback migrate", schema_tables[i]);
         return DB_ERROR;
     }
-    while ((row = mysql_fetch_row(res)) != NULL)
-        for (size_t i = 0; i < NSCHEMA_TABLES; i++)
-            if (row[0] != NULL && strcmp(row[0], schema_tables[i]) == 0)
-                found[i] = true;
-    mysql_free_result(res);
-    for (size_t i = 0; i < NSCHEMA_TABLES; i++) {
-        if (!found[i]) {
-            snprintf(err, errsz, "table %s is missing: run paycallback migrate", schema_tables[i]);
-            return DB_ERROR;
-        }
+    i = probe_missing(my,
+                      "SELECT routine_name FROM information_schema.routines "
+                      "WHERE routine_schema = DATABASE() AND routine_type = 'PROCEDURE'",
+                      "procedures", stmt_procedures, DB_PROC_COUNT, err, errsz);
+    if (i < 0)
+        return DB_ERROR;
+    if ((size_t)i < DB_PROC_COUNT) {
+        snprintf(err, errsz,
+                 "procedure %s is missing (schema too old for this build): run paycallback migrate",
+                 stmt_procedures[i]);
+        return DB_ERROR;
     }
-    return probe_procedures(my, err, errsz);
+    return DB_OK;
 }
 
 enum db_status db_probe(const struct config *cfg, const struct cfg_shard *at, char *err,
