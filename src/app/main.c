@@ -31,6 +31,7 @@
 #include "reconcile.h"
 #include "redis.h"
 #include "router.h"
+#include "replays.h"
 #include "seen.h"
 #include "backfill.h"
 #include "server.h"
@@ -425,7 +426,8 @@ static int check_config(const struct config *cfg, const struct gateways *gws, co
 int main(int argc, char **argv)
 {
     struct config cfg;
-    struct server srv = { .cfg = &cfg };
+    struct pay_memory paid = { 0 };
+    struct server srv = { .cfg = &cfg, .paid = &paid };
     struct keyring *kr0 = NULL; /* the start's snapshot: metrics name its gateways */
     const struct gateways *gws;
     struct opts o = { 0 };
@@ -529,7 +531,11 @@ int main(int argc, char **argv)
     if ((srv.m = router_metrics_create()) == NULL ||
         shard_set_open(&srv.shards, &cfg, srv.m) != 0 ||
         (srv.rds = rds_pool_create(&cfg, srv.m)) == NULL ||
-        (srv.paid = seen_create(SEEN_SLOTS_DEFAULT)) == NULL ||
+        (paid.recent = seen_create(SEEN_SLOTS_DEFAULT)) == NULL ||
+        (cfg.callback_replay_cache_entries > 0 &&
+         (paid.answers = replays_create((size_t)cfg.callback_replay_cache_entries,
+                                        cfg.callback_replay_cache_ttl_s,
+                                        cfg.retention_payment_days)) == NULL) ||
         (srv.keys = keyslot_create(keyring_hold(kr0))) == NULL) {
         fprintf(stderr, "paycallback: out of memory\n");
         goto out;
@@ -591,7 +597,8 @@ stop_http:
 out:
     delivery_stop(srv.relay); /* an attempt in flight ends first */
     reconcile_stop(srv.recon);
-    seen_destroy(srv.paid);
+    seen_destroy(paid.recent);
+    replays_destroy(paid.answers);
     keyslot_destroy(srv.keys);
     rds_pool_destroy(srv.rds);
     shard_set_close(&srv.shards);

@@ -111,6 +111,8 @@ static const struct cfg_key keys[] = {
     SR("callback", "secret", callback_secret, 0, ""),
     SR("callback", "previous_secret", callback_previous_secret, 0, ""),
     I("callback", "signature_tolerance_s", signature_tolerance_s, 1, 86400, "300"),
+    I("callback", "replay_cache_entries", callback_replay_cache_entries, 0, 1000000, "8192"),
+    I("callback", "replay_cache_ttl_s", callback_replay_cache_ttl_s, 1, 86400, "3600"),
     S("callback", "query_url", callback_query_url, 0, ""),
     S("callback", "query_token", callback_query_token, 0, ""),
     I("callback", "query_timeout_ms", callback_query_timeout_ms, 100, 60000, "5000"),

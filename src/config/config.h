@@ -129,6 +129,8 @@ struct config {
     char callback_secret[CFG_STR_MAX];          /* current; never empty after cfg_load */
     char callback_previous_secret[CFG_STR_MAX]; /* still accepted while rotating, or "" */
     int signature_tolerance_s;
+    int callback_replay_cache_entries; /* repeats answered from memory (replays.h); 0: off */
+    int callback_replay_cache_ttl_s;   /* how long such an answer is kept */
     /* Active query of stale orders in the native format: "" = not asked. */
     char callback_query_url[CFG_STR_MAX];
     char callback_query_token[CFG_STR_MAX]; /* bearer token; required with the URL */

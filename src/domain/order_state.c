@@ -57,6 +57,19 @@ bool order_state_final(int code)
     return code == ORDER_FINISHED || code == ORDER_CANCELED;
 }
 
+bool order_state_terminal(int code)
+{
+    size_t i;
+
+    if (!order_state_valid(code))
+        return false;
+    for (i = 0; i < COUNT(transitions); i++) {
+        if (transitions[i].from == code)
+            return false;
+    }
+    return true;
+}
+
 const char *order_state_name(int code)
 {
     size_t i;

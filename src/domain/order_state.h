@@ -41,6 +41,13 @@ bool order_state_allowed(int from, int to);
 /* True for FINISHED and CANCELED. */
 bool order_state_final(int code);
 
+/* True when code is a status with no allowed move out of it in the table
+ * above: an order in it keeps it forever, so whatever reports it may be
+ * remembered (the replay cache, replays.h). Derived from the table, so a
+ * move added out of a status stops it being terminal. Every status change
+ * of an order consults the table first (see above). */
+bool order_state_terminal(int code);
+
 /* "WAIT_PAY", "PAID", ... or "UNKNOWN". Never NULL. */
 const char *order_state_name(int code);
 

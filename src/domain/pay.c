@@ -23,9 +23,11 @@
 #include "gateway_notice.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "money.h"
 #include "order_state.h"
 #include "outbox.h"
+#include "replays.h"
 #include "seen.h"
 #include "route.h"
 #include "shard.h"
@@ -43,9 +45,10 @@ struct pay_call {
 };
 
 /* Reads the record of req->pay_no into out->stored_*, out->outcome and
- * out->order_status. *found is false when there is none. */
+ * out->order_status, and its age into *age_s. *found is false when there
+ * is none. */
 static enum db_status load_record(struct db_conn *c, const struct pay_request *req,
-                                  struct pay_outcome *out, bool *found)
+                                  struct pay_outcome *out, bool *found, int64_t *age_s)
 {
     const char *p[] = { req->pay_no };
     struct db_row row;
@@ -61,7 +64,8 @@ static enum db_status load_record(struct db_conn *c, const struct pay_request *r
         db_row_int(&row, PSC_OUTCOME, PAYMENT_PAID, PAYMENT_REFUND_REQUIRED, &outcome) != 0 ||
         (!db_row_is_null(&row, PSC_ORDER_STATUS) &&
          (db_row_int(&row, PSC_ORDER_STATUS, 0, 99, &status) != 0 ||
-          !order_state_valid((int)status))))
+          !order_state_valid((int)status))) ||
+        db_row_int(&row, PSC_AGE_S, INT64_MIN, INT64_MAX, age_s) != 0)
         return db_fail(c, "payment_record of pay_no %s is malformed", req->pay_no);
     out->outcome = (int)outcome;
     out->order_status = (int)status;
@@ -174,25 +178,52 @@ static enum pay_result check_currency(struct db_conn *c, const struct pay_reques
 /* The cheap path of a pay_no this process saw recorded: one indexed read.
  * True when the record answered (a replay or a conflict) or the read
  * failed, with the result in *r; false when there is no record, so the
- * hint was wrong. */
-static bool hinted(struct db_conn *c, const struct pay_request *req, struct pay_outcome *out,
-                   enum pay_result *r)
+ * hint was wrong. A record read here is committed: it fills the replay
+ * cache, which keeps it only as long as replays.h allows. */
+static bool hinted(struct db_conn *c, const struct pay_memory *mem, const struct pay_request *req,
+                   struct pay_outcome *out, enum pay_result *r)
 {
     enum db_status st;
     bool found = false;
+    int64_t age_s = 0;
+    struct replay rec;
 
-    if ((st = load_record(c, req, out, &found)) != DB_OK) {
+    if ((st = load_record(c, req, out, &found, &age_s)) != DB_OK) {
         *r = DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
         return true;
     }
-    if (found)
-        *r = record_result(req, out);
-    return found;
+    if (!found)
+        return false;
+    *r = record_result(req, out);
+    memcpy(rec.order_no, out->stored_order_no, sizeof(rec.order_no));
+    rec.amount_cents = out->stored_amount_cents;
+    rec.outcome = out->outcome;
+    rec.order_status = out->order_status;
+    replays_put(mem->answers, req->pay_no, &rec, age_s, monotime_ms());
+    return true;
+}
+
+/* A repeat answered from the replay cache, with no database at all: the
+ * answer hinted() would give, from the same record (replays.h says why it
+ * is equal). */
+static bool remembered(const struct pay_memory *mem, const struct pay_request *req,
+                       struct pay_outcome *out, enum pay_result *r)
+{
+    struct replay rec;
+
+    if (!replays_get(mem->answers, req->pay_no, !req->ack_only, monotime_ms(), &rec))
+        return false;
+    memcpy(out->stored_order_no, rec.order_no, sizeof(out->stored_order_no));
+    out->stored_amount_cents = rec.amount_cents;
+    out->outcome = rec.outcome;
+    out->order_status = rec.order_status;
+    *r = record_result(req, out);
+    return true;
 }
 
 /* The currency check and the one call, which inserts first. */
-static enum pay_result call(struct db_conn *c, struct seen *recent, const struct pay_request *req,
-                            struct pay_outcome *out)
+static enum pay_result call(struct db_conn *c, const struct pay_memory *mem,
+                            const struct pay_request *req, struct pay_outcome *out)
 {
     struct pay_call j = { .req = req };
     enum pay_result r;
@@ -208,23 +239,26 @@ static enum pay_result call(struct db_conn *c, struct seen *recent, const struct
     }
     r = from_call(c, req, &j.row, out);
     if (r == PAY_PAID || r == PAY_REFUND_REQUIRED || r == PAY_REPLAY || r == PAY_CONFLICT)
-        seen_add(recent, req->pay_no); /* a record exists, committed */
+        seen_add(mem->recent, req->pay_no); /* a record exists, committed */
     return r;
 }
 
-enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
-                          struct pay_outcome *out)
+enum pay_result pay_apply(struct db_conn *c, const struct pay_memory *mem,
+                          const struct pay_request *req, struct pay_outcome *out)
 {
     enum pay_result r;
 
+    memset(out, 0, sizeof(*out));
+    if (remembered(mem, req, out, &r))
+        return r;
     memset(out, 0, sizeof(*out));
     /* A pay_no this process saw committed is most likely a gateway retry:
      * one indexed read answers it without a write. Anything else goes
      * straight to the one call, which inserts first; it stays the
      * authority, so a wrong hint only costs the read. */
-    if (seen_has(recent, req->pay_no) && hinted(c, req, out, &r))
+    if (seen_has(mem->recent, req->pay_no) && hinted(c, mem, req, out, &r))
         return r;
-    return call(c, recent, req, out);
+    return call(c, mem, req, out);
 }
 
 /* ---- routed by shard ----------------------------------------------------- */
@@ -314,7 +348,7 @@ static enum pay_result rebind(struct route_hop *h, const struct shard *reg,
 /* The sharded path: the hint's one read on the order's shard, else the
  * order's existence there, the registry on the pay_no's placement, then
  * the call on the order's shard. */
-static enum pay_result route_sharded(struct route_hop *h, struct seen *recent,
+static enum pay_result route_sharded(struct route_hop *h, const struct pay_memory *mem,
                                      const struct shard *sh, const struct pay_request *req,
                                      struct pay_outcome *out)
 {
@@ -326,10 +360,10 @@ static enum pay_result route_sharded(struct route_hop *h, struct seen *recent,
      * nothing, and its record on the order's shard was written after the
      * binding. A record of another order or amount goes the full way, so
      * the registry, not the hint, decides every conflict. */
-    if (seen_has(recent, req->pay_no)) {
+    if (seen_has(mem->recent, req->pay_no)) {
         if (route_hop_to(h, sh, "pay_apply") == NULL)
             return PAY_UNAVAILABLE;
-        if (hinted(h->c, req, out, &r) && r != PAY_CONFLICT)
+        if (hinted(h->c, mem, req, out, &r) && r != PAY_CONFLICT)
             return failed(h, r, "pay_apply");
         memset(out, 0, sizeof(*out));
     }
@@ -356,10 +390,10 @@ static enum pay_result route_sharded(struct route_hop *h, struct seen *recent,
     memset(out, 0, sizeof(*out));
     if (route_hop_to(h, sh, "pay_apply") == NULL)
         return PAY_UNAVAILABLE;
-    return failed(h, call(h->c, recent, req, out), "pay_apply");
+    return failed(h, call(h->c, mem, req, out), "pay_apply");
 }
 
-enum pay_result pay_route(const struct route *rt, struct seen *recent,
+enum pay_result pay_route(const struct route *rt, const struct pay_memory *mem,
                           const struct pay_request *req, struct pay_outcome *out,
                           struct route_failure *fail)
 {
@@ -371,12 +405,20 @@ enum pay_result pay_route(const struct route *rt, struct seen *recent,
     route_hop_init(&h, rt, fail);
     if (sh == NULL)
         return PAY_NOT_FOUND; /* names no shard of ours: nothing written anywhere */
+    /* Before any connection is borrowed. Sharded, as on the hinted read
+     * below, only a replay is answered here: the registry decides every
+     * conflict. */
+    if (remembered(mem, req, out, &r) && (!rt->set->sharded || r != PAY_CONFLICT)) {
+        metrics_inc(rt->m, M_REPLAY_CACHE_HITS);
+        return r;
+    }
+    memset(out, 0, sizeof(*out));
     if (rt->set->sharded)
-        r = route_sharded(&h, recent, sh, req, out);
+        r = route_sharded(&h, mem, sh, req, out);
     else if (route_hop_to(&h, sh, "pay_apply") == NULL)
         r = PAY_UNAVAILABLE;
     else
-        r = failed(&h, pay_apply(h.c, recent, req, out), "pay_apply");
+        r = failed(&h, pay_apply(h.c, mem, req, out), "pay_apply");
     route_hop_release(&h);
     return r;
 }

@@ -21,6 +21,7 @@
 
 struct gateways;
 struct metrics;
+struct replays;
 struct seen;
 struct shard;
 struct shard_set;
@@ -40,6 +41,19 @@ struct pay_request {
      * the amount. */
     char currency[PAY_CURRENCY_BUF];
     const char *gateway; /* the gateway profile's name for alerts; NULL: native */
+    /* True when the caller's answer to a repeat carries nothing of the
+     * order's current status (a gateway's acknowledgement): then any
+     * cached record answers it. False (the safe default): only a record
+     * whose order is in a terminal status does. */
+    bool ack_only;
+};
+
+/* What this process remembers of recorded payments; either may be NULL.
+ * recent: the pay_nos it saw committed, a hint (seen.h); answers: records
+ * whose answer to a repeat can no longer change (replays.h). */
+struct pay_memory {
+    struct seen *recent;
+    struct replays *answers;
 };
 
 enum pay_result {
@@ -78,13 +92,14 @@ struct pay_outcome {
  * moves the order WAIT_PAY -> PAID (a compare-and-set) with its order.paid
  * outbox event, or marks the record REFUND_REQUIRED when the order was no
  * longer waiting. Deadlocks, lock waits and lost links re-run the call
- * (db_retry). recent (may be NULL) holds the pay_nos this process saw
- * committed: one found there is first looked up with one indexed read, no
- * write; pay_apply adds every pay_no it finds recorded. out is always reset
- * first. On PAY_UNAVAILABLE and PAY_ERROR the detail is in
+ * (db_retry). A repeat answered by mem->answers reads nothing at all;
+ * mem->recent holds the pay_nos this process saw committed: one found
+ * there is first looked up with one indexed read, no write, and that read
+ * fills mem->answers; pay_apply adds every pay_no it finds recorded to
+ * mem->recent. out is always reset first. On PAY_UNAVAILABLE and PAY_ERROR the detail is in
  * db_errno(c)/db_errstr(c). Any thread, one connection per thread. */
-enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct pay_request *req,
-                          struct pay_outcome *out);
+enum pay_result pay_apply(struct db_conn *c, const struct pay_memory *mem,
+                          const struct pay_request *req, struct pay_outcome *out);
 
 /* Applies req on the shard its order_no names, borrowing and releasing
  * connections itself (one at a time: never two shards' at once). A number
@@ -102,9 +117,10 @@ enum pay_result pay_apply(struct db_conn *c, struct seen *recent, const struct p
  * that one read, without the registry. A shard that cannot be reached is
  * PAY_UNAVAILABLE, counted in its paycallback_shard_unavailable_total
  * (route.h) and named in fail (route_log_failure logs it). Connections are
- * borrowed within rt->wait_ms; recent is pay_apply's hint (may be NULL).
+ * borrowed within rt->wait_ms; mem is pay_apply's, and a repeat its
+ * mem->answers answers (sharded: a replay only) borrows no connection.
  * Any thread. */
-enum pay_result pay_route(const struct route *rt, struct seen *recent,
+enum pay_result pay_route(const struct route *rt, const struct pay_memory *mem,
                           const struct pay_request *req, struct pay_outcome *out,
                           struct route_failure *fail);
 

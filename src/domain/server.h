@@ -9,10 +9,10 @@
 struct config;
 struct rds_pool;
 struct metrics;
+struct pay_memory;
 struct http_state;
 struct delivery;
 struct reconcile;
-struct seen;
 struct keyslot;
 struct query;
 
@@ -21,7 +21,7 @@ struct server {
     struct shard_set shards; /* the databases; one (shard 1) unless mysql.shards is set */
     struct rds_pool *rds;    /* NULL until the Redis module is started */
     struct metrics *m;
-    struct seen *paid;       /* pay_nos seen recorded: the hint of pay_apply */
+    struct pay_memory *paid; /* what pay_apply remembers of recorded payments */
     struct http_state *http; /* owned by http_server.c */
     struct delivery *relay;  /* outbox delivery; NULL without webhook.url */
     struct reconcile *recon; /* periodic reconciliation and retention */

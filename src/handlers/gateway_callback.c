@@ -111,7 +111,10 @@ static void apply(struct server *srv, const struct gateway *gw,
                   struct http_resp *resp, const struct gateway_notice *n)
 {
     const struct route rt = route_of(srv, req->request_id);
-    struct pay_request pr = { .amount_cents = n->amount_cents, .gateway = gw->cfg->name };
+    /* The gateway's acknowledgement says nothing of the order's status. */
+    struct pay_request pr = { .amount_cents = n->amount_cents,
+                              .gateway = gw->cfg->name,
+                              .ack_only = true };
     struct pay_outcome out;
     struct route_failure failure;
     enum pay_result r;

@@ -159,6 +159,9 @@ static const struct {
     [M_EXPIRY_DEFERRED] = { "paycallback_order_expiry_deferred_total", NULL,
                             "Orders past the payment window left open because a gateway could "
                             "not confirm them unpaid." },
+    [M_REPLAY_CACHE_HITS] = { "paycallback_replay_cache_hits_total", NULL,
+                              "Repeat callbacks answered from the replay cache, with no database "
+                              "read." },
 };
 
 static const struct {

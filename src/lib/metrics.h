@@ -58,6 +58,7 @@ enum metric_counter {
     M_OPEN_ORDER_CAP,           /* creates refused: orders.max_open_per_user reached (409) */
     M_ORDERS_EXPIRED,           /* WAIT_PAY orders closed past reconcile.payment_window_s */
     M_EXPIRY_DEFERRED,          /* ... left open: a gateway could not confirm them unpaid */
+    M_REPLAY_CACHE_HITS,        /* repeat callbacks answered from memory, no database read */
     M_COUNT
 };
 

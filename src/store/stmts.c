@@ -36,7 +36,8 @@ const char *const stmt_sql[ST_COUNT] = {
         "VALUES (1, ?, ?, ?, ?)",
     [ST_SHARD_MAP_PUT] = "REPLACE INTO shard_map (singleton, shard_id, shard_ids, scheme, epoch) "
                          "VALUES (1, ?, ?, ?, ?)",
-    [ST_PAY_SELECT] = "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
+    [ST_PAY_SELECT] = "SELECT p.order_no, p.amount, p.outcome, o.status, "
+                      "TIMESTAMPDIFF(SECOND, p.create_time, NOW(3)) FROM payment_record p "
                       "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
     [ST_ORDER_CAS] = "UPDATE orders SET status = ? WHERE order_no = ? AND status = ?",
     [ST_OUTBOX_INSERT] = "INSERT INTO outbox (event_type, order_no, payload) VALUES (?, ?, ?)",

@@ -105,12 +105,13 @@ enum order_col {
 };
 
 /* ST_PAY_SELECT: a payment_record joined with its order's status (NULL
- * when the order is gone). */
+ * when the order is gone), and the record's age in seconds. */
 enum pay_seen_col {
     PSC_ORDER_NO,
     PSC_AMOUNT,
     PSC_OUTCOME,
-    PSC_ORDER_STATUS
+    PSC_ORDER_STATUS,
+    PSC_AGE_S
 };
 
 /* ST_CHECKOUT_AGED: checkout bindings older than a grace, in order. */

@@ -34,6 +34,17 @@ static void server_up(void)
     h_fixture_server_up_config(config_path, env);
 }
 
+/* The same, with the replay cache on (the harness turns it off). */
+static void remembering_server_up(void)
+{
+    static const char *const env[] = { "TEST_STRIPE_SECRET=" SECRET,
+                                       "PAYCALLBACK_CALLBACK_REPLAY_CACHE_ENTRIES=64", NULL };
+
+    h_temp_file(config_path, "{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\","
+                             " \"secret_env\": \"TEST_STRIPE_SECRET\", \"tolerance_s\": 300}]}");
+    h_fixture_server_up_config(config_path, env);
+}
+
 static void server_down(void)
 {
     h_fixture_server_down();
@@ -205,6 +216,11 @@ static Suite *gateway_stripe_suite(void)
     tc = h_tcase_with("a succeeded payment intent pays once", TC_TIMEOUT_S, server_up, server_down);
     gw_scenarios_add(tc, GW_PAYS, &driver);
     tcase_add_test(tc, zero_decimal_currency_is_converted_exactly);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("a replay is acknowledged from memory", TC_TIMEOUT_S, remembering_server_up,
+                      server_down);
+    gw_scenarios_add(tc, GW_REMEMBERED, &driver);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("unsigned events are refused", TC_TIMEOUT_S, server_up, server_down);

@@ -221,6 +221,129 @@ START_TEST(replay_with_amount_spelt_differently_is_a_duplicate)
 }
 END_TEST
 
+/* ---- repeats answered from memory ----------------------------------------- */
+
+/* The server of these tests keeps the replay cache on (the harness turns
+ * it off elsewhere: other suites empty the database under their server). */
+static void remembering_server_up(void)
+{
+    static const char *const env[] = { "PAYCALLBACK_CALLBACK_REPLAY_CACHE_ENTRIES=64",
+                                       "PAYCALLBACK_CALLBACK_REPLAY_CACHE_TTL_S=3600", NULL };
+
+    h_fixture_server_up_env(env);
+}
+
+static long long cache_hits(void)
+{
+    long long v = h_metric("paycallback_replay_cache_hits_total");
+
+    ck_assert_msg(v >= 0, "no paycallback_replay_cache_hits_total in /metrics");
+    return v;
+}
+
+/* Sends the same callback twice: the first answer is read from the
+ * database (the hits do not move), the second from memory (one hit);
+ * both are the same bytes. */
+static void assert_remembered(const char *order_no, const char *pay_no, const char *amount,
+                              struct h_resp *db)
+{
+    long long hits = cache_hits();
+    struct h_resp mem;
+
+    h_callback(h_port(), order_no, pay_no, amount, db);
+    ck_assert_int_eq(hits, cache_hits());
+    h_callback(h_port(), order_no, pay_no, amount, &mem);
+    ck_assert_int_eq(hits + 1, cache_hits());
+    ck_assert_int_eq(db->status, mem.status);
+    ck_assert_pstr_eq(h_resp_header(db, "Content-Type"), h_resp_header(&mem, "Content-Type"));
+    ck_assert_uint_eq(db->body_len, mem.body_len);
+    ck_assert_msg(memcmp(db->body, mem.body, db->body_len) == 0,
+                  "from the database: %s\nfrom memory:      %s", db->body, mem.body);
+    h_resp_free(&mem);
+}
+
+static const int terminal_status[] = { 4, 9 }; /* FINISHED, CANCELED */
+
+/* A repeat of a payment whose order can no longer move is answered from
+ * memory with the bytes the database gave: a replay (also of the amount
+ * spelt otherwise), and a conflict, each on its own pay_no. */
+START_TEST(repeat_on_a_terminal_order_is_answered_from_memory_byte_for_byte)
+{
+    int st = terminal_status[_i];
+    char p1[16], p2[16]; /* each run its own: the server outlives the emptied tables */
+    struct h_resp r;
+
+    snprintf(p1, sizeof p1, "PM-1-%d", _i);
+    snprintf(p2, sizeof p2, "PM-2-%d", _i);
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_db_insert_order("O2", "u1002", PRICE, 1);
+    h_callback(h_port(), "O1", p1, PRICE, &r);
+    assert_success(&r, "O1", p1, "PAID", 0);
+    h_resp_free(&r);
+    h_callback(h_port(), "O2", p2, PRICE, &r);
+    assert_success(&r, "O2", p2, "PAID", 0);
+    h_resp_free(&r);
+    h_db_exec("UPDATE orders SET status = %d", st);
+
+    assert_remembered("O1", p1, PRICE, &r);
+    assert_success(&r, "O1", p1, "PAID", 1);
+    h_assert_str(&r, "status", st == 4 ? "FINISHED" : "CANCELED");
+    h_resp_free(&r);
+    h_callback(h_port(), "O1", p1, "899.0", &r); /* from memory too */
+    assert_success(&r, "O1", p1, "PAID", 1);
+    h_resp_free(&r);
+
+    assert_remembered("O1", p2, PRICE, &r);
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+    ck_assert_int_eq(2, records());
+    ck_assert_int_eq(2, outbox_rows());
+}
+END_TEST
+
+/* A payment whose order can still move is read every time: its answer
+ * reports the order's status, which changes. */
+START_TEST(repeat_on_an_order_that_can_move_reads_the_database)
+{
+    long long hits = cache_hits();
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_callback(h_port(), "O1", "PM-3", PRICE, &r);
+    assert_success(&r, "O1", "PM-3", "PAID", 0);
+    h_resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        h_callback(h_port(), "O1", "PM-3", PRICE, &r);
+        assert_success(&r, "O1", "PM-3", "PAID", 1);
+        h_assert_str(&r, "status", "PAID");
+        h_resp_free(&r);
+    }
+    h_db_exec("UPDATE orders SET status = 3 WHERE order_no = 'O1'");
+    h_callback(h_port(), "O1", "PM-3", PRICE, &r);
+    assert_success(&r, "O1", "PM-3", "PAID", 1);
+    h_assert_str(&r, "status", "SHIPPED");
+    h_resp_free(&r);
+    ck_assert_int_eq(hits, cache_hits());
+}
+END_TEST
+
+/* A first callback is never answered from memory: only a record read back
+ * from the database fills it. */
+START_TEST(first_callback_on_a_terminal_order_is_written)
+{
+    long long hits = cache_hits();
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 4);
+    h_callback(h_port(), "O1", "PM-4", PRICE, &r);
+    assert_success(&r, "O1", "PM-4", "REFUND_REQUIRED", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, records());
+    ck_assert_int_eq(hits, cache_hits());
+}
+END_TEST
+
 /* ---- storm --------------------------------------------------------------- */
 
 struct storm_arg {
@@ -867,6 +990,14 @@ static Suite *pay_callback_suite(void)
     tcase_add_test(tc, replayed_callback_answers_duplicate_without_writing);
     tcase_add_test(tc, replay_with_amount_spelt_differently_is_a_duplicate);
     tcase_add_test(tc, replay_of_a_payment_recorded_elsewhere_is_a_duplicate);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("repeats that cannot change are answered from memory", TC_TIMEOUT_S,
+                      remembering_server_up, h_fixture_server_down);
+    tcase_add_loop_test(tc, repeat_on_a_terminal_order_is_answered_from_memory_byte_for_byte, 0,
+                        (int)(sizeof terminal_status / sizeof terminal_status[0]));
+    tcase_add_test(tc, repeat_on_an_order_that_can_move_reads_the_database);
+    tcase_add_test(tc, first_callback_on_a_terminal_order_is_written);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("a held lock is waited out and retried", TC_TIMEOUT_S);

@@ -122,6 +122,39 @@ START_TEST(replayed_notification_is_acknowledged_and_written_once)
 }
 END_TEST
 
+/* The acknowledgement says nothing of the order's status, so a replay of
+ * any recorded payment is answered from memory once the database has
+ * answered it: the same bytes, and the order moving on changes nothing. */
+START_TEST(replay_is_acknowledged_from_memory_byte_for_byte)
+{
+    long long hits = h_metric("paycallback_replay_cache_hits_total");
+    long long replays = notifications(drv->name, "REPLAY");
+    struct h_resp r, db, mem;
+
+    ck_assert_msg(hits >= 0, "no paycallback_replay_cache_hits_total in /metrics");
+    h_db_insert_order_in("O1", GW_PRICE, drv->currency);
+    gw_post(&paying, GW_GOOD, &r);
+    gw_assert_ack(&r);
+    h_resp_free(&r);
+    gw_post(&paying, GW_GOOD, &db);
+    gw_assert_ack(&db);
+    ck_assert_int_eq(hits, h_metric("paycallback_replay_cache_hits_total"));
+    h_db_exec("UPDATE orders SET status = 3 WHERE order_no = 'O1'");
+    gw_post(&paying, GW_GOOD, &mem);
+    ck_assert_int_eq(hits + 1, h_metric("paycallback_replay_cache_hits_total"));
+    ck_assert_int_eq(db.status, mem.status);
+    ck_assert_pstr_eq(h_resp_header(&db, "Content-Type"), h_resp_header(&mem, "Content-Type"));
+    ck_assert_uint_eq(db.body_len, mem.body_len);
+    ck_assert_msg(memcmp(db.body, mem.body, db.body_len) == 0,
+                  "from the database: %s\nfrom memory:      %s", db.body, mem.body);
+    h_resp_free(&db);
+    h_resp_free(&mem);
+    ck_assert_int_eq(1, h_payment_records());
+    ck_assert_int_eq(1, h_outbox_rows());
+    ck_assert_int_eq(replays + 2, notifications(drv->name, "REPLAY"));
+}
+END_TEST
+
 struct storm_arg {
     struct gw_request rq;
     int acked[STORM_TOTAL];
@@ -378,6 +411,7 @@ static const struct scenario {
     { GW_UNMATCHED, GW_GOOD, &notification_with_another_amount_is_amount_mismatch },
     { GW_UNMATCHED, GW_GOOD, &notification_for_an_unknown_order_is_refused },
     { GW_OUTAGE, GW_GOOD, &mysql_outage_is_refused_for_a_retry_and_loses_nothing },
+    { GW_REMEMBERED, GW_GOOD, &replay_is_acknowledged_from_memory_byte_for_byte },
 };
 
 static int can(const struct gw_driver *d, int needs)

@@ -86,7 +86,8 @@ enum gw_group {
     GW_PAYS,      /* a paying notification pays once */
     GW_REFUSED,   /* unsigned notifications are refused */
     GW_UNMATCHED, /* unmatched payments are refused */
-    GW_OUTAGE     /* a mysql outage loses nothing: needs h_fixture_mysql_back */
+    GW_OUTAGE,    /* a mysql outage loses nothing: needs h_fixture_mysql_back */
+    GW_REMEMBERED /* repeats answered from memory: needs the replay cache on */
 };
 
 /* Adds to tc the scenarios of group that d can express. d must outlive

@@ -109,6 +109,28 @@ START_TEST(order_state_final_is_finished_and_canceled)
 }
 END_TEST
 
+/* Terminal: no allowed move out, checked against the table pair by pair,
+ * so it is FINISHED and CANCELED today and follows the table tomorrow. */
+START_TEST(order_state_terminal_has_no_move_out)
+{
+    size_t i, j;
+
+    for (i = 0; i < NCODES; i++) {
+        bool can_move = false;
+
+        for (j = 0; j < NCODES; j++)
+            can_move = can_move || order_state_allowed(codes[i], codes[j]);
+        ck_assert_msg(order_state_terminal(codes[i]) == (order_state_valid(codes[i]) && !can_move),
+                      "order_state_terminal(%d)", codes[i]);
+    }
+    ck_assert(order_state_terminal(ORDER_FINISHED));
+    ck_assert(order_state_terminal(ORDER_CANCELED));
+    ck_assert(!order_state_terminal(ORDER_PAID));
+    ck_assert(!order_state_terminal(ORDER_SHIPPED));
+    ck_assert(!order_state_terminal(0)); /* no order: not a status at all */
+}
+END_TEST
+
 START_TEST(order_state_name_spells_contract_names)
 {
     ck_assert_str_eq("WAIT_PAY", order_state_name(1));
@@ -183,6 +205,7 @@ static Suite *order_state_suite(void)
     tc = tcase_create("classify");
     tcase_add_test(tc, order_state_valid_knows_exactly_five_codes);
     tcase_add_test(tc, order_state_final_is_finished_and_canceled);
+    tcase_add_test(tc, order_state_terminal_has_no_move_out);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("names");
