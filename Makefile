@@ -111,6 +111,7 @@ unit: $(UNIT)
 # as logfmt last.
 integration: $(BIN) $(INTEG)
 	@rm -rf var/test-logs
+	@scripts/npm-ci.sh tests/tools/webhook-verify
 	@PCB_BIN=$(BIN) scripts/run-tests.sh tests/migrate/check-migrate.sh $(INTEG) \
 		scripts/check-logfmt.py
 

@@ -145,7 +145,7 @@ EXAMPLE = """{
   "auth": { "keys": [ { "name": "shop", "key": "(openssl rand -hex 32)" },
                       { "name": "ops", "key": "(openssl rand -hex 32)" } ] },
   "webhook": { "url": "https://shop.example/paycallback-events",
-               "secret": "(openssl rand -hex 32)" },
+               "secret": "whsec_(openssl rand -base64 32)" },
   "gateways": [
     { "name": "alipay", "kind": "alipay", "app_id": "2021000000000001",
       "public_key_file": "/etc/paycallback/alipay_public.pem", "currency": "CNY" },

@@ -252,6 +252,15 @@ static void reload(struct server *srv, const struct opts *o, unsigned long *gene
                  "(changed only by a restart) delivers events");
         goto fail;
     }
+    /* The running format (restart only) decides what the secrets must be. */
+    if (srv->cfg->webhook_url[0] != '\0' &&
+        strcmp(srv->cfg->webhook_format, fresh->webhook_format) != 0) {
+        snprintf(err, sizeof(err),
+                 "webhook.format changes only by a restart, and the file's webhook secrets are "
+                 "for the %s format",
+                 fresh->webhook_format);
+        goto fail;
+    }
     if (cfg_restart_keys(srv->cfg, fresh, changed, sizeof(changed)) > 0)
         log_warn("changed keys keep their running value until a restart", "keys=%s", changed);
     log_level_parse(fresh->log_level, &lvl);

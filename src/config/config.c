@@ -15,10 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
 
 #include "array.h"
 #include "jsonutil.h"
 #include "netaddr.h"
+#include "stdwebhook.h"
 #include "validate.h"
 
 #define CFG_FILE_MAX_BYTES (1 << 20)
@@ -118,6 +122,9 @@ static const struct cfg_key keys[] = {
     I("callback", "query_timeout_ms", callback_query_timeout_ms, 100, 60000, "5000"),
     S("webhook", "url", webhook_url, 0, ""),
     SR("webhook", "secret", webhook_secret, 0, ""),
+    S("webhook", "format", webhook_format, 1, CFG_WEBHOOK_STANDARD),
+    SR("webhook", "previous_secret", webhook_previous_secret, 0, ""),
+    SR("webhook", "previous_secret_until", webhook_previous_secret_until, 0, ""),
     I("webhook", "timeout_ms", webhook_timeout_ms, 100, 60000, "5000"),
     I("webhook", "max_attempts", webhook_max_attempts, 1, 1000, "15"),
     I("webhook", "backoff_base_ms", webhook_backoff_base_ms, 10, 3600000, "1000"),
@@ -1040,6 +1047,79 @@ static int check_query(const struct config *cfg, char *err, size_t errsz)
 }
 
 /* Checks that need more than one key's own range. 0, or -1. */
+/* "YYYY-MM-DDTHH:MM:SSZ" as unix seconds, or -1. */
+static long long parse_utc(const char *s)
+{
+    struct tm tm;
+    int y, mo, d, h, mi, se, used = 0;
+
+    if (strlen(s) != CFG_TIME_MAX - 1 ||
+        sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &se, &used) != 6 ||
+        used != CFG_TIME_MAX - 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 ||
+        mi < 0 || mi > 59 || se < 0 || se > 60)
+        return -1;
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = se;
+    return (long long)timegm(&tm);
+}
+
+/* The webhook format and its secrets: a standard-format secret must be a
+ * whsec_ secret the shop's library can decode (checked whenever set, so
+ * that a reload never brings one the running relay cannot sign with); a
+ * previous secret signs beside it only until a stated time. */
+static int check_webhook_secrets(struct config *cfg, char *err, size_t errsz)
+{
+    bool standard = strcmp(cfg->webhook_format, CFG_WEBHOOK_STANDARD) == 0;
+    const char *names[] = { "webhook.secret", "webhook.previous_secret" };
+    const char *vals[] = { cfg->webhook_secret, cfg->webhook_previous_secret };
+    unsigned char key[SWH_KEY_MAX];
+    size_t n;
+
+    if (!standard && strcmp(cfg->webhook_format, CFG_WEBHOOK_LEGACY) != 0) {
+        snprintf(err, errsz, "webhook.format must be %s or %s, got \"%s\"", CFG_WEBHOOK_STANDARD,
+                 CFG_WEBHOOK_LEGACY, cfg->webhook_format);
+        return -1;
+    }
+    for (size_t i = 0; standard && i < ARRAY_SIZE(vals); i++) {
+        if (vals[i][0] != '\0' && swh_secret_decode(vals[i], key, &n) != 0) {
+            snprintf(err, errsz,
+                     "%s must be whsec_ and the base64 of %d to %d random bytes for the "
+                     "standard format (or set webhook.format to %s to keep X-Signature)",
+                     names[i], SWH_KEY_MIN, SWH_KEY_MAX, CFG_WEBHOOK_LEGACY);
+            return -1;
+        }
+        OPENSSL_cleanse(key, sizeof(key));
+    }
+    cfg->webhook_previous_until_s = 0;
+    if (cfg->webhook_previous_secret[0] != '\0' && !standard) {
+        snprintf(err, errsz,
+                 "webhook.previous_secret needs the standard format: the legacy one carries "
+                 "a single signature");
+        return -1;
+    }
+    if ((cfg->webhook_previous_secret[0] != '\0') !=
+        (cfg->webhook_previous_secret_until[0] != '\0')) {
+        snprintf(err, errsz,
+                 "webhook.previous_secret and webhook.previous_secret_until go together: the "
+                 "previous secret signs until that time");
+        return -1;
+    }
+    if (cfg->webhook_previous_secret_until[0] != '\0' &&
+        (cfg->webhook_previous_until_s = parse_utc(cfg->webhook_previous_secret_until)) < 0) {
+        snprintf(err, errsz,
+                 "webhook.previous_secret_until must be a UTC time like 2026-12-03T15:00:00Z, "
+                 "got \"%s\"",
+                 cfg->webhook_previous_secret_until);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_values(struct config *cfg, unsigned flags, char *err, size_t errsz)
 {
     char name[96], why[128];
@@ -1087,8 +1167,9 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
                  cfg->webhook_url);
         return -1;
     }
-    if (check_query(cfg, err, errsz) != 0)
+    if (check_webhook_secrets(cfg, err, errsz) != 0 || check_query(cfg, err, errsz) != 0)
         return -1;
+
     if (cfg->webhook_backoff_max_ms < cfg->webhook_backoff_base_ms) {
         snprintf(err, errsz,
                  "webhook.backoff_max_ms (%d) must not be below "

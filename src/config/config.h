@@ -10,6 +10,9 @@
 #include "netaddr.h"
 
 #define CFG_STR_MAX 256
+#define CFG_TIME_MAX 21 /* "2026-12-03T15:00:00Z" and the NUL */
+#define CFG_WEBHOOK_STANDARD "standard"
+#define CFG_WEBHOOK_LEGACY "legacy"
 #define CFG_DEFAULT_PATH "config/paycallback.json"
 /* The packaged configuration marks each value its owner must fill with a
  * value starting so: the service refuses to start on any of them. */
@@ -138,9 +141,15 @@ struct config {
 
     /* outbox delivery to the shop (webhook.url empty: no delivery) */
     char webhook_url[CFG_STR_MAX];
-    char webhook_secret[CFG_STR_MAX]; /* HMAC key of our signature on each event */
-    int webhook_timeout_ms;           /* one attempt, connect included */
-    int webhook_max_attempts;         /* then the event is dead */
+    char webhook_secret[CFG_STR_MAX]; /* whsec_<base64> (standard) or any text (legacy) */
+    /* "standard" (Standard Webhooks: webhook-id, webhook-timestamp,
+     * webhook-signature) or "legacy" (X-Timestamp, X-Signature hex) */
+    char webhook_format[16];
+    char webhook_previous_secret[CFG_STR_MAX];        /* signs beside the secret until ... */
+    char webhook_previous_secret_until[CFG_TIME_MAX]; /* ... this UTC time (RFC 3339) */
+    long long webhook_previous_until_s;               /* that time in unix seconds; 0: none */
+    int webhook_timeout_ms;                           /* one attempt, connect included */
+    int webhook_max_attempts;                         /* then the event is dead */
     int webhook_backoff_base_ms;
     int webhook_backoff_max_ms;
     int webhook_workers; /* relay threads */

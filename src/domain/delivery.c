@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,8 +26,10 @@
 #include "outbox.h"
 #include "server.h"
 #include "signature.h"
+#include "stdwebhook.h"
 
-#define DELIVERY_LEASE_PAD_S 2 /* lease beyond the batch's worst case */
+#define DELIVERY_HEADER_MAX 160 /* one signature header line, NUL included */
+#define DELIVERY_LEASE_PAD_S 2  /* lease beyond the batch's worst case */
 #define DELIVERY_DB_WAIT_MS 1000
 #define DELIVERY_DOWN_WAIT_MAX_MS 5000 /* longest wait before claiming again on a failing shard */
 
@@ -115,14 +118,47 @@ static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
     return size * nmemb;
 }
 
-/* Signs body with the webhook secret of the current snapshot, which a
- * reload may have replaced since the last attempt. */
-static int sign_event(struct server *srv, const char *ts, const char *body, size_t len,
-                      char mac[SIG_HEX_LEN + 1])
+/* The signature headers of one attempt, signed with the secrets of the
+ * current snapshot (a reload may have rotated them since the last
+ * attempt): Standard Webhooks' webhook-id, webhook-timestamp and
+ * webhook-signature, the latter with a second signature while a previous
+ * secret is within its stated overlap; or the legacy X-Timestamp and
+ * X-Signature. Returns 0, or -1 when a secret does not sign. */
+static int sign_event(struct server *srv, const char *id, const char *body, size_t len,
+                      char h[3][DELIVERY_HEADER_MAX])
 {
     struct keyring *kr = keyslot_acquire(srv->keys);
-    int rc = sig_compute(kr->cfg.webhook_secret, ts, body, len, mac);
+    const struct config *k = &kr->cfg;
+    time_t now = time(NULL);
+    char ts[24], mac[SIG_HEX_LEN + 1], sig[2][SWH_SIG_LEN + 1] = { "", "" };
+    unsigned char key[SWH_KEY_MAX];
+    size_t keylen = 0;
+    int rc = -1;
 
+    snprintf(ts, sizeof(ts), "%lld", (long long)now);
+    if (strcmp(srv->cfg->webhook_format, CFG_WEBHOOK_LEGACY) == 0) {
+        if (sig_compute(k->webhook_secret, ts, body, len, mac) == 0) {
+            snprintf(h[0], DELIVERY_HEADER_MAX, "X-Timestamp: %s", ts);
+            snprintf(h[1], DELIVERY_HEADER_MAX, "X-Signature: %s", mac);
+            h[2][0] = '\0';
+            rc = 0;
+        }
+        goto out;
+    }
+    if (swh_secret_decode(k->webhook_secret, key, &keylen) != 0 ||
+        swh_sign(key, keylen, id, ts, body, len, sig[0]) != 0)
+        goto out;
+    if (k->webhook_previous_secret[0] != '\0' && (long long)now < k->webhook_previous_until_s &&
+        (swh_secret_decode(k->webhook_previous_secret, key, &keylen) != 0 ||
+         swh_sign(key, keylen, id, ts, body, len, sig[1]) != 0))
+        goto out;
+    snprintf(h[0], DELIVERY_HEADER_MAX, "webhook-id: %s", id);
+    snprintf(h[1], DELIVERY_HEADER_MAX, "webhook-timestamp: %s", ts);
+    snprintf(h[2], DELIVERY_HEADER_MAX, "webhook-signature: %s%s%s", sig[0],
+             sig[1][0] != '\0' ? " " : "", sig[1]);
+    rc = 0;
+out:
+    OPENSSL_cleanse(key, sizeof(key));
     keyring_release(kr);
     return rc;
 }
@@ -133,7 +169,7 @@ static enum attempt_result post_event(struct relay *r, const struct outbox_event
 {
     const struct config *cfg = r->d->srv->cfg;
     char id[sizeof(ev->order_no) + sizeof(ev->event_type) + 1];
-    char ts[24], mac[SIG_HEX_LEN + 1], h_ts[48], h_sig[96], h_key[160], h_type[64];
+    char sig[3][DELIVERY_HEADER_MAX], h_key[160], h_type[64];
     struct curl_slist *hdr = NULL, *t;
     enum attempt_result res = ATTEMPT_CONNECT;
     size_t len = 0;
@@ -147,20 +183,19 @@ static enum attempt_result post_event(struct relay *r, const struct outbox_event
         return ATTEMPT_HTTP; /* permanent: retries go dead, visibly */
     }
     delivery_event_id(ev, id, sizeof(id));
-    snprintf(ts, sizeof(ts), "%lld", (long long)time(NULL));
-    if (sign_event(r->d->srv, ts, body, len, mac) != 0) {
+    if (sign_event(r->d->srv, id, body, len, sig) != 0) {
         snprintf(err, errsz, "cannot sign the event");
         free(body);
         return ATTEMPT_CONNECT;
     }
-    snprintf(h_ts, sizeof(h_ts), "X-Timestamp: %s", ts);
-    snprintf(h_sig, sizeof(h_sig), "X-Signature: %s", mac);
     snprintf(h_key, sizeof(h_key), "Idempotency-Key: %s", id);
     snprintf(h_type, sizeof(h_type), "X-Event-Type: %s", ev->event_type);
     const char *lines[] = {
-        "Content-Type: application/json", "Expect:", h_ts, h_sig, h_key, h_type
+        "Content-Type: application/json", "Expect:", sig[0], sig[1], sig[2], h_key, h_type
     };
     for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
+        if (lines[i][0] == '\0')
+            continue;
         if ((t = curl_slist_append(hdr, lines[i])) == NULL) {
             snprintf(err, errsz, "out of memory");
             goto out;

@@ -1,8 +1,8 @@
 /* check_outbox.c - outbox delivery to the shop's webhook, against the real
  * binary, real MariaDB and a local webhook receiver
- * (tests/tools/webhook_receiver.py) that checks our signature, dedupes by
- * Idempotency-Key the way a shop should, and can answer 200, 500, hang or
- * close. */
+ * (tests/tools/webhook_receiver.js) that verifies every delivery with the
+ * official `standardwebhooks` npm package, dedupes by webhook-id the way a
+ * shop should, and can answer 200, 500, hang, close or slowly. */
 #include <check.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,7 +16,8 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define SHOP_SECRET "shop-webhook-secret"
+#define SHOP_SECRET "whsec_+Waf0cCHwFHfvWZpGczYmsM7rKiUFh0DeB43KHaZ4sg="
+#define OLD_SECRET "whsec_An+8L2h2Y5co4jpZPoFRjdyYSEaiFD937jmYZf/sq6c="
 
 static struct h_tool rcv;
 
@@ -24,7 +25,7 @@ static void receiver_start(void)
 {
     const char *const args[] = { "--secret", SHOP_SECRET, NULL };
 
-    h_tool_start(&rcv, "webhook_receiver.py", args);
+    h_tool_start(&rcv, "webhook_receiver.js", args);
 }
 
 static void receiver_stop(void)
@@ -219,6 +220,20 @@ START_TEST(events_of_one_order_go_out_in_order)
 }
 END_TEST
 
+/* Standard Webhooks headers: the event id as webhook-id, the timestamp,
+ * one v1 signature (no rotation configured), the body's id the same. */
+START_TEST(deliveries_carry_standard_webhooks_headers)
+{
+    pay("OB8", "PB8");
+    h_await(receiver_count("\"key\": \"OB8:order.paid\"", "\"answer\": 200") == 1, 10000,
+            "order.paid never reached the webhook");
+    ck_assert_int_eq(1, receiver_count("\"key\": \"OB8:order.paid\"", "\"legacy\": false"));
+    ck_assert_int_eq(1, receiver_count("\"key\": \"OB8:order.paid\"", "\"sig_by\": [true]"));
+    ck_assert_int_eq(1,
+                     receiver_count("\"key\": \"OB8:order.paid\"", "\"id\": \"OB8:order.paid\""));
+}
+END_TEST
+
 /* A relay killed while it holds a claim: the lease runs out and the next
  * instance delivers the event. */
 START_TEST(kill_9_mid_delivery_loses_nothing)
@@ -307,6 +322,92 @@ START_TEST(two_instances_never_claim_one_event_twice)
 }
 END_TEST
 
+/* Rotation: while webhook.previous_secret is within its overlap every
+ * delivery carries both signatures, so a shop verifying with either
+ * secret accepts it; after webhook.previous_secret_until only the new
+ * secret signs. The receiver verifies with each secret on its own. */
+START_TEST(rotation_signs_with_both_secrets_until_the_stated_time)
+{
+    const char *const two[] = { "--secret", OLD_SECRET, "--secret", SHOP_SECRET, NULL };
+    struct h_tool both = { 0 };
+    char url[128], until[64];
+    const char *env[10];
+    struct h_server *s;
+    time_t end = time(NULL) + 5;
+    struct tm tm;
+    int i = 0;
+
+    h_tool_start(&both, "webhook_receiver.js", two);
+    snprintf(url, sizeof(url), "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:%d/hook", both.port);
+    gmtime_r(&end, &tm);
+    strftime(until, sizeof(until), "PAYCALLBACK_WEBHOOK_PREVIOUS_SECRET_UNTIL=%Y-%m-%dT%H:%M:%SZ",
+             &tm);
+    env[i++] = url;
+    env[i++] = "PAYCALLBACK_WEBHOOK_SECRET=" SHOP_SECRET;
+    env[i++] = "PAYCALLBACK_WEBHOOK_PREVIOUS_SECRET=" OLD_SECRET;
+    env[i++] = until;
+    env[i++] = "PAYCALLBACK_WEBHOOK_POLL_MS=50";
+    env[i] = NULL;
+    ck_assert_ptr_nonnull(s = h_server_start(env));
+    h_db_insert_order("OR1", "u1", "899.00", 1);
+    h_db_insert_order("OR2", "u1", "899.00", 1);
+    {
+        struct h_resp r;
+
+        h_callback(h_server_port(s), "OR1", "PR1", "899.00", &r);
+        h_assert_status(&r, 200);
+        h_resp_free(&r);
+        h_await(h_tool_log_lines(&both, "\"key\": \"OR1:order.paid\"", "\"answer\": 200") == 1,
+                10000, "OR1 never delivered");
+        h_await(time(NULL) > end, 10000, "the overlap never ended");
+        h_callback(h_server_port(s), "OR2", "PR2", "899.00", &r);
+        h_assert_status(&r, 200);
+        h_resp_free(&r);
+        h_await(h_tool_log_lines(&both, "\"key\": \"OR2:order.paid\"", "\"answer\": 200") == 1,
+                10000, "OR2 never delivered");
+    }
+    h_server_stop(s);
+    ck_assert_int_eq(
+        1, h_tool_log_lines(&both, "\"key\": \"OR1:order.paid\"", "\"sig_by\": [true, true]"));
+    ck_assert_int_eq(
+        1, h_tool_log_lines(&both, "\"key\": \"OR2:order.paid\"", "\"sig_by\": [false, true]"));
+    h_tool_stop(&both);
+}
+END_TEST
+
+/* webhook.format legacy keeps X-Timestamp and the hex X-Signature. */
+START_TEST(the_legacy_format_keeps_x_signature)
+{
+    const char *const plain[] = { "--secret", "shop-legacy-secret", NULL };
+    struct h_tool legacy = { 0 };
+    char url[128];
+    const char *env[6];
+    struct h_server *s;
+    struct h_resp r;
+
+    h_tool_start(&legacy, "webhook_receiver.js", plain);
+    snprintf(url, sizeof(url), "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:%d/hook", legacy.port);
+    env[0] = url;
+    env[1] = "PAYCALLBACK_WEBHOOK_SECRET=shop-legacy-secret";
+    env[2] = "PAYCALLBACK_WEBHOOK_FORMAT=legacy";
+    env[3] = "PAYCALLBACK_WEBHOOK_POLL_MS=50";
+    env[4] = NULL;
+    ck_assert_ptr_nonnull(s = h_server_start(env));
+    h_db_insert_order("OL1", "u1", "899.00", 1);
+    h_callback(h_server_port(s), "OL1", "PL1", "899.00", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    h_await(h_tool_log_lines(&legacy, "\"key\": \"OL1:order.paid\"", "\"answer\": 200") == 1, 10000,
+            "OL1 never delivered");
+    h_server_stop(s);
+    ck_assert_int_eq(1, h_tool_log_lines(&legacy, "\"key\": \"OL1:order.paid\"",
+                                         "\"legacy\": true, \"dup\": false"));
+    ck_assert_int_eq(
+        1, h_tool_log_lines(&legacy, "\"key\": \"OL1:order.paid\"", "\"sig_by\": [true]"));
+    h_tool_stop(&legacy);
+}
+END_TEST
+
 static Suite *outbox_suite(void)
 {
     Suite *s = suite_create("outbox");
@@ -320,6 +421,7 @@ static Suite *outbox_suite(void)
     tcase_add_test(tc, a_hanging_webhook_times_out_and_is_retried);
     tcase_add_test(tc, an_event_goes_dead_after_max_attempts);
     tcase_add_test(tc, events_of_one_order_go_out_in_order);
+    tcase_add_test(tc, deliveries_carry_standard_webhooks_headers);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("instances"); /* each test runs its own servers */
@@ -328,6 +430,8 @@ static Suite *outbox_suite(void)
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, kill_9_mid_delivery_loses_nothing);
     tcase_add_test(tc, two_instances_never_claim_one_event_twice);
+    tcase_add_test(tc, rotation_signs_with_both_secrets_until_the_stated_time);
+    tcase_add_test(tc, the_legacy_format_keeps_x_signature);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -223,7 +223,7 @@ START_TEST(a_reload_never_leaves_the_running_webhook_without_its_secret)
     h_fixture_server_down();
     write_config("{\"callback\": {\"secret\": \"" SECRET_A "\"},"
                  " \"webhook\": {\"url\": \"http://127.0.0.1:9/hook\","
-                 " \"secret\": \"reload-webhook-secret-51c2\"},"
+                 " \"secret\": \"whsec_+Waf0cCHwFHfvWZpGczYmsM7rKiUFh0DeB43KHaZ4sg=\"},"
                  " \"auth\": {\"keys\": [{\"name\": \"dev\", \"key\": \"" H_OPERATOR_KEY "\"}]}}");
     h_fixture_server_up_config(cfg_path, NULL);
     write_secrets(SECRET_B, "", "ops1", KEY_1, 16); /* no webhook section */

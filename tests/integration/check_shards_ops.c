@@ -1,6 +1,6 @@
 /* check_shards_ops.c - the background work and the operator API of a
  * sharded service (mysql.shards), against the real binary, MariaDB and a
- * local webhook receiver (tests/tools/webhook_receiver.py, as in
+ * local webhook receiver (tests/tools/webhook_receiver.js, as in
  * check_outbox.c). Shard 1 is the test database, shard 2 its _s2 twin
  * (h_shards_env); rows are planted straight into each shard's database,
  * shard 2's tables qualified as paycallback_test_s2.<table>. Both shards'
@@ -19,7 +19,7 @@
 #include "harness.h"
 #include "../check_main.h"
 
-#define SHOP_SECRET "shop-webhook-secret"
+#define SHOP_SECRET "whsec_+Waf0cCHwFHfvWZpGczYmsM7rKiUFh0DeB43KHaZ4sg="
 #define S2 H_SHARD2_DB "."
 #define TC_TIMEOUT_S 90
 
@@ -31,7 +31,7 @@ static void receiver_start(void)
 {
     const char *const args[] = { "--secret", SHOP_SECRET, NULL };
 
-    h_tool_start(&rcv, "webhook_receiver.py", args);
+    h_tool_start(&rcv, "webhook_receiver.js", args);
 }
 
 static void receiver_stop(void)

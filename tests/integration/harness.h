@@ -336,7 +336,7 @@ void h_services(const char *cmd);
 
 /* ---- test tools ---------------------------------------------------------- */
 
-/* A Python tool of tests/tools (webhook receiver, query responder) that
+/* A Python or node tool of tests/tools (webhook receiver, query responder) that
  * listens on an ephemeral port and logs what it receives, one JSON object
  * a line. */
 struct h_tool {
@@ -346,7 +346,7 @@ struct h_tool {
     char log[128]; /* its log, in dir */
 };
 
-/* Runs "python3 $ROOT/tests/tools/<script> --port-file <dir>/port --log
+/* Runs "python3 (node for a .js script) $ROOT/tests/tools/<script> --port-file <dir>/port --log
  * <dir>/log.jsonl" followed by extra_args (NULL-terminated, may be NULL)
  * in a new temporary directory, and waits up to 10 s for the port it
  * writes. Asserts that it started. */

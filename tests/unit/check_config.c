@@ -420,11 +420,13 @@ START_TEST(cfg_load_refuses_an_empty_key_list_outside_development)
 }
 END_TEST
 
+#define WHSEC "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
 START_TEST(cfg_load_refuses_a_webhook_without_its_secret)
 {
     const char *url[] = { "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:9/hook", NULL };
     const char *both[] = { "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:9/hook",
-                           "PAYCALLBACK_WEBHOOK_SECRET=shop-secret", NULL };
+                           "PAYCALLBACK_WEBHOOK_SECRET=" WHSEC, NULL };
     const char *ftp[] = { "PAYCALLBACK_WEBHOOK_URL=ftp://shop/hook",
                           "PAYCALLBACK_WEBHOOK_SECRET=shop-secret", NULL };
     struct config cfg;
@@ -435,9 +437,40 @@ START_TEST(cfg_load_refuses_a_webhook_without_its_secret)
     refused("{\"webhook\": {\"backoff_base_ms\": 5000, \"backoff_max_ms\": 1000}}", NULL,
             "backoff_max_ms");
     ck_assert_int_eq(0, load(&cfg, "{}", both));
-    ck_assert_str_eq("shop-secret", cfg.webhook_secret);
+    ck_assert_str_eq(WHSEC, cfg.webhook_secret);
+    ck_assert_str_eq("standard", cfg.webhook_format);
     ck_assert_int_eq(0, load(&cfg, "{\"retention\": {\"payment_days\": 35}}", NULL));
     ck_assert_int_eq(35, cfg.retention_payment_days);
+}
+END_TEST
+
+/* The standard format signs with whsec_ secrets a shop's library decodes;
+ * a previous secret signs beside the new one only until a stated time. */
+START_TEST(cfg_load_checks_webhook_secrets_for_their_format)
+{
+    const char *plain[] = { "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:9/hook",
+                            "PAYCALLBACK_WEBHOOK_SECRET=shop-secret", NULL };
+    const char *legacy[] = { "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:9/hook",
+                             "PAYCALLBACK_WEBHOOK_SECRET=shop-secret",
+                             "PAYCALLBACK_WEBHOOK_FORMAT=legacy", NULL };
+    struct config cfg;
+
+    refused("{}", plain, "webhook.secret must be whsec_");
+    refused("{\"webhook\": {\"format\": \"svix\"}}", NULL, "webhook.format must be");
+    refused("{\"webhook\": {\"previous_secret\": \"whsec_abc\","
+            " \"previous_secret_until\": \"2026-12-03T15:00:00Z\"}}",
+            NULL, "webhook.previous_secret must be whsec_");
+    refused("{\"webhook\": {\"previous_secret\": \"" WHSEC "\"}}", NULL, "go together");
+    refused("{\"webhook\": {\"previous_secret\": \"" WHSEC "\","
+            " \"previous_secret_until\": \"2026-12-03 15:00\"}}",
+            NULL, "must be a UTC time");
+    ck_assert_int_eq(0, load(&cfg, "{}", legacy));
+    ck_assert_str_eq("legacy", cfg.webhook_format);
+    ck_assert_int_eq(0, load(&cfg,
+                             "{\"webhook\": {\"previous_secret\": \"" WHSEC "\","
+                             " \"previous_secret_until\": \"2026-12-03T15:00:00Z\"}}",
+                             NULL));
+    ck_assert_int_eq(1796310000LL, cfg.webhook_previous_until_s);
 }
 END_TEST
 
@@ -771,6 +804,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_lets_the_environment_replace_the_key_list);
     tcase_add_test(tc, cfg_load_refuses_an_empty_key_list_outside_development);
     tcase_add_test(tc, cfg_load_refuses_a_webhook_without_its_secret);
+    tcase_add_test(tc, cfg_load_checks_webhook_secrets_for_their_format);
     tcase_add_test(tc, cfg_load_reads_trusted_proxies_and_refuses_what_is_not_a_network);
     tcase_add_test(tc, cfg_load_refuses_a_query_url_without_its_token);
     tcase_add_test(tc, cfg_load_knows_the_query_token_variables_of_its_gateways);

@@ -41,7 +41,10 @@ void h_tool_start(struct h_tool *t, const char *script, const char *const *extra
     ck_assert_msg(mkdtemp(t->dir) != NULL, "mkdtemp: %s", strerror(errno));
     snprintf(t->log, sizeof t->log, "%s/log.jsonl", t->dir);
     snprintf(portfile, sizeof portfile, "%s/port", t->dir);
-    argv[n++] = "python3";
+    size_t len = strlen(script);
+    const char *interp = len > 3 && strcmp(script + len - 3, ".js") == 0 ? "node" : "python3";
+
+    argv[n++] = interp;
     argv[n++] = path;
     argv[n++] = "--port-file";
     argv[n++] = portfile;
@@ -56,7 +59,7 @@ void h_tool_start(struct h_tool *t, const char *script, const char *const *extra
     t->pid = fork();
     ck_assert_int_ge(t->pid, 0);
     if (t->pid == 0) {
-        execvp("python3", (char *const *)argv);
+        execvp(interp, (char *const *)argv);
         _exit(127);
     }
     h_await((t->port = read_int_file(portfile)) > 0, H_TOOL_START_MS, "%s did not start", script);
