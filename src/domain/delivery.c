@@ -254,11 +254,16 @@ static void record(struct relay *r, const struct outbox_event *ev, enum attempt_
         return;
     }
     if (res == ATTEMPT_OK) {
-        st = outbox_mark_delivered(c, ev->id, r->owner);
-        if (st == DB_OK) {
+        bool held = false;
+
+        st = outbox_mark_delivered(c, ev->id, r->owner, &held);
+        if (st == DB_OK && held) {
             metrics_inc(srv->m, M_OUTBOX_DELIVERED);
             log_info("event delivered", "event_id=%s:%s attempt=%d", ev->order_no, ev->event_type,
                      ev->attempts + 1);
+        } else if (st == DB_OK) {
+            log_warn("event acknowledged after its lease ran out; it is sent again",
+                     "event_id=%s:%s attempt=%d", ev->order_no, ev->event_type, ev->attempts + 1);
         }
     } else {
         int64_t wait = delivery_backoff_ms(ev->attempts + 1, cfg->webhook_backoff_base_ms,

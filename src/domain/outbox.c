@@ -102,13 +102,16 @@ enum db_status outbox_claim(struct db_conn *c, const char *owner, int lease_s,
     return st;
 }
 
-enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id, const char *owner)
+enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id, const char *owner, bool *held)
 {
     char state[DB_INT_BUF], idb[DB_INT_BUF];
     const char *p[] = { db_param_int(state, OUTBOX_DELIVERED), db_param_int(idb, (int64_t)id),
                         owner };
+    uint64_t rows = 0;
+    enum db_status st = db_exec_retry(c, ST_OUTBOX_DELIVERED, p, 3, &rows);
 
-    return db_exec_retry(c, ST_OUTBOX_DELIVERED, p, 3, NULL);
+    *held = st == DB_OK && rows == 1;
+    return st;
 }
 
 enum db_status outbox_mark_failed(struct db_conn *c, uint64_t id, const char *owner,

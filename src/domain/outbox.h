@@ -88,10 +88,12 @@ const char *outbox_type_for_status(int to);
 enum db_status outbox_claim(struct db_conn *c, const char *owner, int lease_s,
                             struct outbox_event *evs, size_t max, size_t *n);
 
-/* The shop acknowledged event id: DELIVERED, lease dropped. DB_OK even
- * when owner no longer held the lease (it ran out and another relay took
- * the event: the shop will see it twice and dedupe). */
-enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id, const char *owner);
+/* The shop acknowledged event id: DELIVERED, lease dropped, only while
+ * owner still holds an unexpired lease on it; *held says whether it did.
+ * A lease that ran out changes nothing (DB_OK, *held false): the event
+ * is pending again, or another relay has claimed it, and the shop sees
+ * it again and dedupes. */
+enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id, const char *owner, bool *held);
 
 /* An attempt failed with error: the event becomes due again in delay_ms,
  * or DEAD when this was attempt number max_attempts (attempts_before + 1

@@ -87,7 +87,7 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_OUTBOX_DELIVERED] =
         "UPDATE outbox SET state = ?, published_at = NOW(3), attempts = attempts + 1, "
         "lease_owner = NULL, lease_until = NULL, last_error = NULL "
-        "WHERE id = ? AND lease_owner = ?",
+        "WHERE id = ? AND lease_owner = ? AND lease_until > NOW(3)",
     /* state is set before attempts grows: SET runs left to right. */
     [ST_OUTBOX_FAILED] =
         "UPDATE outbox SET state = IF(attempts + 1 >= ?, ?, state), "

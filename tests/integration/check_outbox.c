@@ -220,6 +220,34 @@ START_TEST(events_of_one_order_go_out_in_order)
 }
 END_TEST
 
+/* An acknowledgement that comes after the relay's lease ran out marks
+ * nothing delivered and counts nothing: the event is pending again (or
+ * another relay holds it) and goes out once more. */
+START_TEST(an_acknowledgement_after_the_lease_ran_out_is_not_counted)
+{
+    char bufs[10][128];
+    const char *env[12];
+    struct h_server *s;
+    struct h_resp r;
+
+    env_for(bufs, env, "4", "5000");
+    ck_assert_ptr_nonnull(s = h_server_start(env));
+    receiver_mode("slow:2000");
+    h_db_insert_order("OB7", "u1", "899.00", 1);
+    h_callback(h_server_port(s), "OB7", "PB7", "899.00", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    h_await(receiver_count("\"key\": \"OB7:order.paid\"", NULL) >= 1, 10000, "no attempt began");
+    h_db_exec("UPDATE outbox SET lease_until = NOW(3) - INTERVAL 1 SECOND WHERE order_no = 'OB7'");
+    receiver_mode("200");
+    h_await(receiver_count("\"key\": \"OB7:order.paid\"", "\"answer\": 200") >= 2, 15000,
+            "an acknowledgement outside the lease was taken as a delivery");
+    h_await(outbox_ll("state", "OB7", "order.paid") == 1, 10000, "never marked delivered");
+    h_server_stop(s);
+    ck_assert_int_eq(2, receiver_count("\"key\": \"OB7:order.paid\"", NULL));
+}
+END_TEST
+
 /* Standard Webhooks headers: the event id as webhook-id, the timestamp,
  * one v1 signature (no rotation configured), the body's id the same. */
 START_TEST(deliveries_carry_standard_webhooks_headers)
@@ -430,6 +458,7 @@ static Suite *outbox_suite(void)
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, kill_9_mid_delivery_loses_nothing);
     tcase_add_test(tc, two_instances_never_claim_one_event_twice);
+    tcase_add_test(tc, an_acknowledgement_after_the_lease_ran_out_is_not_counted);
     tcase_add_test(tc, rotation_signs_with_both_secrets_until_the_stated_time);
     tcase_add_test(tc, the_legacy_format_keeps_x_signature);
     suite_add_tcase(s, tc);
