@@ -472,7 +472,7 @@ static enum db_status payment_from_row(struct db_conn *c, const struct db_row *r
 
     if (row_id(r, PLC_PAY_NO, p->pay_no) != 0 ||
         db_row_cents(r, PLC_AMOUNT, &p->amount_cents) != 0 ||
-        db_row_int(r, PLC_STATUS, PAYMENT_PAID, PAYMENT_REFUND_REQUIRED, &status) != 0 ||
+        db_row_int(r, PLC_STATUS, PAYMENT_PAID, PAYMENT_REFUND_SETTLED, &status) != 0 ||
         db_row_str(r, PLC_CREATE_TIME, p->create_time, sizeof(p->create_time)) != 0)
         return db_fail(c, "a payment_record row is malformed");
     p->status = (int)status;

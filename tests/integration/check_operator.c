@@ -91,6 +91,24 @@ START_TEST(refund_queue_lists_then_settles_once)
 }
 END_TEST
 
+/* The order of a settled double charge still reads: its payments show the
+ * settled one as such. */
+START_TEST(order_with_a_settled_payment_reads)
+{
+    struct h_resp r;
+
+    double_charge("OR5", "PE1", "PE2");
+    post("/ops/refunds/PE2/settle", "{\"reference\":\"RF-5\"}", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    get("/order/OR5", &r);
+    h_assert_status(&r, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"pay_no\":\"PE2\",\"amount\":\"899.00\","
+                                         "\"status\":\"REFUND_SETTLED\""));
+    h_resp_free(&r);
+}
+END_TEST
+
 START_TEST(settle_refuses_what_it_must_not_settle)
 {
     struct h_resp r;
@@ -294,6 +312,7 @@ static Suite *operator_suite(void)
     TCase *tc = h_tcase("operator", 60);
 
     tcase_add_test(tc, refund_queue_lists_then_settles_once);
+    tcase_add_test(tc, order_with_a_settled_payment_reads);
     tcase_add_test(tc, settle_refuses_what_it_must_not_settle);
     tcase_add_test(tc, outbox_lists_inspects_and_sends_a_dead_event_again);
     tcase_add_test(tc, outbox_list_pages_by_id);
