@@ -35,6 +35,9 @@ static void set_body(struct http_resp *resp, int status, char *body)
     resp->retry_after_s = 0;
     resp->replayed = 0;
     resp->shard_outage[0] = '\0';
+    resp->cache_control = NULL;
+    resp->etag = NULL;
+    resp->csp = NULL;
     resp->outcome = HTTP_OUT_DEFINITE;
 }
 
@@ -91,6 +94,18 @@ void http_reply_text(struct http_resp *resp, int status, const char *ctype, cons
     copy[len] = '\0';
     set_body(resp, status, copy);
     resp->content_type = ctype;
+}
+
+void http_reply_document(struct http_resp *resp, const char *ctype, const char *body, size_t len,
+                         const char *etag, const char *cache_control, const char *csp,
+                         int not_modified)
+{
+    http_reply_text(resp, not_modified ? 304 : 200, ctype, body, not_modified ? 0 : len);
+    if (resp->content_type != ctype)
+        return; /* out of memory: the 500 stays an API answer */
+    resp->etag = etag;
+    resp->cache_control = cache_control;
+    resp->csp = csp;
 }
 
 /* Marks the reply just set (status want) as retryable, with its

@@ -55,7 +55,18 @@ struct http_resp {
     int replayed;         /* 1: a stored answer, sent with Idempotent-Replayed: true */
     char shard_outage[4]; /* non-empty: the shard id whose outage this 503 is, sent
                                      as X-Shard-Outage (a proxy must not retry it elsewhere) */
+    /* A document's headers (http_reply_document); NULL for every API
+     * answer, which is sent with Cache-Control: no-store and the policy
+     * HTTP_CSP_API. Static text or the document's own, living as long as
+     * the server. */
+    const char *cache_control;
+    const char *etag;
+    const char *csp;
 };
+
+/* The Content-Security-Policy of every answer that is not a document:
+ * JSON loads nothing and is framed by nobody. */
+#define HTTP_CSP_API "default-src 'none'; frame-ancestors 'none'"
 
 typedef void (*http_handler)(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);
@@ -79,6 +90,14 @@ void http_reply_challenge(struct http_resp *resp, const char *challenge);
 /* Sets a plain-text reply (copied), e.g. for /metrics; a definite answer. */
 void http_reply_text(struct http_resp *resp, int status, const char *ctype, const char *text,
                      size_t len);
+
+/* A static document: status 200 with the body (len bytes, copied; text
+ * without a NUL), its Content-Type, ETag, Cache-Control and
+ * Content-Security-Policy (borrowed: static, or living as long as the
+ * server). With not_modified, 304 and no body. */
+void http_reply_document(struct http_resp *resp, const char *ctype, const char *body, size_t len,
+                         const char *etag, const char *cache_control, const char *csp,
+                         int not_modified);
 
 /* 503 {"code":code,"message"} with Retry-After: retry_after_s (>= 1); a
  * retryable answer. code must be a string literal (it is kept for logs). */

@@ -191,7 +191,15 @@ static enum MHD_Result send_reply(struct server *srv, struct MHD_Connection *con
                             resp->content_type ? resp->content_type
                                                : "application/json; charset=utf-8");
     MHD_add_response_header(r, "X-Request-Id", req->request_id);
-    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "Cache-Control",
+                            resp->cache_control ? resp->cache_control : "no-store");
+    if (resp->etag != NULL)
+        MHD_add_response_header(r, "ETag", resp->etag);
+    /* Every answer, the console's documents and the API's JSON alike: no
+     * framing, no sniffing a type, no Referer leaking a path. */
+    MHD_add_response_header(r, "Content-Security-Policy", resp->csp ? resp->csp : HTTP_CSP_API);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     if (rs->allow[0] != '\0')
         MHD_add_response_header(r, "Allow", rs->allow);
     if (rs->close || atomic_load(&srv->http->stopping)) /* keep-alive clients go elsewhere */
