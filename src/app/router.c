@@ -22,6 +22,7 @@
 #define EVENTS (CFG_SCOPE_EVENTS << SCOPE_SHIFT)
 #define METRICS (CFG_SCOPE_METRICS << SCOPE_SHIFT)
 #define AUDIT (CFG_SCOPE_AUDIT << SCOPE_SHIFT)
+#define ANY 0 /* any operator key: the route tells a key about itself */
 
 /* The guard of the operator routes: an operator key (auth.keys) of the
  * keys this request started with, holding the route's scope. */
@@ -75,6 +76,9 @@ static const struct http_route routes[] = {
       REFUNDS },
     { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, WORK, operator_key, ORDERS },
     { "GET", "/ops/audit", handle_ops_audit_list, WORK, operator_key, AUDIT },
+    { "GET", "/ops/whoami", handle_ops_whoami, INLINE, operator_key, ANY },
+    { "GET", "/ops/summary", handle_ops_summary, INLINE, operator_key, READ },
+    { "GET", "/ops/payments/{pay_no}", handle_ops_payment_get, WORK, operator_key, READ },
 };
 
 const struct http_route *router_routes(size_t *count)

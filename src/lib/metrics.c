@@ -341,6 +341,63 @@ static unsigned long long ld(const atomic_ullong *a)
     return atomic_load_explicit(a, memory_order_relaxed);
 }
 
+uint64_t metrics_counter(const struct metrics *m, enum metric_counter c)
+{
+    return m != NULL && (unsigned)c < M_COUNT ? ld(&m->counter[c]) : 0;
+}
+
+int64_t metrics_gauge(const struct metrics *m, enum metric_gauge g)
+{
+    return m != NULL && (unsigned)g < G_COUNT
+               ? (int64_t)atomic_load_explicit(&m->gauge[g], memory_order_relaxed)
+               : 0;
+}
+
+uint64_t metrics_route_status(const struct metrics *m, const char *method, const char *pattern,
+                              int status)
+{
+    if (m == NULL)
+        return 0;
+    for (size_t r = 0; r < m->nroutes; r++) {
+        if (strcmp(m->routes[r].method, method) != 0 || strcmp(m->routes[r].pattern, pattern) != 0)
+            continue;
+        for (size_t i = 0; i < NCODES; i++)
+            if (codes[i] == status)
+                return ld(&m->rs[r].by_code[i]);
+    }
+    return 0;
+}
+
+size_t metrics_gateways_read(const struct metrics *m, struct metrics_gateway_view *out, size_t max)
+{
+    size_t n = m != NULL && m->ngw < max ? m->ngw : max;
+
+    if (m == NULL)
+        return 0;
+    for (size_t g = 0; g < n; g++) {
+        out[g].name = m->gateway_names[g];
+        out[g].results = m->gateway_results;
+        out[g].reasons = m->gateway_reasons;
+        out[g].nresults = m->ngw_results;
+        out[g].nreasons = m->ngw_reasons;
+        for (size_t v = 0; v < m->ngw_results; v++)
+            out[g].result[v] = ld(&m->gateway_result[g][v]);
+        for (size_t v = 0; v < m->ngw_reasons; v++)
+            out[g].reject[v] = ld(&m->gateway_reject[g][v]);
+    }
+    return n;
+}
+
+int64_t metrics_uptime_s(const struct metrics *m)
+{
+    struct timespec now;
+
+    if (m == NULL)
+        return 0;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (int64_t)(now.tv_sec - m->start.tv_sec);
+}
+
 static const char *route_label(const struct metrics *m, size_t r)
 {
     return r < m->nroutes ? m->routes[r].pattern : "unmatched";

@@ -177,6 +177,35 @@ void metrics_set_redis_degraded(struct metrics *m, int degraded);
  * (0 until the first probe). */
 void metrics_set_ready(struct metrics *m, int ready);
 
+/* Reading back, for the operator API's summary: each value read once,
+ * relaxed, as a scrape does. 0 for m == NULL. */
+
+/* Counter c's total since start. */
+uint64_t metrics_counter(const struct metrics *m, enum metric_counter c);
+
+/* Gauge g's last value. */
+int64_t metrics_gauge(const struct metrics *m, enum metric_gauge g);
+
+/* Requests of the route with this method and pattern answered status
+ * (one of the statuses counted one by one), since start. */
+uint64_t metrics_route_status(const struct metrics *m, const char *method, const char *pattern,
+                              int status);
+
+/* One gateway's notification counts, as metrics_set_gateways named them. */
+struct metrics_gateway_view {
+    const char *name;
+    const char *const *results, *const *reasons; /* label values */
+    size_t nresults, nreasons;
+    uint64_t result[METRICS_GW_LABELS_MAX];
+    uint64_t reject[METRICS_GW_LABELS_MAX];
+};
+
+/* Fills out[0..max) with the gateways' counts; returns how many. */
+size_t metrics_gateways_read(const struct metrics *m, struct metrics_gateway_view *out, size_t max);
+
+/* Seconds since the registry was created (the process started). */
+int64_t metrics_uptime_s(const struct metrics *m);
+
 /* Renders all metrics as Prometheus text into a malloc'd NUL-terminated
  * string (caller frees with free), length in *len. NULL on failure. */
 char *metrics_render(const struct metrics *m, size_t *len);

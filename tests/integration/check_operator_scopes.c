@@ -47,6 +47,8 @@ static const struct {
     { "POST", "/ops/refunds/SCP1/settle", "refunds" },
     { "POST", "/ops/orders/cancel-stale", "orders" },
     { "GET", "/ops/audit", "audit" },
+    { "GET", "/ops/summary", "read" },
+    { "GET", "/ops/payments/SCP1", "read" },
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 

@@ -329,6 +329,26 @@ START_TEST(refunds_on_both_shards_are_listed_and_settled_by_pay_no)
 }
 END_TEST
 
+START_TEST(a_payment_is_found_by_pay_no_on_either_shard)
+{
+    struct h_resp r;
+
+    refund_required("", "PF-1", "S01-F1");
+    refund_required(S2, "PF-2", "S02-F2");
+    get("/ops/payments/PF-2", &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "order_no", "S02-F2");
+    h_resp_free(&r);
+    get("/ops/payments/PF-1", &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "order_no", "S01-F1");
+    h_resp_free(&r);
+    get("/ops/payments/PF-3", &r);
+    h_assert_error(&r, 404, "PAYMENT_NOT_FOUND");
+    h_resp_free(&r);
+}
+END_TEST
+
 START_TEST(cancel_stale_cancels_stale_orders_on_every_shard)
 {
     struct h_resp r;
@@ -484,6 +504,12 @@ START_TEST(with_shard_2_down_merged_routes_name_it_and_its_own_routes_answer_503
     post("/ops/refunds/PY-9/settle", "{\"reference\":\"RF-9\"}", &r);
     h_assert_error(&r, 503, "UNAVAILABLE");
     h_resp_free(&r);
+    get("/ops/payments/PY-9", &r);
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    h_resp_free(&r);
+    get("/ops/payments/PY-1", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
     /* while one that shard 1 has is settled */
     post("/ops/refunds/PY-1/settle", "{\"reference\":\"RF-1\"}", &r);
     h_assert_status(&r, 200);
@@ -503,6 +529,7 @@ static Suite *shards_ops_suite(void)
     tcase_add_test(tc, a_backlog_on_one_shard_does_not_delay_another);
     tcase_add_test(tc, ops_outbox_lists_both_shards_and_reaches_each_event_by_its_id);
     tcase_add_test(tc, refunds_on_both_shards_are_listed_and_settled_by_pay_no);
+    tcase_add_test(tc, a_payment_is_found_by_pay_no_on_either_shard);
     tcase_add_test(tc, cancel_stale_cancels_stale_orders_on_every_shard);
     tcase_add_test(tc, reconcile_report_per_shard_numbers_add_up_to_its_totals);
     suite_add_tcase(s, tc);
