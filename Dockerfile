@@ -29,12 +29,13 @@ RUN apt-get update \
       --shell /usr/sbin/nologin paycallback
 COPY --from=build /src/build/paycallback /usr/local/bin/paycallback
 COPY config/paycallback.json /etc/paycallback/paycallback.json
+COPY console/ /usr/share/paycallback/console/
 # Inside a container the service must listen beyond loopback; every other
 # setting comes from the shipped config, overridden by PAYCALLBACK_* variables.
 # The image holds no usable secret: the shipped config's development secret
 # is refused without --dev, so PAYCALLBACK_CALLBACK_SECRET must be given at
 # run time (docker-compose.yml requires it).
-ENV PAYCALLBACK_LISTEN_ADDRESS=0.0.0.0
+ENV PAYCALLBACK_LISTEN_ADDRESS=0.0.0.0 PAYCALLBACK_CONSOLE_DIR=/usr/share/paycallback/console
 USER paycallback:paycallback
 EXPOSE 8080
 # The binary is PID 1: it blocks SIGTERM/SIGINT and takes them with sigwait,

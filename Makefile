@@ -1,8 +1,8 @@
 # paycallback - idempotent payment callback service.
-# make run | test | unit | integration | asan | valgrind | bench | lint | test-faults | test-scale | fuzz | clean
+# make run | test | unit | integration | asan | valgrind | bench | lint | test-faults | test-scale | test-console | fuzz | clean
 PKGS   := libmicrohttpd libmariadb hiredis libcjson libcrypto libcurl libsystemd
 # Goals that compile need the libraries: name a missing one in one line.
-ifneq ($(filter-out deps services stop clean lint test test-faults test-scale run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out deps services stop clean lint test test-faults test-scale test-console run asan valgrind bench,$(or $(MAKECMDGOALS),all)),)
   MISSING := $(shell for p in $(PKGS) $(if $(filter-out all,$(or $(MAKECMDGOALS),all)),check); \
                      do pkg-config --exists $$p || echo $$p; done)
   $(if $(MISSING),$(error missing pkg-config package $(MISSING) (make deps installs it)))
@@ -93,7 +93,7 @@ $(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(TESTKEYS) $(LIB_OBJS)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:
 
-.PHONY: all deps services run test unit integration asan valgrind bench lint test-faults test-scale fuzz fuzz-run clean stop
+.PHONY: all deps services run test unit integration asan valgrind bench lint test-faults test-scale test-console fuzz fuzz-run clean stop
 deps:
 	@scripts/deps.sh
 services: deps
@@ -134,6 +134,12 @@ bench: services
 	@$(MAKE) --no-print-directory all $(CEILING)
 	@bench/run.sh $(BIN) $(CEILING)
 
+# The operator console in headless chromium (puppeteer-core), against the
+# real service, MariaDB and Redis: about a minute. Screenshots in build/console/.
+test-console: services
+	@$(MAKE) --no-print-directory all
+	@scripts/check-console.sh $(BIN)
+
 test-faults: services
 	@$(MAKE) --no-print-directory all
 	@PCB_BIN=$(BIN) timeout -k 10 900 tests/faults/faults.py
@@ -156,7 +162,9 @@ clean:
 # paycallback-setup-db, man pages generated from its --help key table, the
 # SQL, the systemd unit, and the system config (config/paycallback.system.json:
 # the system MariaDB and Redis, placeholders the service refuses until they
-# are filled; not over an existing one). uninstall removes all but the config.
+# are filled; not over an existing one), and the operator console's documents
+# (DATADIR/console, console.dir of the system config). uninstall removes all
+# but the config.
 PREFIX  ?= /usr/local
 SBINDIR := $(PREFIX)/sbin
 DATADIR := $(PREFIX)/share/paycallback
@@ -167,12 +175,14 @@ SYSCONFDIR ?= /etc
 man: $(BIN)
 	@scripts/gen-man.py $(BIN) $(BUILD)/man
 install: man
-	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/migrations $(DESTDIR)$(MANDIR)/man5 \
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/migrations $(DESTDIR)$(DATADIR)/console \
+		$(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/paycallback
 	install -m 0755 $(BIN) $(DESTDIR)$(SBINDIR)/paycallback
 	install -m 0755 deploy/paycallback-setup-db $(DESTDIR)$(SBINDIR)/paycallback-setup-db
 	install -m 0644 sql/*.sql $(DESTDIR)$(DATADIR)/
 	install -m 0644 sql/migrations/*.sql $(DESTDIR)$(DATADIR)/migrations/
+	install -m 0644 console/*.html console/*.css console/*.js console/*.svg $(DESTDIR)$(DATADIR)/console/
 	install -m 0644 $(BUILD)/man/paycallback.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 $(BUILD)/man/paycallback.json.5 $(DESTDIR)$(MANDIR)/man5/
 	sed -e 's|@sbindir@|$(SBINDIR)|g' -e 's|@sysconfdir@|$(SYSCONFDIR)|g' \

@@ -32,7 +32,8 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The keys allowed to differ from the shipped config inside the stack.
-ENDPOINT_KEYS = {"listen.address", "mysql.host", "mysql.port", "redis.host", "redis.port"}
+ENDPOINT_KEYS = {"listen.address", "mysql.host", "mysql.port", "redis.host", "redis.port",
+                 "console.dir"}  # where the image keeps the console's pages
 # Secrets: never a value in the compose file or the image; each is passed
 # through from the environment of `docker compose`, the required ones as
 # ${NAME:?message} so that compose itself refuses to start without them.

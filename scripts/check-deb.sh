@@ -28,6 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$tmp/files"
 for f in /usr/sbin/paycallback /lib/systemd/system/paycallback.service \
 	/etc/paycallback/paycallback.json /usr/share/paycallback/migrations/0001_baseline.sql \
+	/usr/share/paycallback/console/index.html /usr/share/paycallback/console/app.js \
 	/usr/share/man/man8/paycallback.8.gz /usr/share/man/man5/paycallback.json.5.gz \
 	/usr/share/doc/paycallback/copyright; do
 	check "$f is not in the package" grep -qx "$f" "$tmp/files"
@@ -55,6 +56,8 @@ for page in man8/paycallback.8 man5/paycallback.json.5; do
 	check "$page differs from the binary's --help" \
 		cmp -s <(gzip -dc "$tmp/root/usr/share/man/$page.gz") "$tmp/man/${page#*/}"
 done
+check "the system config does not serve the packaged console" \
+	grep -q '"dir": "/usr/share/paycallback/console"' "$tmp/root/etc/paycallback/paycallback.json"
 check "the unit does not run ExecStart=/usr/sbin/paycallback" \
 	grep -q '^ExecStart=/usr/sbin/paycallback -c /etc/paycallback/paycallback.json' \
 	"$tmp/root/lib/systemd/system/paycallback.service"

@@ -16,6 +16,7 @@ pkgs=(
 	dpkg-dev debhelper lintian systemd  # make deb and its check; systemd-analyze rates the unit
 	mmdebstrap util-linux iproute2  # make test-install: a Debian 12 root, its namespaces
 	prometheus  # for promtool, which checks the /metrics format; its daemon is switched off below
+	chromium  # make test-console: the console in a headless browser (puppeteer-core drives it)
 )
 # The OpenAPI linter (scripts/lint-openapi.sh) runs on Node.js: Debian's
 # nodejs and npm, unless a node and npm are already installed otherwise.

@@ -37,6 +37,7 @@
 #include "server.h"
 #include "shard.h"
 #include "shardmap.h"
+#include "staticdir.h"
 
 extern char **environ;
 
@@ -553,6 +554,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "paycallback: cannot start the shard probers\n");
         goto out;
     }
+    if (cfg.console_dir[0] != '\0' &&
+        (srv.console = staticdir_load(cfg.console_dir, err, sizeof(err))) == NULL)
+        /* Payments do not wait for a page: the service starts, the console
+         * answers 404 until a restart finds its files. */
+        log_error("the console is off: its directory (console.dir) cannot be served",
+                  "error=\"%s\"", err);
     pay_register_gateway_metrics(gws, srv.m);
     metrics_set_build_info(srv.m, PAYCALLBACK_VERSION, PAYCALLBACK_COMMIT);
     metrics_set_gauge(srv.m, G_RELOAD_OK, 1);
@@ -608,6 +615,7 @@ out:
     reconcile_stop(srv.recon);
     seen_destroy(paid.recent);
     replays_destroy(paid.answers);
+    staticdir_destroy(srv.console);
     keyslot_destroy(srv.keys);
     rds_pool_destroy(srv.rds);
     shard_set_close(&srv.shards);

@@ -79,6 +79,8 @@ static const struct http_route routes[] = {
     { "GET", "/ops/whoami", handle_ops_whoami, INLINE, operator_key, ANY },
     { "GET", "/ops/summary", handle_ops_summary, INLINE, operator_key, READ },
     { "GET", "/ops/payments/{pay_no}", handle_ops_payment_get, WORK, operator_key, READ },
+    { "GET", "/console/", handle_console_index, INLINE, OPEN, 0 },
+    { "GET", "/console/{file}", handle_console_file, INLINE, OPEN, 0 },
 };
 
 const struct http_route *router_routes(size_t *count)

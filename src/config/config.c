@@ -152,6 +152,7 @@ static const struct cfg_key keys[] = {
     I("idempotency", "lease_ms", idem_lease_ms, 100, 600000, "10000"),
     I("idempotency", "ttl_s", idem_ttl_s, 1, 30L * 86400, "86400"),
     K("auth", "keys", auth_keys),
+    S("console", "dir", console_dir, 0, ""),
 };
 #define NKEYS (ARRAY_SIZE(keys))
 

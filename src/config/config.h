@@ -140,6 +140,8 @@ struct config {
     int callback_query_timeout_ms;
 
     /* outbox delivery to the shop (webhook.url empty: no delivery) */
+    char console_dir[CFG_STR_MAX]; /* the operator console's documents, served under
+                                      /console/; "" turns the console off */
     char webhook_url[CFG_STR_MAX];
     char webhook_secret[CFG_STR_MAX]; /* whsec_<base64> (standard) or any text (legacy) */
     /* "standard" (Standard Webhooks: webhook-id, webhook-timestamp,

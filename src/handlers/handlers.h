@@ -39,9 +39,11 @@ void handle_ops_cancel_stale(struct server *srv, const struct http_req *req,
 void handle_ops_audit_list(struct server *srv, const struct http_req *req, struct http_resp *resp);
 
 /* What the operator console needs (operator_summary.c,
- * operator_payments.c). */
+ * operator_payments.c) and its documents (console.c). */
 void handle_ops_whoami(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_summary(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_payment_get(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_console_index(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_console_file(struct server *srv, const struct http_req *req, struct http_resp *resp);
 
 #endif

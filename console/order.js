@@ -1,0 +1,79 @@
+// order.js - one order found by order_no (or pay_no): its details, a
+// history built from its timestamps, payments and audit rows, and the
+// transitions its status allows, as buttons.
+import { api, seg, query, session } from './api.js';
+import { el, clear, table, answer } from './dom.js';
+import { section, action, resultArea, when, link } from './ui.js';
+
+// The state machine: WAIT_PAY=1 → PAID, CANCELED; PAID → SHIPPED, CANCELED; SHIPPED → FINISHED.
+const NEXT = { WAIT_PAY: ['cancel'], PAID: ['ship', 'cancel'], SHIPPED: ['finish'] };
+const VERB = { ship: 'Ship', finish: 'Finish', cancel: 'Cancel' };
+
+export function show(main, arg) {
+  const input = el('input', { id: 'order-q', placeholder: 'order_no or pay_no', spellcheck: 'false', value: arg || '' });
+  const form = el('form', { class: 'search' }, input, el('button', { type: 'submit' }, 'Find'));
+  const out = el('div');
+  const area = resultArea(); // outside out: the answer stays when the order is read again
+  form.addEventListener('submit', e => {
+    e.preventDefault();
+    const q = input.value.trim();
+    if (q) location.hash = `#/order/${encodeURIComponent(q)}`;
+  });
+  main.append(el('h1', {}, 'Order'), form, area, out);
+  if (arg) load(arg, out, area);
+  return null;
+}
+
+async function find(q) {
+  let res = await api('GET', `/order/${seg(q)}`);
+  if (res.status === 404) {
+    const pay = await api('GET', `/ops/payments/${seg(q)}`);
+    if (pay.ok && pay.body && pay.body.order_no) res = await api('GET', `/order/${seg(pay.body.order_no)}`);
+  }
+  return res;
+}
+
+async function load(q, out, area) {
+  clear(out).append(el('p', { class: 'hint' }, 'Loading…'));
+  const res = await find(q);
+  clear(out);
+  if (!res.ok) {
+    out.append(el('p', { class: 'error' }, res.status === 404 ? `No order or payment called “${q}”.` : 'The service refused the search:'), answer(res));
+    return;
+  }
+  const o = res.body;
+  const audit = session.can('audit') ? await api('GET', `/ops/audit${query({ subject: o.order_no, limit: 100 })}`) : null;
+  const reload = () => load(o.order_no, out, area);
+  const buttons = (NEXT[o.status] || []).map(t => action('orders', VERB[t],
+    { title: `${VERB[t]} order ${o.order_no}?`, text: `POST /order/${o.order_no}/${t}: ${o.status} → ${t === 'cancel' ? 'CANCELED' : t === 'ship' ? 'SHIPPED' : 'FINISHED'}.${t === 'cancel' && o.status === 'PAID' ? ' Its payment will need a refund.' : ''}` },
+    () => api('POST', `/order/${seg(o.order_no)}/${t}`), area, reload));
+  out.append(
+    section(`Order ${o.order_no}`,
+      el('dl', { class: 'facts' },
+        fact('Status', el('span', { class: `status s-${o.status}` }, o.status)), fact('Amount', o.amount),
+        fact('User', o.user_id), fact('SKU', `${o.sku} × ${o.quantity}`), fact('Checkout', o.request_id),
+        fact('Created', when(o.create_time)), fact('Updated', when(o.update_time))),
+      el('div', { class: 'actions' }, buttons.filter(Boolean).length ? buttons : el('span', { class: 'hint' }, NEXT[o.status] ? 'This key may not change orders.' : 'Final status: no transition.'))),
+    section('History', history(o, audit && audit.ok ? audit.body.entries : [])),
+    section('Payments', table([
+      ['pay_no', p => p.pay_no], ['Amount', p => p.amount], ['Status', p => el('span', { class: `status s-${p.status}` }, p.status)],
+      ['Recorded', p => when(p.create_time)],
+      ['', p => p.status === 'REFUND_REQUIRED' ? link('queue', '', 'in the queue') : ''],
+    ], o.payments || [], 'No payment recorded.')),
+    section('Audit rows', audit === null ? el('p', { class: 'hint' }, 'This key may not read the audit log.')
+      : audit.ok ? table([['When', a => when(a.created_at)], ['Who', a => a.actor], ['Action', a => a.action], ['Detail', a => a.detail]], audit.body.entries, 'No operator changed this order.')
+      : answer(audit)),
+    section('Events', el('p', { class: 'hint' }, 'Events of this order: see Events, filtered by its order_no.'), link('events', o.order_no, 'Show its events')));
+}
+
+function fact(k, v) {
+  return [el('dt', {}, k), el('dd', {}, v)];
+}
+
+function history(o, audit) {
+  const rows = [{ t: o.create_time, what: 'created (WAIT_PAY)', who: o.user_id }];
+  for (const p of o.payments || []) rows.push({ t: p.create_time, what: `payment ${p.pay_no} ${p.amount}: ${p.status === 'PAID' ? 'paid' : 'charged again, REFUND_REQUIRED'}`, who: 'gateway' });
+  for (const a of audit) rows.push({ t: a.created_at, what: `${a.action} ${a.detail}`, who: a.actor });
+  rows.sort((a, b) => String(a.t).localeCompare(String(b.t)));
+  return table([['When', r => when(r.t)], ['What', r => r.what], ['By', r => r.who]], rows);
+}

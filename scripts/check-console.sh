@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The operator console's browser suite (make test-console): Debian's
+# chromium, headless, driven by puppeteer-core (pinned in
+# tools/console-test/package-lock.json, installed there with `npm ci` and
+# never a browser download) through tests/console/console.test.mjs,
+# against the real service on a fresh database of its own, the private
+# MariaDB and Redis (make services), and tests/tools/webhook_receiver.js as
+# the shop. Screenshots of every view go to build/console/.
+# usage: check-console.sh [BINARY]
+set -euo pipefail
+# shellcheck source=scripts/env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+bin=${1:-$ROOT/build/paycallback}
+dir=$ROOT/tools/console-test
+db=paycallback_console
+chromium=${CHROMIUM:-$(command -v chromium || true)}
+[[ -x $chromium ]] || { echo "check-console: chromium not found (scripts/deps.sh installs it)" >&2; exit 1; }
+command -v npm >/dev/null || { echo "check-console: npm not found (scripts/deps.sh installs it)" >&2; exit 1; }
+
+PUPPETEER_SKIP_DOWNLOAD=1 "$ROOT/scripts/npm-ci.sh" "$dir"
+"$ROOT/scripts/npm-ci.sh" "$ROOT/tests/tools/webhook-verify"
+
+tmp=$(mktemp -d)
+pid= rpid=
+cleanup() {
+	for p in $pid $rpid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+as_root() { mariadb --no-defaults --user=root --socket="$MYSQL_SOCK" --connect-timeout=5 "$@"; }
+{
+	echo "DROP DATABASE IF EXISTS \`$db\`;"
+	echo "CREATE DATABASE \`$db\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;"
+	for host in 127.0.0.1 localhost; do
+		echo "GRANT ALL PRIVILEGES ON \`$db\`.* TO '$DB_USER'@'$host';"
+	done
+	echo "USE \`$db\`;"
+	"$ROOT/scripts/schema-sql.sh"
+	cat "$ROOT/sql/seed.sql"
+} | as_root --batch >/dev/null
+
+secret=whsec_$(printf 'console-suite-webhook-secret' | base64)
+node "$ROOT/tests/tools/webhook_receiver.js" --port-file "$tmp/wport" --log "$tmp/hooks.jsonl" \
+	--secret "$secret" 2>"$tmp/receiver.log" &
+rpid=$!
+for _ in $(seq 200); do [[ -s $tmp/wport ]] && break; sleep 0.05; done
+[[ -s $tmp/wport ]] || { cat "$tmp/receiver.log" >&2; echo "check-console: the receiver did not start" >&2; exit 1; }
+
+# Two keys: ops may do everything, viewer may only read.
+PAYCALLBACK_MYSQL_PORT=$MYSQL_PORT PAYCALLBACK_REDIS_PORT=$REDIS_PORT PAYCALLBACK_REDIS_DB=7 \
+	PAYCALLBACK_MYSQL_DATABASE=$db PAYCALLBACK_LISTEN_PORT=0 PAYCALLBACK_CONSOLE_DIR="$ROOT/console" \
+	PAYCALLBACK_AUTH_KEYS="ops:console-suite-ops-key-0001,viewer:console-suite-viewer-key-01:read" \
+	PAYCALLBACK_WEBHOOK_URL="http://127.0.0.1:$(cat "$tmp/wport")/hook" PAYCALLBACK_WEBHOOK_SECRET=$secret \
+	PAYCALLBACK_WEBHOOK_POLL_MS=50 PAYCALLBACK_RECONCILE_WAIT_PAY_AGE_S=600 \
+	"$bin" -c "$ROOT/config/paycallback.json" --dev --port-file "$tmp/port" 2>"$tmp/server.log" &
+pid=$!
+for _ in $(seq 200); do [[ -s $tmp/port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+[[ -s $tmp/port ]] || { cat "$tmp/server.log" >&2; echo "check-console: the service did not start" >&2; exit 1; }
+
+mkdir -p "$ROOT/build/console"
+rc=0
+PCB_URL="http://127.0.0.1:$(cat "$tmp/port")" PCB_MYSQL_SOCK=$MYSQL_SOCK PCB_DB=$db \
+	PCB_OPS_KEY=console-suite-ops-key-0001 PCB_VIEWER_KEY=console-suite-viewer-key-01 \
+	PCB_HOOKS_LOG="$tmp/hooks.jsonl" PCB_SHOTS="$ROOT/build/console" PCB_CONSOLE_DIR="$ROOT/console" \
+	CHROMIUM="$chromium" NODE_PATH="$dir/node_modules" \
+	timeout -k 10 300 node "$ROOT/tests/console/console.test.mjs" || rc=$?
+if ((rc != 0)); then
+	echo "--- service log (last 40 lines)" >&2
+	tail -n 40 "$tmp/server.log" >&2
+fi
+exit "$rc"
