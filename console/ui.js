@@ -28,8 +28,9 @@ export function action(scope, label, { title, text, input, okLabel }, run, area,
   }, 'action');
 }
 
+// A time as stored ("2026-12-03 14:14:22.123"), to the second, kept on one line.
 export function when(s) {
-  return s ? String(s).replace('T', ' ').replace(/\.\d+Z?$|Z$/, '') : '';
+  return el('span', { class: 't' }, s ? String(s).replace('T', ' ').replace(/\.\d+Z?$|Z$/, '') : '');
 }
 
 export function link(view, arg, text) {
