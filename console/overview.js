@@ -22,7 +22,8 @@ export function show(main) {
   let timer = null, stopped = false;
 
   async function refresh() {
-    const [sum, rec] = await Promise.all([api('GET', '/ops/summary'), api('GET', '/ops/reconcile')]);
+    const [sum, rec, failed] = await Promise.all([api('GET', '/ops/summary'), api('GET', '/ops/reconcile'),
+      api('GET', '/ops/refund-requests?state=FAILED&limit=100')]);
     if (stopped) return;
     if (!sum.ok) { clear(tiles).append(el('p', { class: 'error' }, `summary: ${sum.status} ${sum.text}`)); return; }
     const s = sum.body, r = rec.ok ? rec.body : null;
@@ -35,7 +36,8 @@ export function show(main) {
       tile('Callbacks', s.callbacks.reduce((a, c) => a + c.count, 0), 'since start'),
       tile('Signature rejections', s.signature_rejections, 'since start', s.signature_rejections > 0),
       tile('Double payments waiting', r ? r.refund_required.count : '?', 'to refund', r && r.refund_required.count > 0, '#/queue'),
-      tile('Refunds failing', '—', 'refund records not in this version'),
+      failed.ok ? tile('Refunds failing', `${failed.body.refunds.length}${failed.body.next_after ? '+' : ''}`, 'FAILED at the gateway', failed.body.refunds.length > 0, '#/queue')
+        : tile('Refunds failing', '—', failed.status === 404 ? 'no refund records here' : `unknown (${failed.status})`),
       tile('Dead events', r ? r.outbox.dead : '?', `${r ? r.outbox.pending : '?'} pending`, r && r.outbox.dead > 0, '#/events'),
       tile('Stale WAIT_PAY orders', r ? r.wait_pay_stale.count : '?', r ? `older than ${r.wait_pay_stale.older_than_s} s` : '', r && r.wait_pay_stale.count > 0, '#/stale'));
     clear(totals).append(bars(Object.entries(series).map(([label, value]) => ({ label, value }))));
