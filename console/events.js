@@ -1,6 +1,8 @@
 // events.js - outbox events by state, filtered by type, order and time
 // (those in the page: at most LIMIT, the API's bound for one list), with
-// a dead one sent again one by one or all that match.
+// a dead one sent again one by one or all that match; where the service
+// has several endpoints and replays, one event or all since a time
+// replayed to one endpoint or every subscribing one.
 import { api, seg, query, session } from './api.js';
 import { el, clear, table, answer, button } from './dom.js';
 import { section, action, resultArea, when, link } from './ui.js';
@@ -15,14 +17,17 @@ export function show(main, arg) {
   const order = el('input', { id: 'ev-order', placeholder: 'order_no', value: arg || '', spellcheck: 'false' });
   const from = el('input', { id: 'ev-from', type: 'datetime-local', title: 'created at or after (UTC)' });
   const to = el('input', { id: 'ev-to', type: 'datetime-local', title: 'created before (UTC)' });
-  const endpoint = el('select', { id: 'ev-endpoint', disabled: true, title: 'one endpoint: webhook.url' }, el('option', {}, 'webhook.url'));
+  const endpoint = el('input', { id: 'ev-endpoint', placeholder: 'every endpoint', spellcheck: 'false', title: 'the endpoint a replay goes to (webhook.url is "default"); empty: every endpoint that subscribes' });
+  const since = el('input', { id: 'ev-since', type: 'datetime-local', title: 'replay every event written at or after (UTC)' });
+  const replayPanel = el('div');
   const area = resultArea();
   const list = el('div');
   const filters = el('form', { class: 'filters' },
     label('State', state), label('Type', type), label('Order', order), label('Endpoint', endpoint),
     label('From (UTC)', from), label('To (UTC)', to), el('button', { type: 'submit' }, 'Filter'));
-  main.append(el('h1', {}, 'Events'), filters, area, list);
+  main.append(el('h1', {}, 'Events'), filters, area, replayPanel, list);
   let events = [];
+  let canReplay = false;
 
   const matches = e => (!type.value || e.type === type.value) &&
     (!order.value.trim() || e.order_no === order.value.trim()) &&
@@ -42,10 +47,14 @@ export function show(main, arg) {
         ['id', e => String(e.id)], ['Type', e => e.type], ['Order', e => link('order', e.order_no, e.order_no)],
         ['State', e => el('span', { class: `status s-${e.state}` }, e.state)], ['Attempts', e => String(e.attempts)],
         ['Created', e => when(e.created_at)], ['Last error', e => e.last_error || ''],
-        ['', e => e.state === 'DEAD' ? action('events', 'Send again', {
+        ['', e => [e.state === 'DEAD' ? action('events', 'Send again', {
           title: `Send event ${e.id} again?`,
           text: `${e.type} of order ${e.order_no} goes back to PENDING and is delivered again. POST /ops/outbox/${e.id}/retry`,
-        }, () => api('POST', `/ops/outbox/${seg(e.id)}/retry`), area, load) : ''],
+        }, () => api('POST', `/ops/outbox/${seg(e.id)}/retry`), area, load) : null,
+        canReplay ? action('events', 'Replay', {
+          title: `Replay event ${e.id}?`,
+          text: `${e.type} of order ${e.order_no} is delivered again to ${target()}, under the same webhook-id. POST /ops/outbox/${e.id}/replay`,
+        }, () => api('POST', `/ops/outbox/${seg(e.id)}/replay`, endpointBody()), area, load) : null]],
       ], events, 'No event matches.')));
   }
 
@@ -61,8 +70,30 @@ export function show(main, arg) {
     load();
   }
 
+  const target = () => endpoint.value.trim() ? `the endpoint “${endpoint.value.trim()}”` : 'every endpoint that subscribes to its type';
+  const endpointBody = () => endpoint.value.trim() ? { endpoint: endpoint.value.trim() } : {};
+
+  // Replays exist where the service routes POST /ops/outbox/replay: its
+  // Allow header says so (an OPTIONS is answered before any key is asked).
+  async function probeReplay() {
+    const r = await fetch('/ops/outbox/replay', { method: 'OPTIONS', cache: 'no-store', credentials: 'omit' }).catch(() => null);
+    canReplay = !!r && /\bPOST\b/.test(r.headers.get('Allow') || '');
+    endpoint.disabled = !canReplay;
+    if (!canReplay) { endpoint.placeholder = 'webhook.url'; return; }
+    const replaySince = action('events', 'Replay since…', {
+      title: 'Replay every event written since the time given?',
+      text: 'Events of the chosen type (or all) written at or after the time are delivered again, oldest first, to the endpoint given (or every subscribing one), at most 100 per request. POST /ops/outbox/replay',
+    }, async () => {
+      if (!since.value) return { status: 0, ok: false, body: null, text: 'give the time to replay from (UTC)' };
+      const body = { since: `${since.value.length === 16 ? `${since.value}:00` : since.value}Z`, limit: LIMIT, ...endpointBody() };
+      if (type.value) body.types = [type.value];
+      return api('POST', '/ops/outbox/replay', body);
+    }, area, load);
+    if (replaySince) replayPanel.append(section('Replay', el('div', { class: 'filters' }, label('Since (UTC)', since), replaySince)));
+  }
+
   filters.addEventListener('submit', e => { e.preventDefault(); load(); });
-  load();
+  probeReplay().then(load);
   return null;
 }
 

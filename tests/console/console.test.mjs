@@ -311,6 +311,35 @@ test('every console answer carries the CSP, no-referrer and nosniff; no path lea
 });
 
 
+
+// Replays come with several endpoints; a build without them routes no
+// POST /ops/outbox/replay (its OPTIONS Allow says so), and the case says
+// it was skipped.
+test('a delivered event is replayed from the page to one endpoint and delivered again', async () => {
+  const allow = await new Promise((resolve, reject) => http.request(`${URL_BASE}/ops/outbox/replay`, { method: 'OPTIONS' },
+    res => { res.resume(); resolve(res.headers.allow || ''); }).on('error', reject).end());
+  if (!/\bPOST\b/.test(allow)) { console.log('  skipped: this build has no replay (OPTIONS /ops/outbox/replay allows no POST)'); return; }
+  const hooks = () => existsSync(HOOKS) ? readFileSync(HOOKS, 'utf8').split('\n').filter(Boolean).map(JSON.parse)
+    .filter(h => h.order_no === 'CON-DEAD-1' && h.sig_ok && h.answer === 200).length : 0;
+  const before = hooks();
+  check(before >= 1, 'the dead event of an earlier case was never delivered');
+  const page = await newPage();
+  await signIn(page, OPS);
+  await page.waitForSelector('.tiles .tile');
+  await view(page, '#/events/CON-DEAD-1', () => !document.querySelector('#ev-endpoint').disabled);
+  await page.select('#ev-state', 'DELIVERED');
+  await page.type('#ev-endpoint', 'default');
+  await page.click('main form.filters button[type=submit]');
+  await page.waitForFunction(() => [...document.querySelectorAll('main tr')].some(tr => tr.textContent.includes('CON-DEAD-1') && tr.textContent.includes('DELIVERED')));
+  await shot(page, 'events-replay');
+  await act(page, 'CON-DEAD-1', 'Replay');
+  const answer = await text(page, 'main .result pre');
+  check(/^200/.test(answer) && answer.includes('"default"'), `replay answered ${answer}`);
+  await until('delivered again', () => hooks() > before);
+  check(sql(`SELECT COUNT(*) FROM audit_log WHERE actor='ops' AND action='outbox.replay'`) === '1', 'no audit row by the API');
+  await page.close();
+});
+
 // Refund records come with the refund API; a build without them answers
 // 404 NOT_FOUND on the route, and the case says it was skipped.
 test('refund records: one awaiting approval is approved from the queue; a failed one is counted', async () => {
