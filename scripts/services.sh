@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Private MariaDB and Redis for development and tests, kept under var/.
-# usage: services.sh start|stop|status|start-mysql|stop-mysql|start-redis|stop-redis
+# usage: services.sh start|stop|status|start-mysql|stop-mysql|start-redis|stop-redis|provision
 # start and stop are idempotent; start returns once the server answers on TCP.
+# provision applies sql/ again to the running MariaDB, whatever its version.
 set -euo pipefail
 # shellcheck source=scripts/env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -267,7 +268,7 @@ status() {
 }
 
 usage() {
-	echo "usage: $0 start|stop|status|start-mysql|stop-mysql|start-redis|stop-redis" >&2
+	echo "usage: $0 start|stop|status|start-mysql|stop-mysql|start-redis|stop-redis|provision" >&2
 	exit 2
 }
 
@@ -280,5 +281,6 @@ start-mysql) lock; start_mysql ;;
 stop-mysql) lock; stop_mysql ;;
 start-redis) lock; start_redis ;;
 stop-redis) lock; stop_redis ;;
+provision) lock; mysql_ping_sock || die "mariadbd is not running"; mysql_provision ;;
 *) usage ;;
 esac

@@ -113,6 +113,15 @@ static const struct db_errmap errmap[] = {
      * an unknown outcome, re-run like a lost COMMIT. */
     { 1047, DB_UNAVAILABLE, true },
     { ER_ERROR_DURING_COMMIT, DB_RETRY, true }, /* 1180 */
+    /* The schema in passing: a procedure replaced by DROP + CREATE (a
+     * re-run migration) is missing for a moment (1305), and a table a
+     * prepared statement reads was altered under it (1615). Nothing ran,
+     * so the re-run is safe, on a fresh link with statements prepared
+     * again; still missing after the retries, it is a 503 like any
+     * passing state, never a 500. A missing table stays an error: no
+     * migration drops one. */
+    { ER_SP_DOES_NOT_EXIST, DB_RETRY, true }, /* 1305 */
+    { ER_NEED_REPREPARE, DB_RETRY, true },    /* 1615 */
 };
 
 /* Looks err up in errmap. */

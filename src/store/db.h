@@ -30,7 +30,7 @@ struct db_node;
 enum db_status {
     DB_OK,
     DB_DUPLICATE,   /* 1062 duplicate key, and only that */
-    DB_RETRY,       /* deadlock, lock wait, lost link: run it again */
+    DB_RETRY,       /* deadlock, lock wait, lost link, schema in passing: run it again */
     DB_UNAVAILABLE, /* cannot connect, node not ready, retries exhausted -> 503 */
     DB_ERROR,       /* anything else: a bug, a schema problem, a bad row -> 500 */
     DB_ROLLBACK     /* a txn body asked to roll back (not an error) */

@@ -849,6 +849,33 @@ START_TEST(mysql_outage_answers_503_and_loses_nothing)
 }
 END_TEST
 
+/* ---- a schema being re-provisioned ---------------------------------------- */
+
+/* While a server is re-provisioned its procedure is dropped and made again
+ * (DROP PROCEDURE + CREATE PROCEDURE, MariaDB's only way to replace one):
+ * a callback in between meets errno 1305. That is a passing state, so the
+ * answer is 503 with Retry-After, nothing written, and the retry pays. */
+START_TEST(a_callback_while_the_procedure_is_missing_is_503_and_the_retry_pays)
+{
+    struct h_resp r;
+
+    h_db_insert_order("O1", "u1001", PRICE, 1);
+    h_db_exec("DROP PROCEDURE pay_callback_v1");
+
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    ck_assert_msg(h_resp_header(&r, "Retry-After") != NULL, "expected Retry-After: %s", r.body);
+    h_resp_free(&r);
+    assert_nothing_written("O1");
+
+    h_services("provision");
+    h_callback(h_port(), "O1", "P1", PRICE, &r);
+    assert_success(&r, "O1", "P1", "PAID", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, records());
+}
+END_TEST
+
 /* ---- secret rotation ------------------------------------------------------ */
 
 #define ROTATION_NEW "rotation-new-secret-2f9c"
@@ -1056,6 +1083,11 @@ static Suite *pay_callback_suite(void)
     tc = h_tcase("a mysql outage loses nothing", SLOW_TIMEOUT_S);
     tcase_add_unchecked_fixture(tc, NULL, h_fixture_mysql_back);
     tcase_add_test(tc, mysql_outage_answers_503_and_loses_nothing);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase("a schema being re-provisioned", TC_TIMEOUT_S);
+    tcase_add_unchecked_fixture(tc, NULL, h_fixture_schema_back);
+    tcase_add_test(tc, a_callback_while_the_procedure_is_missing_is_503_and_the_retry_pays);
     suite_add_tcase(s, tc);
 
     return s;

@@ -456,4 +456,8 @@ TCase *h_tcase(const char *name, int timeout_s);
 /* Teardown of outage tests: MySQL is started again whatever the test did. */
 void h_fixture_mysql_back(void);
 
+/* Teardown of tests that drop part of the schema: the tree's schema is
+ * applied again (scripts/services.sh provision). */
+void h_fixture_schema_back(void);
+
 #endif

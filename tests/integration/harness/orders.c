@@ -122,6 +122,11 @@ void h_fixture_mysql_back(void)
     h_services("start-mysql");
 }
 
+void h_fixture_schema_back(void)
+{
+    h_services("provision");
+}
+
 TCase *h_tcase_with(const char *name, int timeout_s, void (*up)(void), void (*down)(void))
 {
     TCase *tc = tcase_create(name);
