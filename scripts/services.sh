@@ -80,9 +80,33 @@ mysql_provision() {
 	touch "$STAMP"
 }
 
+# The highest migration of the tree: the version a provisioned database holds.
+tree_version() {
+	local f n=0
+	for f in "$ROOT"/sql/migrations/[0-9][0-9][0-9][0-9]_*.sql; do
+		f=${f##*/}
+		n=$((10#${f%%_*}))
+	done
+	echo "$n"
+}
+
+# Provisioning drops and re-creates the procedures (MariaDB replaces one no
+# other way), so it runs only when something needs it: sql/ or this script
+# changed since the last run, or a database is missing or below the tree's
+# version (a new data directory, a database dropped). A restart of a
+# provisioned server changes nothing, so live callbacks never meet a
+# missing procedure.
 mysql_stale() {
+	local db want have
 	[[ ! -e $STAMP || ${BASH_SOURCE[0]} -nt $STAMP ||
-		-n $(find "$ROOT/sql" -name '*.sql' -newer "$STAMP" -print -quit) ]]
+		-n $(find "$ROOT/sql" -name '*.sql' -newer "$STAMP" -print -quit) ]] && return 0
+	want=$(tree_version)
+	for db in "$DB_NAME" "$DB_TEST_NAME" "${DB_TEST_NAME}_s2"; do
+		have=$(as_root --batch --skip-column-names \
+			-e "SELECT COALESCE(MAX(version), 0) FROM \`$db\`.schema_migrations" 2>/dev/null) || return 0
+		[[ $have == "$want" ]] || return 0
+	done
+	return 1
 }
 
 start_mysql() {
@@ -92,7 +116,7 @@ start_mysql() {
 
 	if pid=$(pidfile_pid "$MYSQL_PIDFILE" mariadbd); then
 		if mysql_ping_sock; then
-			mysql_stale && mysql_provision
+			if mysql_stale; then mysql_provision; fi
 			return 0
 		fi
 		# Running but not answering yet (still starting): wait for it below.
@@ -139,7 +163,7 @@ start_mysql() {
 		fi
 		sleep 0.1
 	done
-	mysql_provision
+	if mysql_stale; then mysql_provision; fi
 	mysql_ping_tcp || { tail_log "$MYSQL_LOG"; die "mariadbd does not accept $DB_USER on 127.0.0.1:$MYSQL_PORT"; }
 }
 

@@ -876,6 +876,21 @@ START_TEST(a_callback_while_the_procedure_is_missing_is_503_and_the_retry_pays)
 }
 END_TEST
 
+/* A restart of MariaDB does not re-provision a database already at the
+ * schema of the tree: that would drop the procedure under live callbacks.
+ * The seed's INSERT IGNORE would bring back a deleted stock row. */
+START_TEST(a_restarted_mariadb_is_not_reprovisioned)
+{
+    h_db_exec("DELETE FROM stock WHERE sku = 'HAT-7'");
+    h_services("stop-mysql");
+    h_services("start-mysql");
+    ck_assert_msg(h_db_scalar_ll("SELECT COUNT(*) FROM stock WHERE sku = 'HAT-7'") == 0,
+                  "start-mysql re-provisioned a database already at the tree's schema");
+    h_services("start-mysql"); /* running: nothing to do either */
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM stock WHERE sku = 'HAT-7'"));
+}
+END_TEST
+
 /* ---- secret rotation ------------------------------------------------------ */
 
 #define ROTATION_NEW "rotation-new-secret-2f9c"
@@ -1083,6 +1098,7 @@ static Suite *pay_callback_suite(void)
     tc = h_tcase("a mysql outage loses nothing", SLOW_TIMEOUT_S);
     tcase_add_unchecked_fixture(tc, NULL, h_fixture_mysql_back);
     tcase_add_test(tc, mysql_outage_answers_503_and_loses_nothing);
+    tcase_add_test(tc, a_restarted_mariadb_is_not_reprovisioned);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("a schema being re-provisioned", TC_TIMEOUT_S);
