@@ -14,6 +14,14 @@ enum db_status audit_append(struct db_conn *c, const char *actor, const char *ac
     return db_exec(c, ST_AUDIT_INSERT, p, 5, NULL);
 }
 
+enum db_status audit_append_retry(struct db_conn *c, const char *actor, const char *action,
+                                  const char *subject, const char *detail, const char *request_id)
+{
+    const char *p[] = { actor, action, subject, detail, request_id };
+
+    return db_exec_retry(c, ST_AUDIT_INSERT, p, 5, NULL);
+}
+
 /* Fills e from an enum audit_col row. 0, or -1 when a column is not what
  * the schema promises. */
 static int entry_from_row(const struct db_row *r, struct audit_entry *e)

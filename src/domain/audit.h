@@ -25,6 +25,11 @@
 enum db_status audit_append(struct db_conn *c, const char *actor, const char *action,
                             const char *subject, const char *detail, const char *request_id);
 
+/* audit_append on its own (autocommit), retried like any statement, for
+ * a row that follows a change committed elsewhere. */
+enum db_status audit_append_retry(struct db_conn *c, const char *actor, const char *action,
+                                  const char *subject, const char *detail, const char *request_id);
+
 /* One row of audit_log. */
 struct audit_entry {
     uint64_t id;

@@ -17,6 +17,7 @@
 #include <openssl/crypto.h>
 
 #include "array.h"
+#include "audit.h"
 #include "config.h"
 #include "db.h"
 #include "jsonutil.h"
@@ -473,11 +474,38 @@ static enum query_round_result list_orders(struct query *q, struct server *srv,
     return failed == k ? res : QUERY_ROUND_OK;
 }
 
+/* The audit row of a payment an operator's round applied, on the order's
+ * shard, right after the payment's commit: written apart from the CALL,
+ * so a crash between the two leaves the payment (and its log line) without
+ * the row; a failure to write it is logged, the payment stands. */
+static void audit_applied(const struct route *rt, const struct query_target *t,
+                          const struct pay_request *req, enum pay_result r, const char *actor)
+{
+    const struct shard *sh = shard_of_order(rt->set, req->order_no);
+    char amount[MONEY_STR_MAX], detail[AUDIT_DETAIL_MAX + 1];
+    struct route_failure fail;
+    struct route_hop h;
+    enum db_status st = DB_UNAVAILABLE;
+
+    snprintf(detail, sizeof(detail), "pay_no=%s amount=%s endpoint=%s result=%s", req->pay_no,
+             money_format(req->amount_cents, amount, sizeof(amount)), t->name, pay_result_str(r));
+    route_hop_init(&h, rt, &fail);
+    if (sh != NULL && route_hop_to(&h, sh, "audit") != NULL)
+        st = audit_append_retry(h.c, actor, "payment.apply", req->order_no, detail, rt->request_id);
+    if (st != DB_OK)
+        log_error("order query: the audit row of an applied payment was not written",
+                  "order_no=%s pay_no=%s actor=%s status=%s error=\"%s\" request_id=%s",
+                  req->order_no, req->pay_no, actor, db_status_str(st),
+                  h.c != NULL ? db_errstr(h.c) : fail.msg, rt->request_id);
+    route_hop_release(&h);
+}
+
 /* Applies a PAID answer as a callback would be applied: routed to the
  * order's shard, through the pay_no registry when sharded. */
 static enum query_round_result apply(struct server *srv, const struct query_target *t,
                                      const char *order_no, const struct query_answer *ans,
-                                     const char *request_id, enum pay_result *result)
+                                     const char *request_id, const char *actor,
+                                     enum pay_result *result)
 {
     const struct route rt = {
         .set = &srv->shards, .wait_ms = QUERY_DB_WAIT_MS, .m = srv->m, .request_id = request_id
@@ -493,6 +521,8 @@ static enum query_round_result apply(struct server *srv, const struct query_targ
     r = pay_route(&rt, srv->paid, &req, &out, &fail);
     *result = r;
     pay_report(srv->m, &req, r, &out, request_id);
+    if (actor != NULL && (r == PAY_PAID || r == PAY_REFUND_REQUIRED))
+        audit_applied(&rt, t, &req, r, actor);
     if (r == PAY_UNAVAILABLE || r == PAY_ERROR)
         log_warn("order query: cannot apply a payment",
                  "target=%s order_no=%s pay_no=%s "
@@ -544,7 +574,7 @@ static enum query_round_result one_order(struct query *q, struct server *srv, CU
                  "target=%s order_no=%s pay_no=%s "
                  "request_id=%s",
                  t->name, order_no, ans.pay_no, run->request_id);
-        if ((res = apply(srv, t, order_no, &ans, run->request_id, &it->result[i])) !=
+        if ((res = apply(srv, t, order_no, &ans, run->request_id, run->actor, &it->result[i])) !=
             QUERY_ROUND_OK)
             return res;
     }

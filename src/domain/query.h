@@ -120,7 +120,12 @@ struct query_round {
      * every stale order is asked in turn however many there are (the
      * periodic pass); false: the oldest ones (an operator's call). */
     bool rotate;
-    const char *request_id;   /* names the round in the log lines */
+    const char *request_id; /* names the round in the log lines */
+    /* An operator's round: the name of its key. Each payment the round
+     * applies (PAID or REFUND_REQUIRED) then gets an audit_log row on the
+     * order's shard (action "payment.apply", actor this name). NULL for
+     * the periodic pass, the service's own work. */
+    const char *actor;
     struct query_item *items; /* limit entries, or NULL */
 };
 

@@ -215,7 +215,7 @@ static void render_query(struct http_resp *resp, const struct query *q,
 void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
                                 struct http_resp *resp)
 {
-    struct query_round run = { .request_id = req->request_id };
+    struct query_round run = { .request_id = req->request_id, .actor = operator_actor(req) };
     struct query_item *items = NULL;
     struct query_summary sum;
     int64_t age = srv->cfg->reconcile_wait_pay_age_s, limit = OPS_QUERY_DEFAULT;

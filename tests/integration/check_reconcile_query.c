@@ -181,6 +181,10 @@ START_TEST(stale_order_answered_paid_is_paid_once_through_the_callback_path)
                                        "event_type = 'order.paid'"));
     ck_assert_int_eq(1, log_lines("\"order_no\": \"QA1\"", "\"auth_ok\": true"));
     ck_assert_int_eq(1, log_lines("\"query\": \"order_no=QA1\"", NULL));
+    /* The operator's round changed the order: audited with the key's name. */
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE actor = 'dev' AND "
+                                       "action = 'payment.apply' AND subject = 'QA1' AND "
+                                       "detail LIKE 'pay_no=QP-A1 amount=899.00 %%result=PAID'"));
     /* Paid now: the next round does not ask about it again. */
     query_now(NULL, &r);
     h_assert_status(&r, 200);
@@ -261,6 +265,7 @@ START_TEST(a_paid_answer_with_another_amount_is_a_mismatch_that_writes_nothing)
     ck_assert_int_eq(0, h_payment_records());
     ck_assert_int_eq(0, h_outbox_rows());
     ck_assert_int_eq(before + 2, sample("paycallback_amount_mismatches_total"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log")); /* nothing changed */
 }
 END_TEST
 
@@ -412,6 +417,8 @@ START_TEST(the_periodic_pass_pays_a_stale_order_the_gateway_saw_paid)
     ck_assert_int_eq(1, h_payment_records());
     ck_assert_int_eq(1, count_where("outbox", "QP1"));
     ck_assert_int_eq(1, queried("QP1")); /* paid: never asked again */
+    /* The service's own pass is no operator's change. */
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log"));
 }
 END_TEST
 
