@@ -74,6 +74,8 @@ static const struct http_route routes[] = {
     { "GET", "/ops/refunds", handle_ops_refunds_list, WORK, operator_key, READ },
     { "POST", "/ops/refunds/{pay_no}/settle", handle_ops_refund_settle, WORK, operator_key,
       REFUNDS },
+    { "POST", "/ops/pay-no/{pay_no}/release", handle_ops_pay_no_release, WORK, operator_key,
+      REFUNDS },
     { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, WORK, operator_key, ORDERS },
     { "GET", "/ops/audit", handle_ops_audit_list, WORK, operator_key, AUDIT },
     { "GET", "/ops/whoami", handle_ops_whoami, INLINE, operator_key, ANY },

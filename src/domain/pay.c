@@ -6,7 +6,7 @@
  * duplicate key, and only that, means "seen before"), then the CAS
  * WAIT_PAY -> PAID with its order.paid outbox row. Either all of it
  * commits or none of it does, so any retry is safe. The transaction runs
- * inside MariaDB as one CALL of pay_callback_v1 (sql/migrations/0001_baseline.sql): one
+ * inside MariaDB as one CALL of pay_callback_v2 (sql/migrations/0005_pay_no_release.sql): one
  * client/server round trip instead of six.
  *
  * pay_route runs it on the order's shard. Sharded, a third line comes
@@ -32,10 +32,10 @@
 #include "route.h"
 #include "shard.h"
 
-/* pay_callback_v1 (sql/migrations/0001_baseline.sql) writes these codes as literals. */
+/* pay_callback_v2 (sql/migrations/0005_pay_no_release.sql) writes these codes as literals. */
 _Static_assert(ORDER_WAIT_PAY == 1 && ORDER_PAID == 2 && PAYMENT_PAID == 1 &&
                    PAYMENT_REFUND_REQUIRED == 2,
-               "status codes changed: change pay_callback_v1 (sql/migrations/) with them");
+               "status codes changed: change pay_callback_v2 (sql/migrations/) with them");
 
 /* One CALL of the procedure: the request, and the row it answered. */
 struct pay_call {
@@ -112,7 +112,7 @@ static enum pay_result from_call(struct db_conn *c, const struct pay_request *re
 {
     int64_t outcome = 0, status = 0, stored = 0;
 
-    if (db_row_int(row, PCC_OUTCOME, PAY_CALL_PAID, PAY_CALL_MISMATCH, &outcome) != 0 ||
+    if (db_row_int(row, PCC_OUTCOME, PAY_CALL_PAID, PAY_CALL_RELEASED, &outcome) != 0 ||
         (!db_row_is_null(row, PCC_ORDER_STATUS) &&
          (db_row_int(row, PCC_ORDER_STATUS, 0, 99, &status) != 0 ||
           !order_state_valid((int)status))))
@@ -122,6 +122,11 @@ static enum pay_result from_call(struct db_conn *c, const struct pay_request *re
     case PAY_CALL_PAID: out->outcome = PAYMENT_PAID; return PAY_PAID;
     case PAY_CALL_REFUND: out->outcome = PAYMENT_REFUND_REQUIRED; return PAY_REFUND_REQUIRED;
     case PAY_CALL_NOT_FOUND: return PAY_NOT_FOUND;
+    case PAY_CALL_RELEASED:
+        out->released = 1;
+        snprintf(out->stored_order_no, sizeof(out->stored_order_no), "%s", req->order_no);
+        out->stored_amount_cents = -1;
+        return PAY_CONFLICT;
     case PAY_CALL_MISMATCH:
         if (db_row_cents(row, PCC_ORDER_AMOUNT, &out->order_amount_cents) != 0)
             goto malformed;
@@ -238,7 +243,8 @@ static enum pay_result call(struct db_conn *c, const struct pay_memory *mem,
         return PAY_ERROR;
     }
     r = from_call(c, req, &j.row, out);
-    if (r == PAY_PAID || r == PAY_REFUND_REQUIRED || r == PAY_REPLAY || r == PAY_CONFLICT)
+    if (r == PAY_PAID || r == PAY_REFUND_REQUIRED || r == PAY_REPLAY ||
+        (r == PAY_CONFLICT && !out->released))
         seen_add(mem->recent, req->pay_no); /* a record exists, committed */
     return r;
 }
@@ -272,33 +278,76 @@ static enum pay_result failed(struct route_hop *h, enum pay_result r, const char
     return r;
 }
 
+#define PAY_REGISTER_TRIES 3 /* a released binding taken by another callback meanwhile */
+
+/* Takes a binding an operator released for req->order_no, only if it is
+ * still RELEASED. *taken says whether this call took it. */
+static enum db_status retake(struct db_conn *c, const struct pay_request *req, bool *taken)
+{
+    char bound[DB_INT_BUF], released[DB_INT_BUF];
+    const char *p[] = { req->order_no, db_param_int(bound, PAY_NO_BOUND), req->pay_no,
+                        db_param_int(released, PAY_NO_RELEASED) };
+    uint64_t affected = 0;
+    enum db_status st = db_exec_retry(c, ST_PAY_NO_RETAKE, p, 4, &affected);
+
+    *taken = st == DB_OK && affected == 1;
+    return st;
+}
+
 /* Binds req->pay_no to req->order_no in pay_no_registry, or reads whom it
  * is bound to. PAY_PAID means "bound to this order: go on". A lost link
  * after the insert committed re-runs it into the duplicate, which reads
- * back this very order. */
+ * back this very order. A binding being released is PAY_UNAVAILABLE with
+ * out->releasing; one released from this very order is PAY_CONFLICT with
+ * out->released; one released from another order is taken (an alert line
+ * says so). */
 static enum pay_result register_pay_no(struct db_conn *c, const struct pay_request *req,
                                        struct pay_outcome *out)
 {
     const char *p[] = { req->pay_no, req->order_no };
     struct db_row row;
+    int64_t state = 0;
     size_t n = 0;
-    enum db_status st = db_exec_retry(c, ST_PAY_NO_REGISTER, p, 2, NULL);
+    bool taken = false;
+    enum db_status st;
 
-    if (st == DB_OK)
-        return PAY_PAID;
-    if (st != DB_DUPLICATE)
-        return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
-    if ((st = db_query_retry(c, ST_PAY_NO_OWNER, p, 1, &row, 1, &n)) != DB_OK)
-        return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
-    if (n == 0 ||
-        db_row_str(&row, PNC_ORDER_NO, out->stored_order_no, sizeof(out->stored_order_no)) != 0) {
-        db_fail(c, "pay_no_registry row of pay_no %s is missing or malformed", req->pay_no);
-        return PAY_ERROR;
+    for (int attempt = 0; attempt < PAY_REGISTER_TRIES; attempt++) {
+        if ((st = db_exec_retry(c, ST_PAY_NO_REGISTER, p, 2, NULL)) == DB_OK)
+            return PAY_PAID;
+        if (st != DB_DUPLICATE)
+            return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
+        if ((st = db_query_retry(c, ST_PAY_NO_OWNER, p, 1, &row, 1, &n)) != DB_OK)
+            return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
+        if (n == 0)
+            continue; /* purged meanwhile: insert again */
+        if (db_row_str(&row, PNC_ORDER_NO, out->stored_order_no, sizeof(out->stored_order_no)) !=
+                0 ||
+            db_row_int(&row, PNC_STATE, PAY_NO_BOUND, PAY_NO_RELEASED, &state) != 0) {
+            db_fail(c, "pay_no_registry row of pay_no %s is malformed", req->pay_no);
+            return PAY_ERROR;
+        }
+        out->stored_amount_cents = -1; /* the registry keeps the order only */
+        if (state == PAY_NO_RELEASING) {
+            out->releasing = 1;
+            return PAY_UNAVAILABLE;
+        }
+        if (state == PAY_NO_BOUND)
+            return strcmp(out->stored_order_no, req->order_no) == 0 ? PAY_PAID : PAY_CONFLICT;
+        if (strcmp(out->stored_order_no, req->order_no) == 0) {
+            out->released = 1; /* the bank still retrying the wrong callback */
+            return PAY_CONFLICT;
+        }
+        if ((st = retake(c, req, &taken)) != DB_OK)
+            return DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
+        if (taken) {
+            log_alert("PAY_NO_REBOUND", "pay_no=%s order_no=%s prior_order_no=%s reason=%s",
+                      req->pay_no, req->order_no, out->stored_order_no, "released by an operator");
+            memset(out, 0, sizeof(*out));
+            return PAY_PAID;
+        }
     }
-    if (strcmp(out->stored_order_no, req->order_no) == 0)
-        return PAY_PAID;
-    out->stored_amount_cents = -1; /* the registry keeps the order only */
-    return PAY_CONFLICT;
+    db_fail(c, "pay_no_registry row of pay_no %s keeps changing", req->pay_no);
+    return PAY_UNAVAILABLE;
 }
 
 /* Whether order_no is an order on its shard: PAY_PAID when it is,
@@ -329,13 +378,14 @@ static enum pay_result rebind(struct route_hop *h, const struct shard *reg,
                               const struct pay_request *req, const char *prior,
                               struct pay_outcome *out)
 {
-    const char *p[] = { req->order_no, req->pay_no, prior };
+    char bound[DB_INT_BUF];
+    const char *p[] = { req->order_no, req->pay_no, prior, db_param_int(bound, PAY_NO_BOUND) };
     uint64_t affected = 0;
     enum db_status st;
 
     if (route_hop_to(h, reg, "pay_no registry") == NULL)
         return PAY_UNAVAILABLE;
-    if ((st = db_exec_retry(h->c, ST_PAY_NO_REBIND, p, 3, &affected)) != DB_OK)
+    if ((st = db_exec_retry(h->c, ST_PAY_NO_REBIND, p, 4, &affected)) != DB_OK)
         return failed(h, DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR), "pay_no registry");
     if (affected == 1) {
         log_alert("PAY_NO_REBOUND", "pay_no=%s order_no=%s prior_order_no=%s reason=%s",
@@ -375,7 +425,7 @@ static enum pay_result route_sharded(struct route_hop *h, const struct pay_memor
     if (route_hop_to(h, reg, "pay_no registry") == NULL)
         return PAY_UNAVAILABLE;
     r = register_pay_no(h->c, req, out);
-    if (r == PAY_CONFLICT) {
+    if (r == PAY_CONFLICT && !out->released) {
         /* Bound to another order: kept unless that order never existed. */
         snprintf(prior, sizeof(prior), "%s", out->stored_order_no);
         r = order_exists(h, prior, "pay_no owner lookup");
@@ -386,7 +436,7 @@ static enum pay_result route_sharded(struct route_hop *h, const struct pay_memor
         if (r != PAY_NOT_FOUND || (r = rebind(h, reg, req, prior, out)) != PAY_PAID)
             return r;
     } else if (r != PAY_PAID)
-        return failed(h, r, "pay_no registry");
+        return out->releasing ? r : failed(h, r, "pay_no registry");
     memset(out, 0, sizeof(*out));
     if (route_hop_to(h, sh, "pay_apply") == NULL)
         return PAY_UNAVAILABLE;
@@ -446,6 +496,11 @@ void pay_report(struct metrics *m, const struct pay_request *req, enum pay_resul
     case PAY_REPLAY: metrics_inc(m, M_DUP_CALLBACK); break;
     case PAY_CONFLICT:
         metrics_inc(m, M_PAY_NO_CONFLICT);
+        if (out->released) {
+            log_alert("PAY_NO_RELEASED", "gateway=%s pay_no=%s order_no=%s amount=%s request_id=%s",
+                      gw, req->pay_no, req->order_no, amount, request_id);
+            break;
+        }
         log_alert("PAY_NO_CONFLICT",
                   "gateway=%s pay_no=%s order_no=%s amount=%s stored_order_no=%s stored_amount=%s "
                   "request_id=%s",

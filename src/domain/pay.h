@@ -82,10 +82,23 @@ struct pay_outcome {
     int64_t order_amount_cents;
     char order_currency[PAY_CURRENCY_BUF]; /* set when the currency was compared */
     int currency_mismatch;                 /* 1 when the currency, not the amount, differs */
+    /* CONFLICT: the pay_no's binding to this order was released by an
+     * operator (docs/sharding.md): never paid here again. */
+    int released;
+    /* UNAVAILABLE: a release of the pay_no's binding is under way; it may
+     * yet be refused, so the answer is "retry later", nothing written. */
+    int releasing;
+};
+
+/* The state of a pay_no's binding in pay_no_registry (its state column). */
+enum pay_no_state {
+    PAY_NO_BOUND = 1,     /* the order it names owns the pay_no */
+    PAY_NO_RELEASING = 2, /* an operator's release is under way: callbacks wait */
+    PAY_NO_RELEASED = 3   /* released: the next callback with another order takes it */
 };
 
 /* Applies req on c (a borrowed connection, not inside a transaction) in
- * one round trip: one prepared CALL of pay_callback_v1 (sql/migrations/0001_baseline.sql),
+ * one round trip: one prepared CALL of pay_callback_v2 (sql/migrations/0005_pay_no_release.sql),
  * which runs the whole transaction inside MariaDB. It inserts the payment
  * record first (UNIQUE pay_no: a duplicate key, and only that, means "seen
  * before", answered from the record), locks the order, checks the amount,

@@ -217,6 +217,9 @@ enum db_status reconcile_purge(struct db_conn *c, const struct config *cfg, stru
                         &n)) != DB_OK)
             return st;
         metrics_add(m, M_PURGED_CHECKOUT_REGISTRY, n);
+        if ((st = purge(c, ST_FENCE_PURGE, pr, 2, (uint64_t)cfg->retention_batch, &n)) != DB_OK)
+            return st;
+        metrics_add(m, M_PURGED_PAY_NO_FENCE, n);
     }
     return DB_OK;
 }

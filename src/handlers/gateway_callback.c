@@ -74,8 +74,18 @@ static void refuse(struct server *srv, const struct gateway *gw,
  * an unmatched payment is refused so the gateway keeps it visible; a
  * database that is away is the gateway's "try again". */
 static void render(const struct gateway_callback_kind *k, const struct http_req *req,
-                   struct http_resp *resp, const struct route_failure *f, enum pay_result r)
+                   struct http_resp *resp, const struct route_failure *f, enum pay_result r,
+                   const struct pay_outcome *out)
 {
+    if (r == PAY_CONFLICT && out->released) {
+        fail(k, resp, API_PAY_NO_RELEASED,
+             "this pay_no's binding to this order was released by an operator");
+        return;
+    }
+    if (r == PAY_UNAVAILABLE && out->releasing) {
+        fail(k, resp, API_UNAVAILABLE, "a release of this pay_no's binding is under way");
+        return;
+    }
     switch (r) {
     case PAY_PAID:
     case PAY_REFUND_REQUIRED:
@@ -130,7 +140,7 @@ static void apply(struct server *srv, const struct gateway *gw,
                  "gateway=%s pay_no=%s order_no=%s result=%s "
                  "request_id=%s",
                  gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r), req->request_id);
-    render(k, req, resp, &failure, r);
+    render(k, req, resp, &failure, r, &out);
 }
 
 void handle_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)

@@ -32,6 +32,8 @@ void handle_ops_refunds_list(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);
 void handle_ops_refund_settle(struct server *srv, const struct http_req *req,
                               struct http_resp *resp);
+void handle_ops_pay_no_release(struct server *srv, const struct http_req *req,
+                               struct http_resp *resp);
 void handle_ops_reconcile_query(struct server *srv, const struct http_req *req,
                                 struct http_resp *resp);
 void handle_ops_cancel_stale(struct server *srv, const struct http_req *req,

@@ -84,14 +84,24 @@ static void render(const struct http_req *req, struct http_resp *resp,
     case PAY_REFUND_REQUIRED:
     case PAY_REPLAY: reply_success(resp, pr, out, r == PAY_REPLAY); break;
     case PAY_CONFLICT:
-        api_reply(resp, API_PAY_NO_CONFLICT,
-                  "pay_no already recorded with another order_no or amount");
+        if (out->released)
+            api_reply(resp, API_PAY_NO_RELEASED,
+                      "this pay_no's binding to this order_no was released by an operator");
+        else
+            api_reply(resp, API_PAY_NO_CONFLICT,
+                      "pay_no already recorded with another order_no or amount");
         break;
     case PAY_NOT_FOUND: api_reply(resp, API_ORDER_NOT_FOUND, "no order with this order_no"); break;
     case PAY_MISMATCH:
         api_reply(resp, API_AMOUNT_MISMATCH, "amount differs from the order's amount");
         break;
     case PAY_UNAVAILABLE:
+        if (out->releasing) {
+            http_reply_unavailable(resp, "a release of this pay_no's binding is under way");
+            break;
+        }
+        reply_route_failure(req, resp, f);
+        break;
     case PAY_ERROR: reply_route_failure(req, resp, f); break;
     }
 }

@@ -42,6 +42,9 @@ struct http_resp;
     X(ALREADY_SETTLED, 409, "the payment was settled with another reference")                      \
     X(QUERY_NOT_CONFIGURED, 409, "no query_url is configured")                                     \
     X(QUERY_IN_PROGRESS, 409, "a query round is running already")                                  \
+    X(PAY_NO_RELEASED, 409, "this pay_no's binding to this order_no was released by an operator")  \
+    X(BINDING_NOT_FOUND, 404, "this pay_no is bound to no order")                                  \
+    X(PAY_NO_PAID, 409, "the pay_no is paid on the bound order: only a refund undoes it")          \
     X(BUSY, 503, "busy, retry shortly")                                                            \
     X(UNAVAILABLE, 503, "database unavailable, retry later")                                       \
     X(INTERNAL, 500, "internal error")

@@ -114,6 +114,8 @@ static const struct {
                                      "table=\"checkout_registry\"", NULL },
     [M_PURGED_CHECKOUT_ORPHANS] = { "paycallback_retention_purged_total",
                                     "table=\"checkout_registry_orphans\"", NULL },
+    [M_PURGED_PAY_NO_FENCE] = { "paycallback_retention_purged_total", "table=\"pay_no_fence\"",
+                                NULL },
     [M_IDEM_REPLAYS] = { "paycallback_idempotency_replays_total", NULL,
                          "Idempotency-Key repeats answered with the stored reply." },
     [M_IDEM_MISMATCHES] = { "paycallback_idempotency_mismatches_total", NULL,

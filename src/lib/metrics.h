@@ -35,6 +35,7 @@ enum metric_counter {
     M_PURGED_PAY_NO_REGISTRY,   /* pay_no bindings older than retention.registry_days */
     M_PURGED_CHECKOUT_REGISTRY, /* checkout bindings older than retention.registry_days */
     M_PURGED_CHECKOUT_ORPHANS,  /* checkout bindings of attempts that made no order */
+    M_PURGED_PAY_NO_FENCE,      /* fences of released bindings older than retention.registry_days */
     M_IDEM_REPLAYS,             /* Idempotency-Key repeats answered with the stored reply */
     M_IDEM_MISMATCHES,          /* a key reused with another request -> 422 */
     M_IDEM_WAITS,               /* repeats that waited for the first attempt */

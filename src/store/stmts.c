@@ -26,9 +26,18 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_PAY_CALL] = "CALL " DB_PROC_PAY_CALLBACK "(?, ?, ?, ?)",
     [ST_ORDER_CURRENCY] = "SELECT currency, amount FROM orders WHERE order_no = ?",
     [ST_PAY_NO_REGISTER] = "INSERT INTO pay_no_registry (pay_no, order_no) VALUES (?, ?)",
-    [ST_PAY_NO_OWNER] = "SELECT order_no FROM pay_no_registry WHERE pay_no = ?",
+    [ST_PAY_NO_OWNER] = "SELECT order_no, state FROM pay_no_registry WHERE pay_no = ?",
     [ST_PAY_NO_REBIND] = "UPDATE pay_no_registry SET order_no = ?, create_time = NOW(3) "
-                         "WHERE pay_no = ? AND order_no = ?",
+                         "WHERE pay_no = ? AND order_no = ? AND state = ?",
+    [ST_PAY_NO_RETAKE] = "UPDATE pay_no_registry SET order_no = ?, state = ?, create_time = NOW(3) "
+                         "WHERE pay_no = ? AND state = ?",
+    [ST_PAY_NO_LOCK] = "SELECT order_no, state FROM pay_no_registry WHERE pay_no = ? FOR UPDATE",
+    [ST_PAY_NO_SET_STATE] =
+        "UPDATE pay_no_registry SET state = ? WHERE pay_no = ? AND order_no = ? AND state = ?",
+    [ST_PAY_NO_FENCE] = "INSERT INTO pay_no_fence (pay_no, order_no, actor) VALUES (?, ?, ?)",
+    [ST_PAY_LOCK_PAY_NO] = "SELECT order_no FROM payment_record WHERE pay_no = ? FOR UPDATE",
+    [ST_FENCE_PURGE] =
+        "DELETE FROM pay_no_fence WHERE create_time < NOW(3) - INTERVAL ? DAY LIMIT ?",
     [ST_ORDER_EXISTS] = "SELECT 1 FROM orders WHERE order_no = ?",
     [ST_SHARD_MAP_GET] = "SELECT shard_id, shard_ids, scheme, epoch FROM shard_map",
     [ST_SHARD_MAP_ADOPT] =

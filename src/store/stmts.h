@@ -17,8 +17,15 @@ enum db_stmt {
     ST_ORDER_CURRENCY,  /* order_no -> enum order_currency_col */
     ST_PAY_NO_REGISTER, /* pay_no, order_no (sharded: the pay_no's registry shard) */
     ST_PAY_NO_OWNER,    /* pay_no -> enum pay_no_owner_col */
-    ST_PAY_NO_REBIND,   /* order_no, pay_no, prior order_no */
-    ST_ORDER_EXISTS,    /* order_no -> one column, 1 */
+    ST_PAY_NO_REBIND,   /* order_no, pay_no, prior order_no, bound */
+    ST_PAY_NO_RETAKE,   /* order_no, bound, pay_no, released */
+    /* releasing a pay_no binding (pay_release.c) */
+    ST_PAY_NO_LOCK,      /* pay_no -> enum pay_no_owner_col (FOR UPDATE) */
+    ST_PAY_NO_SET_STATE, /* to, pay_no, order_no, from */
+    ST_PAY_NO_FENCE,     /* pay_no, order_no, actor (the order's shard) */
+    ST_PAY_LOCK_PAY_NO,  /* pay_no -> one column, order_no (FOR UPDATE) */
+    ST_FENCE_PURGE,      /* days, batch */
+    ST_ORDER_EXISTS,     /* order_no -> one column, 1 */
     /* the shard map (shardmap.c) */
     ST_SHARD_MAP_GET,   /* -> enum shard_map_col */
     ST_SHARD_MAP_ADOPT, /* shard_id, shard_ids, scheme, epoch: only where none is */
@@ -130,9 +137,11 @@ enum shard_map_col {
     SMC_EPOCH
 };
 
-/* ST_PAY_NO_OWNER: the order a pay_no was first presented with. */
+/* ST_PAY_NO_OWNER, ST_PAY_NO_LOCK: the order a pay_no is bound to, and
+ * the binding's state (enum pay_no_state). */
 enum pay_no_owner_col {
-    PNC_ORDER_NO
+    PNC_ORDER_NO,
+    PNC_STATE
 };
 
 /* ST_ORDER_CURRENCY: what a payment in a stated currency is checked against. */
@@ -141,7 +150,7 @@ enum order_currency_col {
     OCC_AMOUNT
 };
 
-/* ST_PAY_CALL: the one row CALL pay_callback_v1 answers (sql/migrations/0001_baseline.sql).
+/* ST_PAY_CALL: the one row CALL pay_callback_v2 answers (sql/migrations/0005_pay_no_release.sql).
  * ORDER_STATUS is NULL when there is no order; ORDER_AMOUNT is set for
  * PAY_CALL_MISMATCH; the STORED_ columns describe the record for
  * PAY_CALL_SEEN (NULL if it vanished in between). */
@@ -160,7 +169,8 @@ enum pay_call_outcome {
     PAY_CALL_REFUND = 2,    /* recorded as REFUND_REQUIRED: the order was not waiting */
     PAY_CALL_SEEN = 3,      /* pay_no was recorded before; nothing written */
     PAY_CALL_NOT_FOUND = 4, /* no such order; nothing written */
-    PAY_CALL_MISMATCH = 5   /* amount differs from the order's; nothing written */
+    PAY_CALL_MISMATCH = 5,  /* amount differs from the order's; nothing written */
+    PAY_CALL_RELEASED = 6   /* the binding was released from this order: fenced, nothing written */
 };
 
 /* ST_STOCK_PRICE */
@@ -219,9 +229,9 @@ enum idem_col {
     IC_BODY
 };
 
-/* The stored procedures this build calls. Their names carry the version of
- * sql/migrations/0001_baseline.sql they belong to; db_probe checks that each exists. */
-#define DB_PROC_PAY_CALLBACK "pay_callback_v1"
+/* The stored procedures this build calls. Their names carry their version
+ * (sql/migrations/); db_probe checks that each exists. */
+#define DB_PROC_PAY_CALLBACK "pay_callback_v2"
 #define DB_PROC_COUNT 1
 extern const char *const stmt_procedures[DB_PROC_COUNT];
 

@@ -860,7 +860,7 @@ START_TEST(a_callback_while_the_procedure_is_missing_is_503_and_the_retry_pays)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_db_exec("DROP PROCEDURE pay_callback_v1");
+    h_db_exec("DROP PROCEDURE pay_callback_v2");
 
     h_callback(h_port(), "O1", "P1", PRICE, &r);
     h_assert_error(&r, 503, "UNAVAILABLE");

@@ -536,14 +536,20 @@ START_TEST(retention_purges_orphaned_checkouts_and_bindings_past_the_window)
     checkout_binding("u-old", "S01-OLD", days40);      /* past retention.registry_days */
     h_db_exec("INSERT INTO pay_no_registry (pay_no, order_no, create_time) VALUES "
               "('PAY-OLD', 'S01-OLD', NOW(3) - INTERVAL 40 DAY), ('PAY-NEW', 'S01-KEEP', NOW(3))");
+    h_db_exec("INSERT INTO pay_no_fence (pay_no, order_no, actor, create_time) VALUES "
+              "('PAY-OLD', 'S01-GONE', 'ops', NOW(3) - INTERVAL 40 DAY), "
+              "('PAY-NEW', 'S01-GONE', 'ops', NOW(3))");
 
     h_await(checkout_bindings("u-orphan") == 0 && checkout_bindings("u-typo") == 0 &&
                 checkout_bindings("u-old") == 0 &&
-                registry_rows("pay_no_registry", "pay_no = 'PAY-OLD'") == 0,
+                registry_rows("pay_no_registry", "pay_no = 'PAY-OLD'") == 0 &&
+                registry_rows("pay_no_fence", "pay_no = 'PAY-OLD'") == 0,
             20000, "the retention pass never purged the registries");
     ck_assert_int_eq(2, checkout_bindings("u-keep"));
     ck_assert_int_eq(2, checkout_bindings("u-young"));
     ck_assert_int_eq(1, registry_rows("pay_no_registry", "pay_no = 'PAY-NEW'"));
+    ck_assert_int_eq(1, registry_rows("pay_no_fence", "pay_no = 'PAY-NEW'"));
+    ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"pay_no_fence\"}"), 1);
     ck_assert_int_ge(
         h_metric("paycallback_retention_purged_total{table=\"checkout_registry_orphans\"}"), 4);
     ck_assert_int_ge(h_metric("paycallback_retention_purged_total{table=\"checkout_registry\"}"),

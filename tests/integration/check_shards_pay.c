@@ -9,6 +9,7 @@
  * shard's orders in shares and pays each on its shard. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -581,6 +582,376 @@ static void post_stripe(const char *pi, const char *order_no, struct h_resp *r)
         0, h_http(h_port(), "POST", "/pay/callback/stripe", headers, body, strlen(body), r));
 }
 
+/* ---- releasing a pay_no binding ------------------------------------------- */
+
+#define RELEASE_RACE_ROUNDS 12
+#define RELEASE_RACE_CALLBACKS 3
+
+/* POST /ops/pay-no/{pay_no}/release naming order_no; returns the status. */
+static int release(const char *pay_no, const char *order_no, struct h_resp *r)
+{
+    char path[128], body[128];
+
+    snprintf(path, sizeof path, "/ops/pay-no/%s/release", pay_no);
+    snprintf(body, sizeof body, "{\"order_no\":\"%s\"}", order_no);
+    if (h_http(h_port(), "POST", path, NULL, body, strlen(body), r) != 0)
+        return -1;
+    return r->status;
+}
+
+/* The state of pay_no's binding (1 BOUND, 2 RELEASING, 3 RELEASED), -1 for none. */
+static long long binding_state(const char *pay_no, const char *order_no)
+{
+    return h_db_scalar_ll("SELECT state FROM %s.pay_no_registry WHERE pay_no = '%s' AND "
+                          "order_no = '%s'",
+                          h_shard_db(h_shard_place(pay_no)), pay_no, order_no);
+}
+
+static long long audit_rows(const char *pay_no, const char *action)
+{
+    char where[160];
+
+    snprintf(where, sizeof where, "actor = 'dev' AND action = '%s' AND subject = '%s'", action,
+             pay_no);
+    return rows_anywhere("audit_log", where);
+}
+
+static long long fences_on(int shard, const char *pay_no, const char *order_no)
+{
+    char where[160];
+
+    snprintf(where, sizeof where, "pay_no = '%s' AND order_no = '%s'", pay_no, order_no);
+    return rows_on(shard, "pay_no_fence", where);
+}
+
+/* Binds pay_no to order_no without paying it: the order exists, the
+ * amount is wrong (422), and the binding stays. */
+static void bind_unpaid(const char *order_no, const char *pay_no)
+{
+    struct h_resp r;
+
+    ck_assert_int_eq(0, h_callback(h_port(), order_no, pay_no, "1.00", &r));
+    h_assert_error(&r, 422, "AMOUNT_MISMATCH");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, binding_state(pay_no, order_no));
+}
+
+/* The bank sent the pay_no with the wrong order first: its corrected
+ * callback is a conflict until an operator releases the binding, then
+ * pays; the wrong order can never be paid with it. */
+START_TEST(a_released_binding_lets_the_corrected_callback_pay)
+{
+    struct h_resp r;
+    char where[128];
+
+    insert_order(1, "S01-WRONG");
+    insert_order(2, "S02-RIGHT");
+    bind_unpaid("S01-WRONG", "PAY-REL");
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-RIGHT", "PAY-REL", PRICE, &r));
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+
+    ck_assert_int_eq(200, release("PAY-REL", "S01-WRONG", &r));
+    h_assert_str(&r, "state", "RELEASED");
+    h_assert_bool(&r, "duplicate", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(3, binding_state("PAY-REL", "S01-WRONG"));
+    ck_assert_int_eq(1, fences_on(1, "PAY-REL", "S01-WRONG"));
+    ck_assert_int_eq(1, audit_rows("PAY-REL", "pay_no.release"));
+    ck_assert_int_eq(1, audit_rows("PAY-REL", "pay_no.released"));
+    /* The same request again: nothing more written. */
+    ck_assert_int_eq(200, release("PAY-REL", "S01-WRONG", &r));
+    h_assert_bool(&r, "duplicate", 1);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, rows_anywhere("audit_log", "subject = 'PAY-REL'"));
+
+    /* The bank still retrying the wrong callback cannot take it back. */
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-WRONG", "PAY-REL", PRICE, &r));
+    h_assert_error(&r, 409, "PAY_NO_RELEASED");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, status_on(1, "S01-WRONG"));
+
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-RIGHT", "PAY-REL", PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+    assert_paid_on(2, "S02-RIGHT", "PAY-REL");
+    snprintf(where, sizeof where, "pay_no = 'PAY-REL'");
+    ck_assert_int_eq(1, rows_anywhere("payment_record", where));
+    ck_assert_int_eq(1, rows_anywhere("pay_no_registry", where));
+    ck_assert_int_eq(1, status_on(1, "S01-WRONG"));
+    /* Bound to the right order now: the wrong one is a plain conflict. */
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-WRONG", "PAY-REL", PRICE, &r));
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+}
+END_TEST
+
+START_TEST(a_release_is_refused_for_a_paid_pay_no_another_order_or_none)
+{
+    struct h_resp r;
+
+    insert_order(1, "S01-PAID");
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-PAID", "PAY-PAID", PRICE, &r));
+    assert_paid(&r, 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(409, release("PAY-PAID", "S01-PAID", &r));
+    h_assert_error(&r, 409, "PAY_NO_PAID");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, binding_state("PAY-PAID", "S01-PAID"));
+    ck_assert_int_eq(0, fences_on(1, "PAY-PAID", "S01-PAID"));
+    ck_assert_int_eq(1, audit_rows("PAY-PAID", "pay_no.release"));
+    ck_assert_int_eq(1, audit_rows("PAY-PAID", "pay_no.release_refused"));
+    ck_assert_int_eq(0, audit_rows("PAY-PAID", "pay_no.released"));
+    /* Still paid, once, and a replay is still a replay. */
+    assert_paid_on(1, "S01-PAID", "PAY-PAID");
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-PAID", "PAY-PAID", PRICE, &r));
+    assert_paid(&r, 1);
+    h_resp_free(&r);
+
+    ck_assert_int_eq(409, release("PAY-PAID", "S02-OTHER", &r));
+    h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+    h_resp_free(&r);
+    ck_assert_int_eq(404, release("PAY-NONE", "S01-PAID", &r));
+    h_assert_error(&r, 404, "BINDING_NOT_FOUND");
+    h_resp_free(&r);
+    ck_assert_int_eq(0,
+                     h_http(h_port(), "POST", "/ops/pay-no/PAY-PAID/release", NULL, "{}", 2, &r));
+    h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, rows_anywhere("pay_no_fence", "1"));
+    ck_assert_int_eq(1, binding_state("PAY-PAID", "S01-PAID"));
+}
+END_TEST
+
+/* A crash between the steps, planted: RELEASING with no fence (after
+ * step 1), then with the fence (after step 2). Callbacks of the pay_no
+ * wait (503) and the same request resumes. A callback that passed the
+ * registry before the release began meets the fence inside its CALL. */
+START_TEST(a_release_stopped_between_its_steps_resumes_and_callbacks_wait)
+{
+    const int reg = h_shard_place("PAY-STEP");
+    struct h_resp r;
+
+    insert_order(1, "S01-STEP");
+    insert_order(2, "S02-STEP");
+    h_db_exec("INSERT INTO %s.pay_no_registry (pay_no, order_no, state) VALUES ('PAY-STEP', "
+              "'S01-STEP', 2)",
+              h_shard_db(reg));
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-STEP", "PAY-STEP", PRICE, &r));
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    ck_assert_msg(h_resp_header(&r, "Retry-After") != NULL, "no Retry-After: %s", r.body);
+    ck_assert_msg(h_resp_header(&r, "X-Shard-Outage") == NULL, "not a shard outage");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_callback(h_port(), "S02-STEP", "PAY-STEP", PRICE, &r));
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(200, release("PAY-STEP", "S01-STEP", &r));
+    h_assert_bool(&r, "duplicate", 0);
+    h_resp_free(&r);
+    ck_assert_int_eq(3, binding_state("PAY-STEP", "S01-STEP"));
+    ck_assert_int_eq(1, fences_on(1, "PAY-STEP", "S01-STEP"));
+    ck_assert_int_eq(1, audit_rows("PAY-STEP", "pay_no.released"));
+
+    /* After step 2: the fence stands, the registry still says RELEASING. */
+    h_db_exec("UPDATE %s.pay_no_registry SET state = 2 WHERE pay_no = 'PAY-STEP'", h_shard_db(reg));
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-STEP", "PAY-STEP", PRICE, &r));
+    h_assert_error(&r, 503, "UNAVAILABLE");
+    h_resp_free(&r);
+    ck_assert_int_eq(200, release("PAY-STEP", "S01-STEP", &r));
+    h_resp_free(&r);
+    ck_assert_int_eq(3, binding_state("PAY-STEP", "S01-STEP"));
+    ck_assert_int_eq(2, audit_rows("PAY-STEP", "pay_no.released"));
+
+    /* A callback of the released order that read BOUND before the release
+     * began reaches its CALL after the fence: refused there, nothing written. */
+    h_db_exec("UPDATE %s.pay_no_registry SET state = 1 WHERE pay_no = 'PAY-STEP'", h_shard_db(reg));
+    ck_assert_int_eq(0, h_callback(h_port(), "S01-STEP", "PAY-STEP", PRICE, &r));
+    h_assert_error(&r, 409, "PAY_NO_RELEASED");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, rows_anywhere("payment_record", "1"));
+    ck_assert_int_eq(1, status_on(1, "S01-STEP"));
+    ck_assert_int_eq(0, rows_anywhere("outbox", "1"));
+}
+END_TEST
+
+/* Exactly one of "paid on order_no" and "released" happened for pay_no,
+ * and the answers say which: read from both databases. */
+static void assert_paid_xor_released(const char *pay_no, const char *order_no, int shard,
+                                     int release_status, const char *what)
+{
+    char where[160];
+    long long paid, fenced, state;
+
+    snprintf(where, sizeof where, "pay_no = '%s'", pay_no);
+    paid = rows_anywhere("payment_record", where);
+    fenced = fences_on(shard, pay_no, order_no);
+    state = binding_state(pay_no, order_no);
+    ck_assert_msg(paid <= 1, "%s: %s recorded %lld times", what, pay_no, paid);
+    if (paid == 1) {
+        ck_assert_msg(release_status == 409 && state == 1 && fenced == 0 &&
+                          status_on(shard, order_no) == 2,
+                      "%s: paid, yet release %d, state %lld, fence %lld", what, release_status,
+                      state, fenced);
+        assert_paid_on(shard, order_no, pay_no);
+    } else {
+        ck_assert_msg(release_status == 200 && state == 3 && fenced == 1 &&
+                          status_on(shard, order_no) == 1,
+                      "%s: not paid, yet release %d, state %lld, fence %lld", what, release_status,
+                      state, fenced);
+        snprintf(where, sizeof where, "order_no = '%s'", order_no);
+        ck_assert_int_eq(0, rows_anywhere("outbox", where));
+    }
+}
+
+struct held_callback {
+    const char *order_no, *pay_no;
+    int rc;
+    struct h_resp r;
+};
+
+static void *held_callback(void *arg)
+{
+    struct held_callback *h = arg;
+
+    h->rc = h_callback(h_port(), h->order_no, h->pay_no, PRICE, &h->r);
+    return NULL;
+}
+
+struct held_release {
+    const char *order_no, *pay_no;
+    int status;
+    struct h_resp r;
+};
+
+static void *held_release(void *arg)
+{
+    struct held_release *h = arg;
+
+    h->status = release(h->pay_no, h->order_no, &h->r);
+    return NULL;
+}
+
+/* The callback's CALL waits inside the order's shard (a test connection
+ * holds the order's row) with its payment inserted, while the release
+ * runs: exactly one of the two happens. */
+START_TEST(a_callback_held_inside_its_call_and_a_release_never_both_happen)
+{
+    struct held_callback cb = { .order_no = "S01-HELD", .pay_no = "PAY-HELD" };
+    struct held_release rl = { .order_no = "S01-HELD", .pay_no = "PAY-HELD" };
+    struct h_deadline d = h_deadline_in(20000);
+    struct h_db *holder, *probe;
+    pthread_t tc, tr;
+
+    insert_order(1, "S01-HELD");
+    bind_unpaid("S01-HELD", "PAY-HELD");
+    holder = h_db_open();
+    probe = h_db_open();
+    h_db_sql(holder, "START TRANSACTION");
+    h_db_sql(holder, "SELECT status FROM orders WHERE order_no = 'S01-HELD' FOR UPDATE");
+    ck_assert_int_eq(0, pthread_create(&tc, NULL, held_callback, &cb));
+    /* The CALL has inserted its payment (uncommitted) once a locking read
+     * of it cannot go through. */
+    while (h_db_try(probe, "SELECT pay_no FROM payment_record WHERE pay_no = 'PAY-HELD' "
+                           "LOCK IN SHARE MODE NOWAIT") == 0)
+        ck_assert_msg(h_deadline_wait(&d), "the callback's CALL never wrote its payment");
+    ck_assert_int_eq(0, pthread_create(&tr, NULL, held_release, &rl));
+    while (binding_state("PAY-HELD", "S01-HELD") == 1 && rl.status == 0)
+        ck_assert_msg(h_deadline_wait(&d), "the release never began");
+    h_db_sql(holder, "ROLLBACK");
+    pthread_join(tc, NULL);
+    pthread_join(tr, NULL);
+    h_db_close(holder);
+    h_db_close(probe);
+
+    ck_assert_int_eq(0, cb.rc);
+    ck_assert_msg(cb.r.status == 200 || h_check_error(&cb.r, 409, "PAY_NO_RELEASED") == NULL,
+                  "callback: %d %s", cb.r.status, cb.r.body);
+    ck_assert_msg(rl.status == 200 || h_check_error(&rl.r, 409, "PAY_NO_PAID") == NULL,
+                  "release: %d %s", rl.status, rl.r.body);
+    assert_paid_xor_released("PAY-HELD", "S01-HELD", 1, rl.status, "held");
+    printf("held call vs release: %s\n", rl.status == 200 ? "released" : "paid");
+    ck_assert_int_eq(cb.r.status == 200, rl.status == 409);
+    h_resp_free(&cb.r);
+    h_resp_free(&rl.r);
+}
+END_TEST
+
+struct release_race {
+    const char *order_no, *pay_no;
+    int status[1 + RELEASE_RACE_CALLBACKS];
+    char code[1 + RELEASE_RACE_CALLBACKS][32];
+};
+
+/* Call 0 releases, the others are the bank's callbacks for the bound order. */
+static int release_race_call(int i, void *arg)
+{
+    struct release_race *a = arg;
+    struct h_resp r;
+    char *code;
+
+    if (i == 0)
+        a->status[0] = release(a->pay_no, a->order_no, &r);
+    else {
+        h_callback(h_port(), a->order_no, a->pay_no, PRICE, &r);
+        a->status[i] = r.status;
+    }
+    code = r.body != NULL ? h_json_get_str(r.body, r.status == 200 && i > 0 ? "result" : "code")
+                          : NULL;
+    snprintf(a->code[i], sizeof a->code[i], "%s", code != NULL ? code : "");
+    free(code);
+    h_resp_free(&r);
+    return 0;
+}
+
+START_TEST(callbacks_racing_a_release_never_pay_a_released_pay_no)
+{
+    int round, i, shard, released = 0;
+
+    for (round = 0; round < RELEASE_RACE_ROUNDS; round++) {
+        char order_no[32], other[32], pay_no[32], what[64];
+        struct release_race a = { .order_no = order_no, .pay_no = pay_no };
+        struct h_storm_stats st;
+        struct h_resp r;
+
+        shard = round % 2 + 1;
+        snprintf(order_no, sizeof order_no, "S0%d-RR%d", shard, round);
+        snprintf(other, sizeof other, "S0%d-RRB%d", 3 - shard, round);
+        snprintf(pay_no, sizeof pay_no, "PAY-RR-%d", round);
+        snprintf(what, sizeof what, "round %d", round);
+        insert_order(shard, order_no);
+        insert_order(3 - shard, other);
+        bind_unpaid(order_no, pay_no);
+        ck_assert_int_eq(0, h_storm(1 + RELEASE_RACE_CALLBACKS, 1 + RELEASE_RACE_CALLBACKS,
+                                    release_race_call, &a, &st));
+        for (i = 1; i <= RELEASE_RACE_CALLBACKS; i++)
+            ck_assert_msg((a.status[i] == 200 && strcmp(a.code[i], "PAID") == 0) ||
+                              (a.status[i] == 409 && strcmp(a.code[i], "PAY_NO_RELEASED") == 0) ||
+                              (a.status[i] == 503 && strcmp(a.code[i], "UNAVAILABLE") == 0),
+                          "%s: callback %d answered %d %s", what, i, a.status[i], a.code[i]);
+        ck_assert_msg(a.status[0] == 200 ||
+                          (a.status[0] == 409 && strcmp(a.code[0], "PAY_NO_PAID") == 0),
+                      "%s: release answered %d %s", what, a.status[0], a.code[0]);
+        assert_paid_xor_released(pay_no, order_no, shard, a.status[0], what);
+        /* The bank's correction: pays the other order only if released. */
+        ck_assert_int_eq(0, h_callback(h_port(), other, pay_no, PRICE, &r));
+        released += a.status[0] == 200;
+        if (a.status[0] == 200)
+            assert_paid(&r, 0);
+        else
+            h_assert_error(&r, 409, "PAY_NO_CONFLICT");
+        h_resp_free(&r);
+        snprintf(what, sizeof what, "pay_no = '%s'", pay_no);
+        ck_assert_int_eq(1, rows_anywhere("payment_record", what));
+    }
+    printf("release race: %d rounds, %d released, %d paid first\n", RELEASE_RACE_ROUNDS, released,
+           RELEASE_RACE_ROUNDS - released);
+    /* One payment per pay_no, whichever way each round went. */
+    ck_assert_int_eq(RELEASE_RACE_ROUNDS,
+                     rows_anywhere("payment_record", "pay_no LIKE 'PAY-RR-%'"));
+}
+END_TEST
+
 START_TEST(stripe_notification_is_routed_to_shard_2)
 {
     struct h_resp r;
@@ -847,6 +1218,14 @@ static Suite *shards_pay_suite(void)
     tcase_add_test(tc, stripe_notification_is_routed_to_shard_2);
     tcase_add_test(tc, query_pays_stale_orders_of_both_shards_each_on_its_own);
     tcase_add_test(tc, query_backlog_of_one_shard_does_not_starve_the_other);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("releasing a pay_no binding", TC_TIMEOUT_S, sharded_server_up, server_down);
+    tcase_add_test(tc, a_released_binding_lets_the_corrected_callback_pay);
+    tcase_add_test(tc, a_release_is_refused_for_a_paid_pay_no_another_order_or_none);
+    tcase_add_test(tc, a_release_stopped_between_its_steps_resumes_and_callbacks_wait);
+    tcase_add_test(tc, a_callback_held_inside_its_call_and_a_release_never_both_happen);
+    tcase_add_test(tc, callbacks_racing_a_release_never_pay_a_released_pay_no);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("periodic pass", TC_TIMEOUT_S, periodic_server_up, server_down);

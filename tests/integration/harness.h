@@ -318,6 +318,8 @@ struct h_db;
 struct h_db *h_db_open(void);
 void h_db_sql(struct h_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void h_db_close(struct h_db *db);
+/* h_db_sql that may fail: the MySQL error number, 0 on success. */
+unsigned int h_db_try(struct h_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- Redis (db 9) -------------------------------------------------------- */
 

@@ -135,6 +135,7 @@ void h_db_reset(void)
         "TRUNCATE TABLE audit_log",
         "TRUNCATE TABLE idem_key",
         "TRUNCATE TABLE pay_no_registry",
+        "TRUNCATE TABLE pay_no_fence",
         "TRUNCATE TABLE checkout_registry",
         "TRUNCATE TABLE backfill_progress",
         "TRUNCATE TABLE stock",
@@ -251,6 +252,24 @@ struct h_db *h_db_open(void)
     ck_assert_msg(db != NULL, "out of memory");
     db->m = db_open();
     return db;
+}
+
+unsigned int h_db_try(struct h_db *db, const char *fmt, ...)
+{
+    va_list ap;
+    unsigned int err = 0;
+    char *sql;
+
+    va_start(ap, fmt);
+    sql = hi_vformat(fmt, ap);
+    va_end(ap);
+    ck_assert_msg(sql != NULL, "out of memory");
+    if (mysql_query(db->m, sql) != 0)
+        err = mysql_errno(db->m);
+    else
+        mysql_free_result(mysql_store_result(db->m));
+    free(sql);
+    return err;
 }
 
 void h_db_sql(struct h_db *db, const char *fmt, ...)
