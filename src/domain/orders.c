@@ -92,12 +92,24 @@ static enum db_status stock_price(struct db_conn *c, const char *sku, int64_t *p
     return DB_OK;
 }
 
+/* The first statement of a create under a cap: the user's row of
+ * order_user_lock, written, so the user's other creates on this database
+ * wait for this one's commit or rollback. Being first, it comes before the
+ * transaction's first read, whose snapshot then holds every create of the
+ * user that committed before: the count of check_open is exact. */
+static enum db_status lock_user(struct db_conn *c, const struct order_create_req *rq)
+{
+    const char *p[] = { rq->user_id };
+
+    if (rq->max_open <= 0)
+        return DB_OK;
+    return db_exec(c, ST_ORDER_USER_LOCK, p, 1, NULL);
+}
+
 /* The cap on a user's unpaid orders, counted with the new one inserted:
  * past it, *result is ORDERS_TOO_MANY_OPEN and the body rolls back. The
- * count is a plain read (no lock: a locking read would serialise, and
- * deadlock, a user's concurrent creates), so creates of one user that run
- * at the same moment do not see each other: the cap may be passed by at
- * most the creates in flight together. */
+ * count is a plain read of the snapshot taken after lock_user, so it sees
+ * every earlier create of the user and none runs beside it: exact. */
 static enum db_status check_open(struct db_conn *c, const struct order_create_req *rq,
                                  enum orders_result *result)
 {
@@ -143,6 +155,8 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
 
     memset(o, 0, sizeof(*o));
     j->result = ORDERS_OK;
+    if ((st = lock_user(c, rq)) != DB_OK)
+        return st;
     if (rq->order_no != NULL)
         snprintf(o->order_no, sizeof(o->order_no), "%s", rq->order_no);
     else if (ids_order_no(o->order_no) != 0)

@@ -148,10 +148,12 @@ struct order_detail {
  * or, when no order has this request, that two random order numbers
  * collided: another is drawn (a few times, then ORDERS_ERROR; with a
  * req->order_no given there is no other to draw: ORDERS_ERROR). Returns
- * With req->max_open set, the user's WAIT_PAY orders are counted after
- * the insert (so that a repeat of a request still answers with its
- * order; creates of one user in flight together may pass the cap by
- * their number), and a new order past the cap is rolled back: ORDERS_TOO_MANY_OPEN, nothing written. Returns
+ * With req->max_open set, the user's row of order_user_lock is written
+ * first, so one user's creates on this database run one at a time, and
+ * the user's WAIT_PAY orders are counted after the insert (so that a
+ * repeat of a request still answers with its order): a new order past the
+ * cap is rolled back, ORDERS_TOO_MANY_OPEN, nothing written. Exact under
+ * any concurrency. Returns
  * ORDERS_OK (*out is the new order), ORDERS_DUPLICATE, ORDERS_NO_SKU,
  * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_TOO_MANY_OPEN, ORDERS_ABORTED (req->hook),
  * ORDERS_UNAVAILABLE or ORDERS_ERROR. */

@@ -667,10 +667,13 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 }
 
 /* The tables of sql/migrations/ the service reads and writes. */
-static const char *const schema_tables[] = { "orders",    "payment_record",    "stock",
-                                             "outbox",    "idem_token",        "audit_log",
-                                             "idem_key",  "pay_no_registry",   "checkout_registry",
-                                             "shard_map", "backfill_progress", "pay_no_fence" };
+static const char *const schema_tables[] = {
+    "orders",         "payment_record",    "stock",
+    "outbox",         "idem_token",        "audit_log",
+    "idem_key",       "pay_no_registry",   "checkout_registry",
+    "shard_map",      "backfill_progress", "pay_no_fence",
+    "order_user_lock"
+};
 #define NSCHEMA_TABLES (ARRAY_SIZE(schema_tables))
 
 /* Lists the names the query answers and finds the first of names[0..n)

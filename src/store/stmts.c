@@ -54,6 +54,8 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_STOCK_TAKE] = "UPDATE stock SET num = num - ? WHERE sku = ? AND num >= ?",
     [ST_STOCK_RETURN] = "UPDATE stock SET num = num + ? WHERE sku = ?",
     [ST_ORDER_OPEN_COUNT] = "SELECT COUNT(*) FROM orders WHERE user_id = ? AND status = ?",
+    [ST_ORDER_USER_LOCK] = "INSERT INTO order_user_lock (user_id) VALUES (?) "
+                           "ON DUPLICATE KEY UPDATE creates = creates + 1",
     [ST_ORDER_INSERT] =
         "INSERT INTO orders (order_no, user_id, request_id, sku, quantity, amount, status) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",

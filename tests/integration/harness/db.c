@@ -136,6 +136,7 @@ void h_db_reset(void)
         "TRUNCATE TABLE idem_key",
         "TRUNCATE TABLE pay_no_registry",
         "TRUNCATE TABLE pay_no_fence",
+        "TRUNCATE TABLE order_user_lock",
         "TRUNCATE TABLE checkout_registry",
         "TRUNCATE TABLE backfill_progress",
         "TRUNCATE TABLE stock",
