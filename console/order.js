@@ -42,7 +42,17 @@ async function load(q, out, area) {
     return;
   }
   const o = res.body;
-  const audit = session.can('audit') ? await api('GET', `/ops/audit${query({ subject: o.order_no, limit: 100 })}`) : null;
+  // Audit rows name the order, or one of its payments (a settle).
+  const subjects = [o.order_no, ...(o.payments || []).map(p => p.pay_no)];
+  const [audits, dead, pending] = await Promise.all([
+    session.can('audit') ? Promise.all(subjects.map(x => api('GET', `/ops/audit${query({ subject: x, limit: 100 })}`))) : null,
+    api('GET', `/ops/outbox${query({ state: 'DEAD', limit: 100 })}`),
+    api('GET', `/ops/outbox${query({ state: 'PENDING', limit: 100 })}`)]);
+  // The events that need attention: the outbox lists by state, not by
+  // order, so these are the order's among the first 100 dead and pending.
+  const failedAudit = audits && audits.find(r => !r.ok);
+  const audit = audits === null ? null : failedAudit || { ok: true, body: { entries: audits.flatMap(r => r.body.entries).sort((a, b) => String(a.created_at).localeCompare(String(b.created_at))) } };
+  const stuck = [dead, pending].flatMap(r => (r.ok ? r.body.events : [])).filter(e => e.order_no === o.order_no);
   const reload = () => load(o.order_no, out, area);
   const buttons = (NEXT[o.status] || []).map(t => action('orders', VERB[t],
     { title: `${VERB[t]} order ${o.order_no}?`, text: `POST /order/${o.order_no}/${t}: ${o.status} → ${t === 'cancel' ? 'CANCELED' : t === 'ship' ? 'SHIPPED' : 'FINISHED'}.${t === 'cancel' && o.status === 'PAID' ? ' Its payment will need a refund.' : ''}` },
@@ -61,9 +71,12 @@ async function load(q, out, area) {
       ['', p => p.status === 'REFUND_REQUIRED' ? link('queue', '', 'in the queue') : ''],
     ], o.payments || [], 'No payment recorded.')),
     section('Audit rows', audit === null ? el('p', { class: 'hint' }, 'This key may not read the audit log.')
-      : audit.ok ? table([['When', a => when(a.created_at)], ['Who', a => a.actor], ['Action', a => a.action], ['Detail', a => a.detail]], audit.body.entries, 'No operator changed this order.')
+      : audit.ok ? table([['When', a => when(a.created_at)], ['Who', a => a.actor], ['Action', a => a.action], ['Subject', a => a.subject], ['Detail', a => a.detail]], audit.body.entries, 'No operator changed this order or its payments.')
       : answer(audit)),
-    section('Events', el('p', { class: 'hint' }, 'Events of this order: see Events, filtered by its order_no.'), link('events', o.order_no, 'Show its events')));
+    section('Events not delivered', table([
+      ['id', e => String(e.id)], ['Type', e => e.type], ['State', e => el('span', { class: `status s-${e.state}` }, e.state)],
+      ['Attempts', e => String(e.attempts)], ['Last error', e => e.last_error || ''],
+    ], stuck, 'None dead or pending (among the first 100 of each).'), link('events', o.order_no, 'All its events')));
 }
 
 function fact(k, v) {

@@ -255,6 +255,12 @@ test('order view: history, payments, audit rows and the transitions as buttons',
   await signIn(page, OPS);
   await page.waitForSelector('.tiles .tile');
   await view(page, '#/order/CON-DOUBLE-1', () => document.querySelector('main').textContent.includes('CON-PAY-D2'));
+  // a dead event of the order (of a type the case does not write itself)
+  sql(`INSERT INTO outbox (event_type,order_no,payload,state,attempts,last_error)
+       VALUES ('order.finished','CON-DOUBLE-1','{}',2,15,'HTTP 502 from the shop')`);
+  await view(page, '#/audit', () => document.querySelector('main table'));
+  await view(page, '#/order/CON-DOUBLE-1', () => document.querySelector('main').textContent.includes('HTTP 502 from the shop'));
+  check((await text(page, 'main')).includes('reference=RF-CONSOLE-0001'), 'the settle of its payment is not among its audit rows');
   const buttons = await page.$$eval('main .actions button', bs => bs.map(b => b.textContent));
   check(buttons.join() === 'Ship,Cancel', `PAID should offer Ship and Cancel: ${buttons}`);
   await shot(page, 'order');
