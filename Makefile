@@ -171,9 +171,12 @@ DATADIR := $(PREFIX)/share/paycallback
 MANDIR  := $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
-.PHONY: man install uninstall deb test-deb test-systemd test-readme test-install
+.PHONY: man config-doc install uninstall deb test-deb test-systemd test-readme test-install
 man: $(BIN)
 	@scripts/gen-man.py $(BIN) $(BUILD)/man
+# docs/configuration.md, from the same key table (make lint fails when stale).
+config-doc: $(BIN)
+	@scripts/gen-config-doc.py $(BIN) docs/configuration.md
 install: man
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/migrations $(DESTDIR)$(DATADIR)/console \
 		$(DESTDIR)$(MANDIR)/man5 \

@@ -52,10 +52,12 @@ def parse_help(text):
                 if re.match(r"^\s+key\s+environment", line):
                     table = True
                     continue
-                if table and line.startswith("  "):
+                if table and line.startswith("      ") and keys:
+                    keys[-1][5].append(line.strip())        # the key's meaning
+                elif table and line.startswith("  "):
                     parts = line.split()
                     keys.append((parts[0], parts[1], parts[2], parts[3] == "reload",
-                                 " ".join(parts[4:])))
+                                 " ".join(parts[4:]), []))
         else:
             prose.append(p)
     return usage, options, keys, prose
@@ -88,7 +90,7 @@ def page8(usage, options, keys, prose, ver):
     out += [".SH ENVIRONMENT",
             "Every configuration key can be overridden by a variable; see",
             ".BR paycallback.json (5)", "for the full table."]
-    for key, env, _, _, default in keys:
+    for key, env, _, _, default, _ in keys:
         if key == "-":
             out += [".TP", ".B " + roff(env), roff(f"the development switch: {default} (default 0)")]
         elif env != "-":
@@ -224,10 +226,10 @@ def page5(keys, ver):
            "every request that starts afterwards; any other changed key is logged and keeps",
            "its running value until a restart. A file that does not load is refused whole.",
            ".SH KEYS"]
-    for key, env, rng, reload, default in keys:
+    for key, env, rng, reload, default, doc in keys:
         if key == "-":                    # the development switch: not a key of the file
             continue
-        text = f"Default: {default}. Range: {rng}."
+        text = " ".join(doc) + f". Default: {default}. Range: {rng}."
         if env != "-":
             text += f" Environment: {env}."
         text += " Reloaded by SIGHUP." if reload else " Needs a restart."

@@ -5,8 +5,9 @@
 # Dockerfile and docker-compose.yml (with every broken copy of MUTATIONS
 # caught), docs/openapi.yaml against the route table and through Redocly's
 # linter (scripts/lint-openapi.sh, node and npm), the Prometheus alert
-# rules with their promtool unit tests, and HAProxy's JSON error answers
-# with the configuration that uses them (haproxy -c). Needs python3,
+# rules with their promtool unit tests, HAProxy's JSON error answers
+# with the configuration that uses them (haproxy -c), and
+# docs/configuration.md against the key table of the built binary. Needs python3,
 # python3-yaml, cppcheck, clang-tidy, promtool and haproxy. Exit status 0
 # when every check passes.
 set -euo pipefail
@@ -21,5 +22,11 @@ scripts/lint-openapi.sh || rc=1
 scripts/check-alerts.sh || rc=1
 python3 scripts/check-metric-names.py --self-test || rc=1
 python3 scripts/check-errorfiles.py --self-test || rc=1
+# docs/configuration.md is generated from the binary's key table.
+if make --no-print-directory -s all >/dev/null; then
+	python3 scripts/gen-config-doc.py build/paycallback docs/configuration.md --check || rc=1
+else
+	echo "lint: the binary does not build, docs/configuration.md not checked" >&2; rc=1
+fi
 ((rc == 0)) && echo "lint: ok" || echo "lint: FAILED" >&2
 exit "$rc"

@@ -44,115 +44,238 @@ struct cfg_key {
     size_t size;   /* bytes of the field, NUL included for KEY_STR */
     long min, max; /* KEY_INT range; KEY_STR: min 1 = required */
     const char *def;
-    bool reload; /* SIGHUP applies a new value; else it needs a restart */
+    bool reload;     /* SIGHUP applies a new value; else it needs a restart */
+    const char *doc; /* what the key means: --help, the man page, docs/configuration.md */
 };
 
 #define FIELD(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
-#define I(sec, name, field, lo, hi, def)                     \
-    {                                                        \
-        sec, name, KEY_INT, FIELD(field), lo, hi, def, false \
+#define I(sec, name, field, lo, hi, def, doc)                     \
+    {                                                             \
+        sec, name, KEY_INT, FIELD(field), lo, hi, def, false, doc \
     }
-#define S(sec, name, field, req, def)                        \
-    {                                                        \
-        sec, name, KEY_STR, FIELD(field), req, 0, def, false \
+#define S(sec, name, field, req, def, doc)                        \
+    {                                                             \
+        sec, name, KEY_STR, FIELD(field), req, 0, def, false, doc \
     }
-#define K(sec, name, field)                               \
-    {                                                     \
-        sec, name, KEY_KEYS, FIELD(field), 0, 0, "", true \
+#define K(sec, name, field, doc)                               \
+    {                                                          \
+        sec, name, KEY_KEYS, FIELD(field), 0, 0, "", true, doc \
     }
-#define SH(sec, name, field)                                 \
-    {                                                        \
-        sec, name, KEY_SHARDS, FIELD(field), 0, 0, "", false \
+#define SH(sec, name, field, doc)                                 \
+    {                                                             \
+        sec, name, KEY_SHARDS, FIELD(field), 0, 0, "", false, doc \
     }
 /* A string key that SIGHUP reloads: the secrets and the log level. */
-#define SR(sec, name, field, req, def)                      \
-    {                                                       \
-        sec, name, KEY_STR, FIELD(field), req, 0, def, true \
+#define SR(sec, name, field, req, def, doc)                      \
+    {                                                            \
+        sec, name, KEY_STR, FIELD(field), req, 0, def, true, doc \
     }
 
 static const struct cfg_key keys[] = {
-    S("listen", "address", listen_address, 1, "127.0.0.1"),
-    I("listen", "port", listen_port, 0, 65535, "8080"),
-    I("listen", "reuse_port", listen_reuse_port, 0, 1, "0"),
-    I(NULL, "workers", workers, 1, 1024, "16"),
-    I(NULL, "body_max_bytes", body_max_bytes, 256, 16 << 20, "65536"),
-    I(NULL, "grace_s", grace_s, 0, 3600, "10"),
-    SR(NULL, "log_level", log_level, 1, "info"),
-    S(NULL, "log_format", log_format, 1, "logfmt"),
-    I("http", "max_connections", http_max_connections, 16, 1000000, "1024"),
-    I("http", "max_connections_per_ip", http_max_connections_per_ip, 0, 1000000, "256"),
-    I("http", "reserved_percent", http_reserved_percent, 0, 90, "25"),
-    I("http", "reserved_below", http_reserved_below, 1, 1000000, "8"),
-    I("http", "ipv6_prefix", http_ipv6_prefix, 1, 128, "64"),
-    S("http", "trusted_proxies", http_trusted_proxies, 0, ""),
-    I("http", "header_timeout_ms", http_header_timeout_ms, 100, 600000, "5000"),
-    I("http", "body_timeout_ms", http_body_timeout_ms, 100, 600000, "10000"),
-    I("http", "queue_wait_ms", http_queue_wait_ms, 10, 60000, "1000"),
-    S("mysql", "host", mysql_host, 1, "127.0.0.1"),
-    I("mysql", "port", mysql_port, 1, 65535, "3306"),
-    S("mysql", "user", mysql_user, 1, "paycallback"),
-    S("mysql", "password", mysql_password, 0, ""),
-    S("mysql", "database", mysql_database, 1, "paycallback"),
-    I("mysql", "pool_size", mysql_pool_size, 1, 1024, "16"),
-    I("mysql", "connect_timeout_ms", mysql_connect_timeout_ms, 100, 60000, "1000"),
-    I("mysql", "wait_ms", mysql_wait_ms, 1, 60000, "1000"),
-    S("mysql", "init_command", mysql_init_command, 0, ""),
-    I("mysql", "io_timeout_s", mysql_io_timeout_s, 2, 3600, "2"),
-    I("mysql", "probe_interval_ms", mysql_probe_interval_ms, 50, 60000, "500"),
-    I("mysql", "breaker_failures", mysql_breaker_failures, 1, 1000, "3"),
-    I("mysql", "breaker_open_ms", mysql_breaker_open_ms, 100, 600000, "2000"),
-    I("mysql", "shard_max_inflight", mysql_shard_max_inflight, 0, 4096, "0"),
-    I("mysql", "shard_stall_ms", mysql_shard_stall_ms, 10, 60000, "250"),
-    SH("mysql", "shards", shards),
-    S("redis", "host", redis_host, 1, "127.0.0.1"),
-    I("redis", "port", redis_port, 1, 65535, "6379"),
-    I("redis", "db", redis_db, 0, 255, "0"),
-    I("redis", "pool_size", redis_pool_size, 1, 1024, "16"),
-    I("redis", "timeout_ms", redis_timeout_ms, 10, 60000, "200"),
-    I("redis", "token_ttl_s", token_ttl_s, 1, 86400, "300"),
-    I("redis", "lock_ttl_ms", lock_ttl_ms, 100, 600000, "30000"),
-    I("redis", "lock_wait_ms", lock_wait_ms, 0, 60000, "500"),
-    SR("callback", "secret", callback_secret, 0, ""),
-    SR("callback", "previous_secret", callback_previous_secret, 0, ""),
-    I("callback", "signature_tolerance_s", signature_tolerance_s, 1, 86400, "300"),
-    I("callback", "replay_cache_entries", callback_replay_cache_entries, 0, 1000000, "8192"),
-    I("callback", "replay_cache_ttl_s", callback_replay_cache_ttl_s, 1, 86400, "3600"),
-    S("callback", "query_url", callback_query_url, 0, ""),
-    S("callback", "query_token", callback_query_token, 0, ""),
-    I("callback", "query_timeout_ms", callback_query_timeout_ms, 100, 60000, "5000"),
-    S("webhook", "url", webhook_url, 0, ""),
-    SR("webhook", "secret", webhook_secret, 0, ""),
-    S("webhook", "format", webhook_format, 1, CFG_WEBHOOK_STANDARD),
-    SR("webhook", "previous_secret", webhook_previous_secret, 0, ""),
-    SR("webhook", "previous_secret_until", webhook_previous_secret_until, 0, ""),
-    I("webhook", "timeout_ms", webhook_timeout_ms, 100, 60000, "5000"),
-    I("webhook", "max_attempts", webhook_max_attempts, 1, 1000, "15"),
-    I("webhook", "backoff_base_ms", webhook_backoff_base_ms, 10, 3600000, "1000"),
-    I("webhook", "backoff_max_ms", webhook_backoff_max_ms, 10, 86400000, "3600000"),
-    I("webhook", "workers", webhook_workers, 1, 16, "1"),
-    I("webhook", "batch", webhook_batch, 1, 100, "16"),
-    I("webhook", "poll_ms", webhook_poll_ms, 10, 60000, "200"),
-    I("orders", "max_open_per_user", orders_max_open_per_user, 0, 100000, "20"),
-    I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60"),
-    I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "1800"),
-    I("reconcile", "outbox_lag_s", reconcile_outbox_lag_s, 1, 31536000, "300"),
-    I("reconcile", "query_batch", reconcile_query_batch, 1, 1000, "50"),
-    I("reconcile", "payment_window_s", reconcile_payment_window_s, 0, 31536000, "86400"),
-    I("reconcile", "expire_batch", reconcile_expire_batch, 1, 1000, "100"),
-    I("retention", "outbox_days", retention_outbox_days, 1, 36500, "7"),
-    I("retention", "payment_days", retention_payment_days, 0, 36500, "0"),
-    I("retention", "batch", retention_batch, 1, 10000, "500"),
-    I("retention", "registry_days", retention_registry_days, 0, 36500, "0"),
-    I("retention", "orphan_checkout_s", retention_orphan_checkout_s, 0, 31536000, "3600"),
-    I("quota", "token_rate", quota_token_rate, 0, 1000000, "100"),
-    I("quota", "token_burst", quota_token_burst, 1, 1000000, "200"),
-    I("quota", "order_rate", quota_order_rate, 0, 1000000, "50"),
-    I("quota", "order_burst", quota_order_burst, 1, 1000000, "100"),
-    I("idempotency", "wait_ms", idem_wait_ms, 0, 60000, "5000"),
-    I("idempotency", "lease_ms", idem_lease_ms, 100, 600000, "10000"),
-    I("idempotency", "ttl_s", idem_ttl_s, 1, 30L * 86400, "86400"),
-    K("auth", "keys", auth_keys),
-    S("console", "dir", console_dir, 0, ""),
+    S("listen", "address", listen_address, 1, "127.0.0.1", "IPv4 or IPv6 address to bind"),
+    I("listen", "port", listen_port, 0, 65535, "8080", "0 picks a free port (see --port-file)"),
+    I("listen", "reuse_port", listen_reuse_port, 0, 1, "0",
+      "1 sets SO_REUSEPORT: several processes share the port on purpose. With 0 a "
+      "second instance on a port in use exits 1 (cannot start http daemon)"),
+    I(NULL, "workers", workers, 1, 1024, "16",
+      "handler threads (the work pool); libmicrohttpd polls the sockets with "
+      "min(workers, 4) threads of its own"),
+    I(NULL, "body_max_bytes", body_max_bytes, 256, 16 << 20, "65536",
+      "larger request bodies get 413"),
+    I(NULL, "grace_s", grace_s, 0, 3600, "10", "bound on finishing in-flight requests at SIGTERM"),
+    SR(NULL, "log_level", log_level, 1, "info",
+       "debug, info, warn (alerts and problems only: no request lines) or error"),
+    S(NULL, "log_format", log_format, 1, "logfmt",
+      "logfmt, or json: the same lines as one JSON object each, the same keys"),
+    I("http", "max_connections", http_max_connections, 16, 1000000, "1024",
+      "open client connections in all; past it a new connection is closed as soon as "
+      "accepted. Must fit the open-file limit with a reserve (64 + pool sizes + 4 per "
+      "polling thread): the service raises its soft RLIMIT_NOFILE up to the hard one "
+      "if it must, and exits 1 when even that is too small"),
+    I("http", "max_connections_per_ip", http_max_connections_per_ip, 0, 1000000, "256",
+      "open connections per client (an IPv6 client is its http.ipv6_prefix network; 0 "
+      "= no cap); a trusted proxy (http.trusted_proxies) is not capped"),
+    I("http", "reserved_percent", http_reserved_percent, 0, 90, "25",
+      "share of http.max_connections (the last slots) that only clients holding fewer "
+      "than http.reserved_below connections may take; 0..90"),
+    I("http", "reserved_below", http_reserved_below, 1, 1000000, "8",
+      "a client holding fewer connections than this is a small holder: it may take "
+      "the reserved slots and, when every slot is taken, have the oldest connection "
+      "still waiting for its headers of the largest holder closed to make room"),
+    I("http", "ipv6_prefix", http_ipv6_prefix, 1, 128, "64",
+      "IPv6 clients are counted (caps, quotas) by this many leading bits: one host is "
+      "given a /64"),
+    S("http", "trusted_proxies", http_trusted_proxies, 0, "",
+      "comma-separated addresses or networks (127.0.0.1, 10.0.0.0/8) of proxies in "
+      "front of the service: their connections are not capped as one client and "
+      "evicted never, and the rightmost X-Forwarded-For address that is not one of "
+      "them is the client for the request quotas"),
+    I("http", "header_timeout_ms", http_header_timeout_ms, 100, 600000, "5000",
+      "deadline for a request's whole header block, from accept (or from the end of "
+      "the previous reply on a keep-alive connection); not reset by arriving bytes. "
+      "Past it the connection is closed"),
+    I("http", "body_timeout_ms", http_body_timeout_ms, 100, 600000, "10000",
+      "deadline for the whole body, from the end of the headers; past it 408 "
+      "REQUEST_TIMEOUT or a close"),
+    I("http", "queue_wait_ms", http_queue_wait_ms, 10, 60000, "1000",
+      "a request waits at most this long for a free handler thread, then gets 503 "
+      "UNAVAILABLE with Retry-After"),
+    S("mysql", "host", mysql_host, 1, "127.0.0.1",
+      "the MySQL or MariaDB server (unsharded; sharded, the default host of each shard)"),
+    I("mysql", "port", mysql_port, 1, 65535, "3306", "its port"),
+    S("mysql", "user", mysql_user, 1, "paycallback",
+      "the account; sharded, the same on every shard"),
+    S("mysql", "password", mysql_password, 0, "", "its password"),
+    S("mysql", "database", mysql_database, 1, "paycallback",
+      "the schema (unsharded; sharded, the default database of each shard)"),
+    I("mysql", "pool_size", mysql_pool_size, 1, 1024, "16",
+      "connections to each database; each has its own prepared statements"),
+    I("mysql", "connect_timeout_ms", mysql_connect_timeout_ms, 100, 60000, "1000",
+      "per connection attempt"),
+    I("mysql", "wait_ms", mysql_wait_ms, 1, 60000, "1000",
+      "wait for a free pooled connection, then 503"),
+    S("mysql", "init_command", mysql_init_command, 0, "",
+      "SQL run on every new session, e.g. SET SESSION wsrep_sync_wait = 1 on Galera; "
+      "one MySQL refuses stops the start"),
+    I("mysql", "io_timeout_s", mysql_io_timeout_s, 2, 3600, "2",
+      "read and write timeout of a MySQL socket; keep it well below the HTTP "
+      "deadlines so a frozen database turns into 503, not a hung request. The "
+      "session's lock wait timeout is set below it (min(3, io_timeout_s - 1) s)"),
+    I("mysql", "probe_interval_ms", mysql_probe_interval_ms, 50, 60000, "500",
+      "each shard's background prober pings it (and reads its shard map) this often "
+      "over a connection of its own; /readyz and /metrics answer from what it last "
+      "found, never waiting on a database"),
+    I("mysql", "breaker_failures", mysql_breaker_failures, 1, 1000, "3",
+      "consecutive requests that could not reach a shard (connect, read or write "
+      "timeout, lost link, no free connection within mysql.wait_ms) that open its "
+      "circuit breaker; a failed probe opens it too"),
+    I("mysql", "breaker_open_ms", mysql_breaker_open_ms, 100, 600000, "2000",
+      "how long an open breaker answers 503 at once (with X-Shard-Outage) before one "
+      "request goes through as a trial; its success or a successful probe closes it"),
+    I("mysql", "shard_max_inflight", mysql_shard_max_inflight, 0, 4096, "0",
+      "requests in flight (holding or waiting for a connection) on a stalled shard "
+      "past which more are refused at once; 0 = three quarters of workers with "
+      "several shards, no cap with one database"),
+    I("mysql", "shard_stall_ms", mysql_shard_stall_ms, 10, 60000, "250",
+      "a shard on which no request has finished for this long while requests are in "
+      "flight is stalled, and mysql.shard_max_inflight applies to it; a shard that "
+      "keeps finishing requests is never capped"),
+    SH("mysql", "shards", shards,
+       "the databases orders are spread over (docs/scaling.md): "
+       "[{\"id\":1,\"host\":...,\"port\":...,\"database\":...}] in the file, "
+       "1=host:port/db,2=... in the environment; host, port and database default to "
+       "mysql.*; ids 1..99, never reused"),
+    S("redis", "host", redis_host, 1, "127.0.0.1",
+      "the Redis server (tokens and stock locks; the service runs degraded without it)"),
+    I("redis", "port", redis_port, 1, 65535, "6379", "its port"),
+    I("redis", "db", redis_db, 0, 255, "0", "its database number"),
+    I("redis", "pool_size", redis_pool_size, 1, 1024, "16", "connections to Redis"),
+    I("redis", "timeout_ms", redis_timeout_ms, 10, 60000, "200",
+      "connect and command timeout; past it, degraded mode"),
+    I("redis", "token_ttl_s", token_ttl_s, 1, 86400, "300", "lifetime of an anti-resubmit token"),
+    I("redis", "lock_ttl_ms", lock_ttl_ms, 100, 600000, "30000", "stock lock expiry"),
+    I("redis", "lock_wait_ms", lock_wait_ms, 0, 60000, "500",
+      "wait for the stock lock, then 503 BUSY"),
+    SR("callback", "secret", callback_secret, 0, "",
+       "HMAC-SHA256 key of the native callbacks (X-Signature); required outside "
+       "development, never dev-secret there"),
+    SR("callback", "previous_secret", callback_previous_secret, 0, "",
+       "the former key, still accepted while the bank rotates"),
+    I("callback", "signature_tolerance_s", signature_tolerance_s, 1, 86400, "300",
+      "allowed clock skew of X-Timestamp"),
+    I("callback", "replay_cache_entries", callback_replay_cache_entries, 0, 1000000, "8192",
+      "recorded payments whose repeats are answered from memory, without a database "
+      "read, once their answer can no longer change (docs/guarantees.md); about 170 "
+      "bytes each; 0 turns the cache off"),
+    I("callback", "replay_cache_ttl_s", callback_replay_cache_ttl_s, 1, 86400, "3600",
+      "how long such an entry answers before the database is read again"),
+    S("callback", "query_url", callback_query_url, 0, "",
+      "the native query endpoint; empty: not asked"),
+    S("callback", "query_token", callback_query_token, 0, "",
+      "its bearer token; required with the URL (exit 2 without it)"),
+    I("callback", "query_timeout_ms", callback_query_timeout_ms, 100, 60000, "5000",
+      "bound on one query, connect included"),
+    S("webhook", "url", webhook_url, 0, "", "the shop's endpoint, http:// or https://"),
+    SR("webhook", "secret", webhook_secret, 0, "",
+       "key of the events' signatures, required with a URL; in the standard format a "
+       "whsec_ secret (whsec_ and the base64 of its random bytes)"),
+    S("webhook", "format", webhook_format, 1, CFG_WEBHOOK_STANDARD,
+      "standard: the Standard Webhooks headers webhook-id, webhook-timestamp and "
+      "webhook-signature; legacy: X-Timestamp and X-Signature (hex HMAC-SHA256)"),
+    SR("webhook", "previous_secret", webhook_previous_secret, 0, "",
+       "the former secret, which also signs each delivery until "
+       "webhook.previous_secret_until while shops switch (standard format only)"),
+    SR("webhook", "previous_secret_until", webhook_previous_secret_until, 0, "",
+       "the UTC time (like 2026-12-03T15:00:00Z) until which the previous secret "
+       "signs; set with it"),
+    I("webhook", "timeout_ms", webhook_timeout_ms, 100, 60000, "5000",
+      "bound on one delivery attempt, connecting included"),
+    I("webhook", "max_attempts", webhook_max_attempts, 1, 1000, "15",
+      "attempts before an event is DEAD (with the defaults: about 8 hours of trying)"),
+    I("webhook", "backoff_base_ms", webhook_backoff_base_ms, 10, 3600000, "1000",
+      "wait before the first retry of an event; each retry doubles it (with jitter)"),
+    I("webhook", "backoff_max_ms", webhook_backoff_max_ms, 10, 86400000, "3600000",
+      "the longest wait between two attempts of an event"),
+    I("webhook", "workers", webhook_workers, 1, 16, "1",
+      "relay threads per instance (sharded: per shard)"),
+    I("webhook", "batch", webhook_batch, 1, 100, "16", "events one relay claims at once"),
+    I("webhook", "poll_ms", webhook_poll_ms, 10, 60000, "200",
+      "an idle relay looks for new events this often"),
+    I("orders", "max_open_per_user", orders_max_open_per_user, 0, 100000, "20",
+      "WAIT_PAY orders one user_id may hold; then 409 TOO_MANY_OPEN_ORDERS; 0: no cap"),
+    I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60",
+      "time between reconciliation passes"),
+    I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "1800",
+      "a WAIT_PAY order older than this is reported, and asked about where a query "
+      "endpoint is configured"),
+    I("reconcile", "outbox_lag_s", reconcile_outbox_lag_s, 1, 31536000, "300",
+      "an undelivered event older than this is reported"),
+    I("reconcile", "query_batch", reconcile_query_batch, 1, 1000, "50",
+      "stale orders one pass asks the query endpoints about"),
+    I("reconcile", "payment_window_s", reconcile_payment_window_s, 0, 31536000, "86400",
+      "an unpaid order older than this is closed, its stock returned; 0: orders never "
+      "expire"),
+    I("reconcile", "expire_batch", reconcile_expire_batch, 1, 1000, "100",
+      "orders past the payment window one pass closes, per shard"),
+    I("retention", "outbox_days", retention_outbox_days, 1, 36500, "7",
+      "delivered outbox events are purged after this many days"),
+    I("retention", "payment_days", retention_payment_days, 0, 36500, "0",
+      "0 keeps payment records forever; else at least 35 (a record is also the "
+      "callback's dedupe row)"),
+    I("retention", "batch", retention_batch, 1, 10000, "500", "rows per purge statement"),
+    I("retention", "registry_days", retention_registry_days, 0, 36500, "0",
+      "sharded: pay_no_registry and checkout_registry rows older than this are purged "
+      "by the retention pass (paycallback_retention_purged_total{table}); 0 keeps "
+      "them. Set it above every gateway's replay window and every client's retry "
+      "horizon: past it a pay_no or a request_id is no longer guarded across shards"),
+    I("retention", "orphan_checkout_s", retention_orphan_checkout_s, 0, 31536000, "3600",
+      "sharded: a checkout binding this old whose order does not exist (the attempt "
+      "made no order) is purged by the retention pass "
+      "(table=\"checkout_registry_orphans\"); 0 keeps them. Far longer than a create "
+      "takes, so a binding whose order is being made is never purged"),
+    I("quota", "token_rate", quota_token_rate, 0, 1000000, "100",
+      "/token/apply requests a second per client (IPv4 address, IPv6 http.ipv6_prefix "
+      "network, or behind http.trusted_proxies the client X-Forwarded-For names); "
+      "past it 429 RATE_LIMITED with Retry-After; 0 = no quota"),
+    I("quota", "token_burst", quota_token_burst, 1, 1000000, "200",
+      "/token/apply requests a client may send at once before the rate applies"),
+    I("quota", "order_rate", quota_order_rate, 0, 1000000, "50",
+      "/order/create requests a second per client, likewise; 0 = no quota"),
+    I("quota", "order_burst", quota_order_burst, 1, 1000000, "100",
+      "/order/create requests a client may send at once"),
+    I("idempotency", "wait_ms", idem_wait_ms, 0, 60000, "5000",
+      "how long a repeat waits for the first request with its Idempotency-Key, then 409"),
+    I("idempotency", "lease_ms", idem_lease_ms, 100, 600000, "10000",
+      "a first request silent this long (it died) may be taken over by a repeat"),
+    I("idempotency", "ttl_s", idem_ttl_s, 1, 30L * 86400, "86400",
+      "how long a key and its stored answer are kept"),
+    K("auth", "keys", auth_keys,
+      "operator keys: [{\"name\",\"key\",\"scopes\"}] in the file, "
+      "name:key[:scope+scope],... in the environment (which replaces the file's "
+      "list); at least one outside development"),
+    S("console", "dir", console_dir, 0, "",
+      "the directory of the operator console's files, served at /console/ "
+      "(docs/console.md); read at start; empty: no console"),
 };
 #define NKEYS (ARRAY_SIZE(keys))
 
@@ -1278,6 +1401,28 @@ static void key_range(const struct cfg_key *k, char *buf, size_t n)
     }
 }
 
+/* text as lines of at most 78 columns, each indented by 6 spaces: a key's
+ * meaning under its row of the --help table (gen-man.py reads them there). */
+static void print_doc(const char *text)
+{
+    const int width = 78 - 6;
+
+    while (*text) {
+        int n = (int)strlen(text), cut = n;
+
+        if (n > width) {
+            for (cut = width; cut > 0 && text[cut] != ' '; cut--)
+                ;
+            if (cut == 0)
+                cut = width;
+        }
+        printf("      %.*s\n", cut, text);
+        text += cut;
+        while (*text == ' ')
+            text++;
+    }
+}
+
 void cfg_print_keys(void)
 {
     char path[64], env[96], range[48];
@@ -1290,10 +1435,14 @@ void cfg_print_keys(void)
         key_range(&keys[i], range, sizeof(range));
         printf("  %-30s %-45s %-18s %-6s %s\n", path, env, range, keys[i].reload ? "reload" : "-",
                keys[i].def[0] ? keys[i].def : "(empty)");
+        print_doc(keys[i].doc);
     }
     snprintf(range, sizeof(range), "n<=%d", GATEWAYS_MAX);
     printf("  %-30s %-45s %-18s %-6s %s\n", CFG_GATEWAYS_KEY, "-", range, "reload", "(none)");
+    print_doc("the payment gateways that call POST /pay/callback/NAME, one profile each "
+              "(docs/gateways.md, paycallback.json(5)); file only");
     printf("  %-30s %-45s %-18s %-6s %s\n", "-", CFG_DEV_ENV, "0..1", "-", "0; 1 = as --dev");
+    print_doc("the development switch; environment only, never a key of the file");
 }
 
 /* Whether a's and b's values of k are the same. */
