@@ -211,6 +211,8 @@ test-systemd: deb
 # root with systemd as its PID 1 (root; mmdebstrap; the root is cached in var/).
 test-install:
 	@scripts/check-install.sh
+# The command blocks of README.md and docs/*.md, run as written against a
+# live service (scripts/check-readme.sh).
 test-readme: services
 	@$(MAKE) --no-print-directory all
 	@scripts/check-readme.sh $(BIN)
