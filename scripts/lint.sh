@@ -7,7 +7,9 @@
 # linter (scripts/lint-openapi.sh, node and npm), the Prometheus alert
 # rules with their promtool unit tests, HAProxy's JSON error answers
 # with the configuration that uses them (haproxy -c), and
-# docs/configuration.md against the key table of the built binary. Needs python3,
+# docs/configuration.md against the key table of the built binary, and
+# the README and docs/ against the tree: links, anchors, the Layout
+# (scripts/check-docs.py). Needs python3,
 # python3-yaml, cppcheck, clang-tidy, promtool and haproxy. Exit status 0
 # when every check passes.
 set -euo pipefail
@@ -22,6 +24,7 @@ scripts/lint-openapi.sh || rc=1
 scripts/check-alerts.sh || rc=1
 python3 scripts/check-metric-names.py --self-test || rc=1
 python3 scripts/check-errorfiles.py --self-test || rc=1
+python3 scripts/check-docs.py --self-test || rc=1
 # docs/configuration.md is generated from the binary's key table.
 if make --no-print-directory -s all >/dev/null; then
 	python3 scripts/gen-config-doc.py build/paycallback docs/configuration.md --check || rc=1
