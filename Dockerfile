@@ -1,10 +1,12 @@
 # paycallback container image.
-# Stage 1 builds on Debian 12 with the -dev packages; stage 2 is debian:12-slim
-# with the runtime libraries only, running as an unprivileged user.
+# Stage 1 builds on Debian 12 with the -dev packages; stage 2 is Debian 12 slim
+# with the runtime libraries only, running as an unprivileged user. Both bases
+# are pinned to a point release (make lint checks it); make test-image builds
+# and checks the image (scripts/check-image.sh).
 #   docker build -t paycallback .
 #   docker run --rm paycallback --help
 
-FROM debian:12 AS build
+FROM debian:12.11 AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential pkg-config \
@@ -19,7 +21,7 @@ COPY sql/ sql/
 COPY scripts/gen-migrations.sh scripts/
 RUN make -j"$(nproc)" all && strip build/paycallback
 
-FROM debian:12-slim
+FROM debian:12.11-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libmicrohttpd12 libmariadb3 libhiredis0.14 libcjson1 libssl3 libcurl4 libsystemd0 \

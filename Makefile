@@ -171,7 +171,7 @@ DATADIR := $(PREFIX)/share/paycallback
 MANDIR  := $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
-.PHONY: man config-doc install uninstall deb test-deb test-systemd test-readme test-install
+.PHONY: man config-doc install uninstall deb test-deb test-systemd test-readme test-install test-image
 man: $(BIN)
 	@scripts/gen-man.py $(BIN) $(BUILD)/man
 # docs/configuration.md, from the same key table (make lint fails when stale).
@@ -216,3 +216,8 @@ test-install:
 test-readme: services
 	@$(MAKE) --no-print-directory all
 	@scripts/check-readme.sh $(BIN)
+# The Dockerfile builds an image whose binary runs: with a Docker engine the
+# compose stack, else the Dockerfile's steps in clean Debian 12 roots
+# (scripts/check-image.py; root, mmdebstrap; the apt steps cached in var/).
+test-image: services
+	@scripts/check-image.py

@@ -2,7 +2,7 @@
 """Check docker-compose.yml and the Dockerfile without a Docker engine.
 
 Parses both and asserts their structure: the mariadb:10.11 / redis:7 / service
-trio, health checks, depends_on conditions, the one-shot migrate service
+trio with every image pinned to an exact version (or a digest), health checks, depends_on conditions, the one-shot migrate service
 the service waits for (and no schema in MySQL's init directory), the
 published port, the stop grace period, and a
 multi-stage Debian 12 image running as a non-root user. Then it computes
@@ -38,7 +38,11 @@ ENDPOINT_KEYS = {"listen.address", "mysql.host", "mysql.port", "redis.host", "re
 # through from the environment of `docker compose`, the required ones as
 # ${NAME:?message} so that compose itself refuses to start without them.
 SECRET_KEYS = {"callback.secret": True, "callback.previous_secret": False,  # key: required
-               "auth.keys": True}
+               "auth.keys": True, "mysql.password": True}
+# An image named by an exact version: debian:12.N[-slim], mariadb:10.11.N,
+# redis:7.N.N, or anything @sha256:<digest>.
+PINNED = re.compile(r"(.+@sha256:[0-9a-f]{64}|debian:12\.\d+(-slim)?|mariadb:10\.11\.\d+|"
+                    r"redis:7\.\d+\.\d+)")
 DEV_SWITCH = "PAYCALLBACK_DEV"
 RUNTIME_PACKAGES = {"libmicrohttpd12", "libmariadb3", "libhiredis0.14", "libcjson1", "libssl3",
                     "libcurl4", "libsystemd0"}
@@ -87,8 +91,18 @@ MUTATIONS = [
      "a schema applied behind the migrations' back"),
     ("docker-compose.yml", "image: mariadb:10.11", "image: mysql:8.0", "wrong database server"),
     ("docker-compose.yml", '"mysqladmin", "ping"', '"true", "true"', "MySQL healthcheck"),
-    ("docker-compose.yml", "MYSQL_PASSWORD: paycallback", "MYSQL_PASSWORD: other",
+    ("docker-compose.yml", "MYSQL_USER: paycallback", "MYSQL_USER: other",
      "MySQL user differs from the config's"),
+    ("docker-compose.yml", "      MYSQL_PASSWORD: ${PAYCALLBACK_MYSQL_PASSWORD:?set PAYCALLBACK_MYSQL_PASSWORD to the database password}",
+     "      MYSQL_PASSWORD: paycallback", "a development database password in the compose file"),
+    ("docker-compose.yml", "      PAYCALLBACK_MYSQL_PASSWORD: ${PAYCALLBACK_MYSQL_PASSWORD:?",
+     "      PAYCALLBACK_MYSQL_PASSWORD: ${PAYCALLBACK_MYSQL_PASSWORD:-",
+     "the database password optional, so the service runs on the shipped one"),
+    ("docker-compose.yml", '"-P", "3306", "--silent"', '"-P", "3306", "-ppaycallback", "--silent"',
+     "a password in the health check"),
+    ("docker-compose.yml", "image: mariadb:10.11.19", "image: mariadb:10.11", "an unpinned image"),
+    ("docker-compose.yml", "image: redis:7.0.15", "image: redis:latest", "an unpinned image"),
+    ("Dockerfile", "FROM debian:12.11 AS build", "FROM debian:12 AS build", "an unpinned base"),
     ("docker-compose.yml", "stop_grace_period: 15s", "stop_grace_period: 5s",
      "SIGKILL before the grace period"),
     ("docker-compose.yml", ':8080:8080"', ':8080:9090"', "port not published"),
@@ -101,11 +115,11 @@ MUTATIONS = [
     ("docker-compose.yml", "- no-new-privileges:true", "- apparmor:unconfined",
      "privileges can be gained"),
     ("Dockerfile", "USER paycallback:paycallback", "USER root", "runs as root"),
-    ("Dockerfile", "FROM debian:12-slim", "FROM ubuntu:24.04", "runtime base"),
+    ("Dockerfile", "FROM debian:12.11-slim", "FROM ubuntu:24.04", "runtime base"),
     ("Dockerfile", "libhiredis0.14 ", "", "a runtime library missing"),
     ("Dockerfile", "libcurl4-openssl-dev ", "", "a build package of the Makefile's PKGS missing"),
-    ("docker-compose.yml", "    image: redis:7\n    restart: unless-stopped\n",
-     "    image: redis:7\n", "redis not restarted after a reboot"),
+    ("docker-compose.yml", "    image: redis:7.0.15\n    restart: unless-stopped\n",
+     "    image: redis:7.0.15\n", "redis not restarted after a reboot"),
     ("Dockerfile", "HEALTHCHECK", "# HEALTHCHECK", "no health check"),
 ]
 
@@ -216,10 +230,13 @@ def check_dockerfile(c, path):
                     f"check-compose.py does not map to a Debian package"):
             c.expect(dev in build_runs, f"Dockerfile: build stage lacks {dev} (for {name} "
                      f"of the Makefile's PKGS)")
-    c.expect(re.match(r"debian:12(\s|$)", first[0][1]) is not None,
-             f"Dockerfile: build stage must be FROM debian:12, is {first[0][1]!r}")
-    c.expect(re.match(r"debian:12-slim(\s|$)", final[0][1]) is not None,
-             f"Dockerfile: runtime stage must be FROM debian:12-slim, is {final[0][1]!r}")
+    base, slim = first[0][1].split()[0], final[0][1].split()[0]
+    c.expect(re.fullmatch(r"debian:12\.\d+(@sha256:[0-9a-f]{64})?", base) is not None,
+             f"Dockerfile: build stage must be FROM debian:12.N (a pinned point release), is {base!r}")
+    c.expect(re.fullmatch(r"debian:12\.\d+-slim(@sha256:[0-9a-f]{64})?", slim) is not None,
+             f"Dockerfile: runtime stage must be FROM debian:12.N-slim (pinned), is {slim!r}")
+    c.expect(base.split("@")[0] + "-slim" == slim.split("@")[0],
+             f"Dockerfile: the two stages must be the same point release ({base!r}, {slim!r})")
     runs = " ".join(a for w, a in final if w == "RUN")
     installed = set(re.findall(r"\b(lib[\w.+-]+)", runs))
     missing = RUNTIME_PACKAGES - installed
@@ -263,6 +280,13 @@ def check_services(c, compose):
     c.expect(str(mysql.get("image", "")).startswith("mariadb:10.11"),
              "compose: the database must be image mariadb:10.11.x (the schema is MariaDB's)")
     c.expect(str(redis.get("image", "")).startswith("redis:7"), "compose: redis must be image redis:7.x")
+    for name in ("mysql", "redis"):
+        image = str((services.get(name) or {}).get("image", ""))
+        c.expect(PINNED.fullmatch(image) is not None,
+                 f"compose: {name} image {image!r} must be pinned to an exact version or a digest")
+    hc = test_words(mysql.get("healthcheck"))
+    c.expect(not re.search(r"(^|\s)(-p\S|--password)", hc),
+             "compose: the mysql health check must not carry a password")
     for name in ("mysql", "redis", "paycallback"):
         c.expect(str((services.get(name) or {}).get("restart", "no")) in
                  ("always", "unless-stopped", "on-failure"),
@@ -404,10 +428,18 @@ def check(compose_path, dockerfile_path):
              "compose: the service must listen on 0.0.0.0 inside its container")
 
     menv = env_dict(mysql.get("environment"))
-    for var, key in (("MYSQL_DATABASE", "mysql.database"), ("MYSQL_USER", "mysql.user"),
-                     ("MYSQL_PASSWORD", "mysql.password")):
+    for var, key in (("MYSQL_DATABASE", "mysql.database"), ("MYSQL_USER", "mysql.user")):
         c.expect(menv.get(var) == str(eff.get(key)),
                  f"compose: mysql {var}={menv.get(var)!r} but the service uses {key}={eff.get(key)!r}")
+    # The account's password: MariaDB, the service and migrate all get the
+    # one secret of the compose environment, never a value.
+    pw = svc_env.get(env_name("mysql.password"))
+    c.expect(menv.get("MYSQL_PASSWORD") == pw,
+             f"compose: mysql MYSQL_PASSWORD must be the service's {env_name('mysql.password')} "
+             f"({pw!r}), is {menv.get('MYSQL_PASSWORD')!r}")
+    mig_env = env_dict(((compose.get("services") or {}).get("migrate") or {}).get("environment"))
+    c.expect(mig_env.get(env_name("mysql.password")) == pw,
+             f"compose: migrate must get the service's {env_name('mysql.password')}")
 
     port = str(eff.get("listen.port"))
     published = [str(p) for p in svc.get("ports") or []]
