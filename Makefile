@@ -99,8 +99,9 @@ deps:
 services: deps
 	@scripts/services.sh start
 
+# One compile job per core: the build is most of a fresh clone's first run.
 run: services
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	$(BIN) --dev -c config/paycallback.json
 
 unit: $(UNIT)
