@@ -4,6 +4,10 @@
 usage: requests.py callbacks FIRST COUNT SECRET
            signed callbacks: order BENCH-i paid with pay_no BPAY-i, 899.00, for
            i in FIRST .. FIRST+COUNT-1 (HMAC-SHA256 over timestamp "." body)
+       requests.py stripe FIRST COUNT SECRET
+           the same payments as Stripe payment_intent.succeeded events (pay_no the
+           intent's id, 89900 minor units of cny), for POST /pay/callback/stripe,
+           signed as Stripe signs (Stripe-Signature: t=ts,v1=HMAC-SHA256 over ts "." body)
        requests.py orders FIRST COUNT
            order creations, each with its own token TOKEN-i (32 hex digits) and
            request_id; the tokens go to Redis through redis-tokens
@@ -33,6 +37,14 @@ def main():
             sig = hmac.new(sys.argv[4].encode(), (ts + "." + body).encode(),
                            hashlib.sha256).hexdigest()
             out.write("/pay/callback\tX-Timestamp=%s;X-Signature=%s\t%s\n" % (ts, sig, body))
+        elif kind == "stripe":
+            body = ('{"id":"evt_%d","object":"event","type":"payment_intent.succeeded",'
+                    '"data":{"object":{"id":"BPAY-%d","object":"payment_intent","amount":89900,'
+                    '"amount_received":89900,"currency":"cny","status":"succeeded",'
+                    '"metadata":{"order_no":"BENCH-%d"}}}}' % (i, i, i))
+            sig = hmac.new(sys.argv[4].encode(), (ts + "." + body).encode(),
+                           hashlib.sha256).hexdigest()
+            out.write("/pay/callback/stripe\tStripe-Signature=t=%s,v1=%s\t%s\n" % (ts, sig, body))
         elif kind == "orders":
             body = ('{"user_id":"bench","request_id":"breq-%d","sku":"BENCH-SKU","quantity":1}'
                     % i)

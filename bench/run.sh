@@ -10,7 +10,9 @@
 # (recorded payments the duplicate storms repeat, 2000), BENCH_THREADS (wrk
 # threads, 2), BENCH_LOG_LEVEL (warn), BENCH_BASELINE (another paycallback
 # binary, say an older build, run as a fourth form "before" beside the
-# others). It uses the test database (paycallback_test, emptied before and
+# others), BENCH_INDEXES (1: the index sitting of bench/indexes.sh instead,
+# MariaDB's CPU per callback without each secondary index the callback
+# maintains; BENCH_INDEX_CONCURRENCY, 16). It uses the test database (paycallback_test, emptied before and
 # after) under var/test.lock.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
@@ -24,6 +26,7 @@ orders=${BENCH_ORDERS:-40000}
 dups=${BENCH_DUPS:-2000}
 threads=${BENCH_THREADS:-2}
 secret=dev-secret
+stripe_secret=bench-stripe-secret
 work=$VAR/bench
 results=$work/results.tsv
 hz=$(getconf CLK_TCK)
@@ -35,6 +38,8 @@ sql() { mariadb --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -u"$DB_USER" -p"$DB_P
 reset() { sql "TRUNCATE orders; TRUNCATE payment_record; TRUNCATE outbox; TRUNCATE idem_token"; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }      # utime + stime
 questions() { sql "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{ print $2 }'; }
+# Context switches of every thread of a process so far, voluntary and not.
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
 rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 
 # WAIT_PAY orders BENCH-i for the next n numbers, nothing paid: every
@@ -88,15 +93,15 @@ invariants() {
 # prints a RESULT line, and appends one row of figures to $results.
 measure() {
 	local name=$1 c=$2 expect=$3 setup_q=$4; shift 4
-	local m0 s0 q0 m1 s1 q1 line inv
-	m0=$(ticks "$mdb_pid") s0=$(ticks "$svc_pid") q0=$(questions)
+	local m0 s0 q0 m1 s1 q1 x0 x1 line inv
+	m0=$(ticks "$mdb_pid") s0=$(ticks "$svc_pid") q0=$(questions) x0=$(switches "$svc_pid")
 	line=$("$@" 2>>"$work/errors.log" | grep '^RESULT' || true)
-	m1=$(ticks "$mdb_pid") s1=$(ticks "$svc_pid") q1=$(questions)
+	m1=$(ticks "$mdb_pid") s1=$(ticks "$svc_pid") q1=$(questions) x1=$(switches "$svc_pid")
 	inv=$(invariants "$expect")
 	[[ -n $line ]] || line="RESULT rps=0 p50_ms=0 p99_ms=0 errors=1 non2xx=0 requests=0 exhausted=0"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$name" "$c" "${line#RESULT }" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$name" "$c" "${line#RESULT }" \
 		"$(((m1 - m0) * 1000 / hz))" "$(((s1 - s0) * 1000 / hz))" \
-		"$((q1 - q0 - 1 - setup_q))" "$inv" >>"$results"
+		"$((q1 - q0 - 1 - setup_q))" "$inv" "$((x1 - x0))" >>"$results"
 	printf '  %-16s c=%-3s %s %s\n' "$name" "$c" "${line#RESULT }" "$inv"
 	[[ $inv == ok* ]] || echo "  INVARIANT BROKEN after $name c=$c" >&2
 }
@@ -124,6 +129,17 @@ service_dup() {
 	web "dup $1" "$2" "$dups" "$work/dups.tsv" -s "$ROOT/bench/requests.lua" "${urls[$1]}"
 }
 
+# The same recorded payments repeated as a gateway repeats them: Stripe
+# events to the service's stripe profile, whose acknowledgement carries no
+# order status. FORM is stripe (the service) or stripe-before (the
+# baseline).
+stripe_dup() {
+	local svc=service
+	[[ $1 == *-before ]] && svc=before
+	python3 "$ROOT/bench/requests.py" stripe 1 "$dups" "$stripe_secret" >"$work/stripe.tsv"
+	web "dup $1" "$2" "$dups" "$work/stripe.tsv" -s "$ROOT/bench/requests.lua" "${urls[$svc]}"
+}
+
 # start FORM BIN: the service on a free port, against the test database;
 # its reconciliation pass runs once at start, not in the middle of a run.
 # The bench's one shopper makes thousands of orders: the open-order cap is off.
@@ -134,8 +150,8 @@ start() {
 	PAYCALLBACK_MYSQL_PORT=$MYSQL_PORT PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
 	PAYCALLBACK_LOG_LEVEL=${BENCH_LOG_LEVEL:-warn} PAYCALLBACK_RECONCILE_INTERVAL_S=86400 \
 	PAYCALLBACK_QUOTA_TOKEN_RATE=0 PAYCALLBACK_QUOTA_ORDER_RATE=0 \
-	PAYCALLBACK_ORDERS_MAX_OPEN_PER_USER=0 \
-		"$2" --dev -c "$ROOT/config/paycallback.json" --port-file "$work/port.$1" 2>"$work/server.$1.log" &
+	PAYCALLBACK_ORDERS_MAX_OPEN_PER_USER=0 BENCH_STRIPE_SECRET=$stripe_secret \
+		"$2" --dev -c "$work/paycallback.json" --port-file "$work/port.$1" 2>"$work/server.$1.log" &
 	pids[$1]=$!
 	for _ in $(seq 100); do [[ -s $work/port.$1 ]] && break; sleep 0.1; done
 	[[ -s $work/port.$1 ]] || { echo "bench: $2 did not start:" >&2; tail -3 "$work/server.$1.log" >&2; exit 1; }
@@ -158,14 +174,29 @@ order_create() {
 	     FROM orders" | awk '{ if ($1 != $2) print "  INVARIANT BROKEN: orders", $1, "stock taken", $2 }' >&2
 }
 
+# The shipped configuration, with a Stripe profile for the gateway storms.
+python3 - "$ROOT/config/paycallback.json" >"$work/paycallback.json" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+cfg["gateways"] = [{"name": "stripe", "kind": "stripe", "secret_env": "BENCH_STRIPE_SECRET",
+                    "tolerance_s": 300}]
+json.dump(cfg, sys.stdout, indent=2)
+PY
 mdb_pid=$(<"$MYSQL_PIDFILE")
 rm -f "$results" "$work/errors.log"
+if [[ -n ${BENCH_INDEXES:-} ]]; then
+	. "$ROOT/bench/indexes.sh"
+	index_sitting
+	exit 0
+fi
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; reset; sql "DELETE FROM stock WHERE sku = '"'BENCH-SKU'"'"' EXIT
 start service "$bin"
 forms=(plain call service)
+gw_forms=(stripe)
 if [[ -n ${BENCH_BASELINE:-} ]]; then
 	start before "$(realpath "$BENCH_BASELINE")"
 	forms+=(before)
+	gw_forms+=(stripe-before)
 fi
 pid=${pids[service]} url=${urls[service]}
 
@@ -193,10 +224,16 @@ for round in $(seq "$rounds"); do
 	done
 	seed_paid "$dups"
 	for c in $concs; do
-		for f in "${order[@]}"; do
-			svc_pid=${pids[${f}]:-$pid}
+		for f in "${order[@]}" "${gw_forms[@]}"; do
+			case $f in
+			stripe) svc_pid=$pid ;;
+			stripe-before) svc_pid=${pids[before]} ;;
+			*) svc_pid=${pids[$f]:-$pid} ;;
+			esac
 			if [[ $f == service || $f == before ]]; then
 				service_dup "$f" "$c"
+			elif [[ $f == stripe* ]]; then
+				stripe_dup "$f" "$c"
 			else
 				ceil "$f" dup "$c" 1 "$dups"
 			fi

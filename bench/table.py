@@ -15,7 +15,7 @@ from collections import defaultdict
 def load(path):
     runs = []
     for line in open(path):
-        rnd, name, c, result, mdb_ms, svc_ms, stmts, inv = line.rstrip("\n").split("\t")
+        rnd, name, c, result, mdb_ms, svc_ms, stmts, inv, cs = line.rstrip("\n").split("\t")
         r = dict(kv.split("=", 1) for kv in result.split())
         req = max(int(r["requests"]), 1)
         runs.append({
@@ -23,7 +23,7 @@ def load(path):
             "p50": float(r["p50_ms"]), "p99": float(r["p99_ms"]),
             "errors": int(r["errors"]) + int(r["non2xx"]), "exhausted": r.get("exhausted") == "1",
             "mdb": float(mdb_ms) * 1000 / req, "svc": float(svc_ms) * 1000 / req,
-            "stmts": float(stmts) / req, "ok": inv.startswith("ok"),
+            "stmts": float(stmts) / req, "ok": inv.startswith("ok"), "cs": float(cs) / req,
         })
     return runs
 
@@ -48,9 +48,11 @@ def main():
         groups[(r["name"], r["c"])].append(r)
     print()
     print("| scenario | c | req/s | p50 ms | p99 ms | MariaDB CPU ms / 1,000 | service CPU ms / 1,000 "
-          "| statements / request | × plain client | × one-call | invariants | errors |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
-    kinds, forms = ["unique", "dup"], ["plain", "call", "service", "before"]
+          "| service context switches / request | statements / request | × plain client "
+          "| × one-call | invariants | errors |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
+    kinds, forms = ["unique", "dup"], ["plain", "call", "service", "before", "stripe",
+                                                      "stripe-before"]
 
     def sort_key(k):
         kind, _, form = k[0].partition(" ")
@@ -61,15 +63,17 @@ def main():
     for name, c in keys:
         g = groups[(name, c)]
         med = {f: statistics.median(r[f] for r in g) for f in ("rps", "p50", "p99", "mdb", "svc",
-                                                              "stmts")}
-        served = name.endswith(("service", "before"))
-        svc = "%.0f" % med["svc"] if served or name.endswith(("apply", "create")) else "-"
+                                                              "stmts", "cs")}
+        served = name.endswith(("service", "before", "stripe"))
+        own = served or name.endswith(("apply", "create"))
+        svc = "%.0f" % med["svc"] if own else "-"
+        cs = "%.1f" % med["cs"] if own else "-"
         plain = ratio(by_key, name, c, "plain") if served else ""
         call = ratio(by_key, name, c, "call") if served else ""
         ok = sum(r["ok"] for r in g)
         flag = " (exhausted)" if any(r["exhausted"] for r in g) and name.startswith("unique") else ""
-        print("| %s%s | %d | %.0f | %.2f | %.2f | %.0f | %s | %.2f | %s | %s | %d/%d ok | %d |" % (
-            name, flag, c, med["rps"], med["p50"], med["p99"], med["mdb"], svc, med["stmts"],
+        print("| %s%s | %d | %.0f | %.2f | %.2f | %.0f | %s | %s | %.2f | %s | %s | %d/%d ok | %d |" % (
+            name, flag, c, med["rps"], med["p50"], med["p99"], med["mdb"], svc, cs, med["stmts"],
             plain, call, ok, len(g), sum(r["errors"] for r in g)))
     p50 = [by_key[(r["round"], "unique service", 1)]["p50"] - r["p50"] for r in runs
            if r["name"] == "unique call" and r["c"] == 1 and (r["round"], "unique service", 1) in by_key]
