@@ -10,7 +10,9 @@
 # (recorded payments the duplicate storms repeat, 2000), BENCH_THREADS (wrk
 # threads, 2), BENCH_LOG_LEVEL (warn), BENCH_BASELINE (another paycallback
 # binary, say an older build, run as a fourth form "before" beside the
-# others), BENCH_INDEXES (1: the index sitting of bench/indexes.sh instead,
+# others), BENCH_SERVICE_ENV and BENCH_BASELINE_ENV (NAME=value ... for
+# either's environment, say the same binary with a switch each way),
+# BENCH_INDEXES (1: the index sitting of bench/indexes.sh instead,
 # MariaDB's CPU per callback without each secondary index the callback
 # maintains; BENCH_INDEX_CONCURRENCY, 16). It uses the test database (paycallback_test, emptied before and
 # after) under var/test.lock.
@@ -140,7 +142,7 @@ stripe_dup() {
 	web "dup $1" "$2" "$dups" "$work/stripe.tsv" -s "$ROOT/bench/requests.lua" "${urls[$svc]}"
 }
 
-# start FORM BIN: the service on a free port, against the test database;
+# start FORM BIN [NAME=value ...]: the service on a free port, against the test database;
 # its reconciliation pass runs once at start, not in the middle of a run.
 # The bench's one shopper makes thousands of orders: the open-order cap is off.
 declare -A urls pids
@@ -151,7 +153,7 @@ start() {
 	PAYCALLBACK_LOG_LEVEL=${BENCH_LOG_LEVEL:-warn} PAYCALLBACK_RECONCILE_INTERVAL_S=86400 \
 	PAYCALLBACK_QUOTA_TOKEN_RATE=0 PAYCALLBACK_QUOTA_ORDER_RATE=0 \
 	PAYCALLBACK_ORDERS_MAX_OPEN_PER_USER=0 BENCH_STRIPE_SECRET=$stripe_secret \
-		"$2" --dev -c "$work/paycallback.json" --port-file "$work/port.$1" 2>"$work/server.$1.log" &
+		env $3 "$2" --dev -c "$work/paycallback.json" --port-file "$work/port.$1" 2>"$work/server.$1.log" &
 	pids[$1]=$!
 	for _ in $(seq 100); do [[ -s $work/port.$1 ]] && break; sleep 0.1; done
 	[[ -s $work/port.$1 ]] || { echo "bench: $2 did not start:" >&2; tail -3 "$work/server.$1.log" >&2; exit 1; }
@@ -190,11 +192,11 @@ if [[ -n ${BENCH_INDEXES:-} ]]; then
 	exit 0
 fi
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; reset; sql "DELETE FROM stock WHERE sku = '"'BENCH-SKU'"'"' EXIT
-start service "$bin"
+start service "$bin" "${BENCH_SERVICE_ENV:-}"
 forms=(plain call service)
 gw_forms=(stripe)
 if [[ -n ${BENCH_BASELINE:-} ]]; then
-	start before "$(realpath "$BENCH_BASELINE")"
+	start before "$(realpath "$BENCH_BASELINE")" "${BENCH_BASELINE_ENV:-}"
 	forms+=(before)
 	gw_forms+=(stripe-before)
 fi

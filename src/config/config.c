@@ -98,6 +98,11 @@ static const struct cfg_key keys[] = {
     I("http", "reserved_percent", http_reserved_percent, 0, 90, "25",
       "share of http.max_connections (the last slots) that only clients holding fewer "
       "than http.reserved_below connections may take; 0..90"),
+    I("http", "replays_inline", http_replays_inline, 0, 1, "0",
+      "1: a repeat the replay cache answers as a replay is answered on the polling "
+      "thread that read it, with no hand-off to a handler thread (it does no I/O: "
+      "signature, body, one lookup); anything else is queued as usual. A gateway's "
+      "repeats are answered there only at log_level warn or above"),
     I("http", "reserved_below", http_reserved_below, 1, 1000000, "8",
       "a client holding fewer connections than this is a small holder: it may take "
       "the reserved slots and, when every slot is taken, have the oldest connection "

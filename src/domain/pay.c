@@ -443,6 +443,23 @@ static enum pay_result route_sharded(struct route_hop *h, const struct pay_memor
     return failed(h, call(h->c, mem, req, out), "pay_apply");
 }
 
+bool pay_remembered(const struct route *rt, const struct pay_memory *mem,
+                    const struct pay_request *req, bool replay_only, struct pay_outcome *out,
+                    enum pay_result *r)
+{
+    memset(out, 0, sizeof(*out));
+    if (shard_of_order(rt->set, req->order_no) == NULL)
+        return false;
+    /* Sharded, as on the hinted read, only a replay is answered here: the
+     * registry decides every conflict. */
+    if (remembered(mem, req, out, r) && (*r == PAY_REPLAY || (!replay_only && !rt->set->sharded))) {
+        metrics_inc(rt->m, M_REPLAY_CACHE_HITS);
+        return true;
+    }
+    memset(out, 0, sizeof(*out));
+    return false;
+}
+
 enum pay_result pay_route(const struct route *rt, const struct pay_memory *mem,
                           const struct pay_request *req, struct pay_outcome *out,
                           struct route_failure *fail)
@@ -455,14 +472,8 @@ enum pay_result pay_route(const struct route *rt, const struct pay_memory *mem,
     route_hop_init(&h, rt, fail);
     if (sh == NULL)
         return PAY_NOT_FOUND; /* names no shard of ours: nothing written anywhere */
-    /* Before any connection is borrowed. Sharded, as on the hinted read
-     * below, only a replay is answered here: the registry decides every
-     * conflict. */
-    if (remembered(mem, req, out, &r) && (!rt->set->sharded || r != PAY_CONFLICT)) {
-        metrics_inc(rt->m, M_REPLAY_CACHE_HITS);
-        return r;
-    }
-    memset(out, 0, sizeof(*out));
+    if (pay_remembered(rt, mem, req, false, out, &r))
+        return r; /* before any connection is borrowed */
     if (rt->set->sharded)
         r = route_sharded(&h, mem, sh, req, out);
     else if (route_hop_to(&h, sh, "pay_apply") == NULL)

@@ -137,6 +137,15 @@ enum pay_result pay_route(const struct route *rt, const struct pay_memory *mem,
                           const struct pay_request *req, struct pay_outcome *out,
                           struct route_failure *fail);
 
+/* The first step of pay_route alone, with no connection and no I/O: true
+ * with *r and out set when mem->answers answers req (a repeat whose answer
+ * can no longer change; a replay only when replay_only or sharded), counted in
+ * paycallback_replay_cache_hits_total; false when pay_route must run.
+ * Safe on a thread that must not block. */
+bool pay_remembered(const struct route *rt, const struct pay_memory *mem,
+                    const struct pay_request *req, bool replay_only, struct pay_outcome *out,
+                    enum pay_result *r);
+
 /* Logs and counts what operators must see of a result, each line with
  * request_id: PAID (info), REFUND_REQUIRED, CONFLICT, NOT_FOUND and
  * MISMATCH (alert lines), REPLAY (a counter). Failures are not reported

@@ -115,23 +115,31 @@ static void render(const struct gateway_callback_kind *k, const struct http_req 
     }
 }
 
+/* The request of a verified, paying notification. */
+static struct pay_request pay_request_of(const struct gateway *gw, const struct gateway_notice *n)
+{
+    /* The gateway's acknowledgement says nothing of the order's status. */
+    struct pay_request pr = { .amount_cents = n->amount_cents,
+                              .gateway = gw->cfg->name,
+                              .ack_only = true };
+
+    memcpy(pr.pay_no, n->pay_no, sizeof(pr.pay_no));
+    memcpy(pr.order_no, n->order_no, sizeof(pr.order_no));
+    memcpy(pr.currency, n->currency, sizeof(pr.currency));
+    return pr;
+}
+
 /* Applies a verified, paying notification on its order's shard and answers. */
 static void apply(struct server *srv, const struct gateway *gw,
                   const struct gateway_callback_kind *k, const struct http_req *req,
                   struct http_resp *resp, const struct gateway_notice *n)
 {
     const struct route rt = route_of(srv, req->request_id);
-    /* The gateway's acknowledgement says nothing of the order's status. */
-    struct pay_request pr = { .amount_cents = n->amount_cents,
-                              .gateway = gw->cfg->name,
-                              .ack_only = true };
+    struct pay_request pr = pay_request_of(gw, n);
     struct pay_outcome out;
     struct route_failure failure;
     enum pay_result r;
 
-    memcpy(pr.pay_no, n->pay_no, sizeof(pr.pay_no));
-    memcpy(pr.order_no, n->order_no, sizeof(pr.order_no));
-    memcpy(pr.currency, n->currency, sizeof(pr.currency));
     r = pay_route(&rt, srv->paid, &pr, &out, &failure);
     pay_report(srv->m, &pr, r, &out, req->request_id);
     metrics_gateway_result(srv->m, gw->index, r);
@@ -141,6 +149,29 @@ static void apply(struct server *srv, const struct gateway *gw,
                  "request_id=%s",
                  gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r), req->request_id);
     render(k, req, resp, &failure, r, &out);
+}
+
+bool first_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    const struct gateway *gw = gateways_find(req->keys->gw, req->param);
+    const struct route rt = route_of(srv, req->request_id);
+    const struct gateway_callback_kind *k;
+    struct gateway_notice n;
+    struct pay_request pr;
+    struct pay_outcome out;
+    enum pay_result r;
+
+    /* The handler writes an info line for every notification: it does. */
+    if (log_enabled(LOG_INFO) || gw == NULL || (k = kind_of(gw)) == NULL ||
+        k->read(gw, req, (int64_t)time(NULL), &n) != GATEWAY_OK || !n.pays)
+        return false;
+    pr = pay_request_of(gw, &n);
+    if (!pay_remembered(&rt, srv->paid, &pr, true, &out, &r))
+        return false;
+    pay_report(srv->m, &pr, r, &out, req->request_id);
+    metrics_gateway_result(srv->m, gw->index, r);
+    k->ack(resp);
+    return true;
 }
 
 void handle_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)

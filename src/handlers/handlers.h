@@ -4,11 +4,17 @@
 #ifndef PAYCALLBACK_HANDLERS_H
 #define PAYCALLBACK_HANDLERS_H
 
+#include <stdbool.h>
+
 #include "http.h"
 
 struct server;
 
 void handle_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
+/* The answer of a repeat from memory, on the polling thread (http_first):
+ * a replay only, which logs nothing; anything else goes to the handler. */
+bool first_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
+bool first_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_gateway_callback(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);
 void handle_healthz(struct server *srv, const struct http_req *req, struct http_resp *resp);

@@ -106,6 +106,25 @@ static void render(const struct http_req *req, struct http_resp *resp,
     }
 }
 
+bool first_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)
+{
+    const struct route rt = route_of(srv, req->request_id);
+    struct pay_request pr;
+    struct pay_outcome out;
+    struct route_failure fail = { 0 };
+    enum pay_result r;
+
+    /* A refusal is the handler's, with its log line. */
+    if (sig_keys_verify(req->keys->callback_keys, http_req_header(req, "X-Timestamp"),
+                        http_req_header(req, "X-Signature"), req->body, req->body_len,
+                        (int64_t)time(NULL), srv->cfg->signature_tolerance_s) != SIG_OK ||
+        parse_or_reply(req, &pr, resp) != 0 || !pay_remembered(&rt, srv->paid, &pr, true, &out, &r))
+        return false;
+    pay_report(srv->m, &pr, r, &out, req->request_id); /* a replay: a counter, no line */
+    render(req, resp, &fail, &pr, r, &out);
+    return true;
+}
+
 /* Signature first, then the body; pay_route does the rest, shard by shard. */
 void handle_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {

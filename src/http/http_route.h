@@ -6,6 +6,7 @@
 #ifndef PAYCALLBACK_HTTP_ROUTE_H
 #define PAYCALLBACK_HTTP_ROUTE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "http.h"
@@ -28,6 +29,13 @@ struct http_route;
 typedef int (*http_guard)(const struct http_route *route, struct http_req *req,
                           struct http_resp *resp);
 
+/* Runs on the polling thread before a work route's handler is queued,
+ * when http.replays_inline is on: true after answering the request
+ * without any I/O (from memory), so the handler is not queued; false to
+ * queue it as usual (whatever it may have put in resp is replaced). Must
+ * not block, log or touch a database. */
+typedef bool (*http_first)(struct server *srv, const struct http_req *req, struct http_resp *resp);
+
 #define HTTP_ROUTE_QUOTA_TOKEN (1u << 0) /* counted in the client's quota.token_* bucket */
 #define HTTP_ROUTE_QUOTA_ORDER (1u << 1) /* counted in the client's quota.order_* bucket */
 #define HTTP_ROUTE_NO_HEAD (1u << 2)     /* a GET that writes: HEAD is not GET without a body */
@@ -43,6 +51,7 @@ struct http_route {
     enum http_lane lane;
     http_guard guard; /* NULL: the route takes any caller */
     unsigned flags;   /* HTTP_ROUTE_* */
+    http_first first; /* NULL, or an answer from memory tried before queueing */
 };
 
 /* The index of the route of routes[0..n) for method and a decoded path,

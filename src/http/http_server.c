@@ -368,6 +368,10 @@ static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection 
         srv->http->routes[rs->route].fn(srv, &rs->req, &rs->resp);
         return send_reply(srv, conn, rs);
     }
+    /* An answer from memory needs no pool thread: no hand-off, no wake-up. */
+    if (srv->cfg->http_replays_inline && srv->http->routes[rs->route].first != NULL &&
+        srv->http->routes[rs->route].first(srv, &rs->req, &rs->resp))
+        return send_reply(srv, conn, rs);
     q = lane == HTTP_LANE_OPS ? srv->http->ops : srv->http->work;
     rs->job.run = job_run;
     rs->job.expire = job_expire;

@@ -29,6 +29,11 @@ static atomic_int min_level = LOG_INFO;
 static atomic_int json_lines; /* 0 logfmt, 1 JSON lines */
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
+bool log_enabled(enum log_level lvl)
+{
+    return (int)lvl >= atomic_load(&min_level);
+}
+
 void log_set_level(enum log_level lvl)
 {
     atomic_store(&min_level, (int)lvl);

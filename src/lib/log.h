@@ -4,6 +4,8 @@
 #ifndef PAYCALLBACK_LOG_H
 #define PAYCALLBACK_LOG_H
 
+#include <stdbool.h>
+
 enum log_level {
     LOG_DEBUG,
     LOG_INFO,
@@ -13,6 +15,9 @@ enum log_level {
 
 /* Sets the minimum level written; safe from any thread (SIGHUP reloads it). */
 void log_set_level(enum log_level lvl);
+
+/* True when a line of lvl would be written now. */
+bool log_enabled(enum log_level lvl);
 
 /* "logfmt" (the default) or "json": the same lines as JSON objects, one per
  * line, for log shippers. Returns 0, or -1 for another name. */

@@ -45,6 +45,19 @@ static void remembering_server_up(void)
     h_fixture_server_up_config(config_path, env);
 }
 
+/* The same, answering those repeats on the polling thread. */
+static void inline_server_up(void)
+{
+    static const char *const env[] = { "TEST_STRIPE_SECRET=" SECRET,
+                                       "PAYCALLBACK_CALLBACK_REPLAY_CACHE_ENTRIES=64",
+                                       "PAYCALLBACK_HTTP_REPLAYS_INLINE=1",
+                                       "PAYCALLBACK_LOG_LEVEL=warn", NULL };
+
+    h_temp_file(config_path, "{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\","
+                             " \"secret_env\": \"TEST_STRIPE_SECRET\", \"tolerance_s\": 300}]}");
+    h_fixture_server_up_config(config_path, env);
+}
+
 static void server_down(void)
 {
     h_fixture_server_down();
@@ -220,6 +233,11 @@ static Suite *gateway_stripe_suite(void)
 
     tc = h_tcase_with("a replay is acknowledged from memory", TC_TIMEOUT_S, remembering_server_up,
                       server_down);
+    gw_scenarios_add(tc, GW_REMEMBERED, &driver);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("a replay is acknowledged on the polling thread", TC_TIMEOUT_S,
+                      inline_server_up, server_down);
     gw_scenarios_add(tc, GW_REMEMBERED, &driver);
     suite_add_tcase(s, tc);
 

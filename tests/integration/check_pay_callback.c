@@ -233,6 +233,15 @@ static void remembering_server_up(void)
     h_fixture_server_up_env(env);
 }
 
+/* The same, answering those repeats on the polling thread. */
+static void inline_server_up(void)
+{
+    static const char *const env[] = { "PAYCALLBACK_CALLBACK_REPLAY_CACHE_ENTRIES=64",
+                                       "PAYCALLBACK_HTTP_REPLAYS_INLINE=1", NULL };
+
+    h_fixture_server_up_env(env);
+}
+
 static long long cache_hits(void)
 {
     long long v = h_metric("paycallback_replay_cache_hits_total");
@@ -1040,6 +1049,13 @@ static Suite *pay_callback_suite(void)
                         (int)(sizeof terminal_status / sizeof terminal_status[0]));
     tcase_add_test(tc, repeat_on_an_order_that_can_move_reads_the_database);
     tcase_add_test(tc, first_callback_on_a_terminal_order_is_written);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("repeats from memory are answered on the polling thread", TC_TIMEOUT_S,
+                      inline_server_up, h_fixture_server_down);
+    tcase_add_loop_test(tc, repeat_on_a_terminal_order_is_answered_from_memory_byte_for_byte, 0,
+                        (int)(sizeof terminal_status / sizeof terminal_status[0]));
+    tcase_add_test(tc, repeat_on_an_order_that_can_move_reads_the_database);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("a held lock is waited out and retried", TC_TIMEOUT_S);
