@@ -578,10 +578,11 @@ int main(int argc, char **argv)
              "max_connections_per_ip=%d version=%s",
              cfg.listen_address, port, cfg.workers, cfg.http_max_connections,
              cfg.http_max_connections_per_ip, PAYCALLBACK_VERSION);
-    if (cfg.webhook_url[0] == '\0')
-        log_warn("outbox delivery is off: webhook.url is empty; events wait in the outbox", "%s",
-                 "");
-    else if ((srv.relay = delivery_start(&srv)) == NULL)
+    if (cfg.webhook_url[0] == '\0' && cfg.webhooks.n == 0)
+        log_warn("no webhook endpoint is configured (webhook.url, webhooks); events wait in the "
+                 "outbox until a reload adds one",
+                 "%s", "");
+    if ((srv.relay = delivery_start(&srv)) == NULL)
         goto stop_http;
     if ((srv.recon = reconcile_start(&srv)) == NULL)
         goto stop_http;

@@ -28,6 +28,7 @@
 #define CFG_FILE_MAX_BYTES (1 << 20)
 #define CFG_ENV_PREFIX "PAYCALLBACK_"
 #define CFG_GATEWAYS_KEY "gateways"
+#define CFG_WEBHOOKS_KEY "webhooks"
 
 enum key_type {
     KEY_INT,
@@ -226,6 +227,8 @@ static const struct cfg_key keys[] = {
     I("webhook", "batch", webhook_batch, 1, 100, "16", "events one relay claims at once"),
     I("webhook", "poll_ms", webhook_poll_ms, 10, 60000, "200",
       "an idle relay looks for new events this often"),
+    I("webhook", "replay_max", webhook_replay_max, 1, 100000, "1000",
+      "events one replay request (POST /ops/outbox/replay) may read and send again"),
     I("orders", "max_open_per_user", orders_max_open_per_user, 0, 100000, "20",
       "WAIT_PAY orders one user_id may hold; then 409 TOO_MANY_OPEN_ORDERS; 0: no cap"),
     I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60",
@@ -910,8 +913,8 @@ static int check_unknown(const cJSON *root, const char *file, char *err, size_t 
         return -1;
     }
     cJSON_ArrayForEach (it, root) {
-        if (strcmp(it->string, CFG_GATEWAYS_KEY) == 0)
-            continue; /* checked by gateway_cfg_parse */
+        if (strcmp(it->string, CFG_GATEWAYS_KEY) == 0 || strcmp(it->string, CFG_WEBHOOKS_KEY) == 0)
+            continue; /* checked by gateway_cfg_parse, webhook_cfg_parse */
         known = 0;
         for (i = 0; i < NKEYS && !known; i++) {
             if (keys[i].section == NULL && strcmp(keys[i].name, it->string) == 0)
@@ -977,6 +980,14 @@ static int apply_file(struct config *cfg, const char *path, const char *given, s
                          cJSON_GetObjectItemCaseSensitive(root, keys[i].section), keys[i].name)
                    : cJSON_GetObjectItemCaseSensitive(root, keys[i].name);
         if (item != NULL && set_json(cfg, &keys[i], item, path, err, errsz) != 0)
+            goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(root, CFG_WEBHOOKS_KEY);
+    if (item != NULL) {
+        struct webhook_endpoint_cfg defaults;
+
+        cfg_default_webhook(cfg, cfg, &defaults);
+        if (webhook_cfg_parse(item, &defaults, &cfg->webhooks, path, err, errsz) != 0)
             goto out;
     }
     rc = 0;
@@ -1176,27 +1187,6 @@ static int check_query(const struct config *cfg, char *err, size_t errsz)
 }
 
 /* Checks that need more than one key's own range. 0, or -1. */
-/* "YYYY-MM-DDTHH:MM:SSZ" as unix seconds, or -1. */
-static long long parse_utc(const char *s)
-{
-    struct tm tm;
-    int y, mo, d, h, mi, se, used = 0;
-
-    if (strlen(s) != CFG_TIME_MAX - 1 ||
-        sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &se, &used) != 6 ||
-        used != CFG_TIME_MAX - 1 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 ||
-        mi < 0 || mi > 59 || se < 0 || se > 60)
-        return -1;
-    memset(&tm, 0, sizeof(tm));
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = se;
-    return (long long)timegm(&tm);
-}
-
 /* The webhook format and its secrets: a standard-format secret must be a
  * whsec_ secret the shop's library can decode (checked whenever set, so
  * that a reload never brings one the running relay cannot sign with); a
@@ -1239,7 +1229,8 @@ static int check_webhook_secrets(struct config *cfg, char *err, size_t errsz)
         return -1;
     }
     if (cfg->webhook_previous_secret_until[0] != '\0' &&
-        (cfg->webhook_previous_until_s = parse_utc(cfg->webhook_previous_secret_until)) < 0) {
+        (cfg->webhook_previous_until_s = webhook_parse_utc(cfg->webhook_previous_secret_until)) <
+            0) {
         snprintf(err, errsz,
                  "webhook.previous_secret_until must be a UTC time like 2026-12-03T15:00:00Z, "
                  "got \"%s\"",
@@ -1298,7 +1289,15 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
     }
     if (check_webhook_secrets(cfg, err, errsz) != 0 || check_query(cfg, err, errsz) != 0)
         return -1;
-
+    for (i = 0; cfg->webhook_url[0] != '\0' && i < cfg->webhooks.n; i++)
+        if (strcmp(cfg->webhooks.ep[i].name, WEBHOOK_DEFAULT_NAME) == 0 ||
+            cfg->webhooks.n == WEBHOOKS_MAX) {
+            snprintf(err, errsz,
+                     "webhooks: with webhook.url set (the endpoint \"%s\") the array holds at "
+                     "most %d endpoints, none named so",
+                     WEBHOOK_DEFAULT_NAME, WEBHOOKS_MAX - 1);
+            return -1;
+        }
     if (cfg->webhook_backoff_max_ms < cfg->webhook_backoff_base_ms) {
         snprintf(err, errsz,
                  "webhook.backoff_max_ms (%d) must not be below "
@@ -1329,6 +1328,26 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
     if (check_secrets(cfg, err, errsz) != 0)
         return -1;
     return check_auth_keys(cfg, err, errsz);
+}
+
+bool cfg_default_webhook(const struct config *running, const struct config *snap,
+                         struct webhook_endpoint_cfg *out)
+{
+    memset(out, 0, sizeof(*out));
+    snprintf(out->name, sizeof(out->name), "%s", WEBHOOK_DEFAULT_NAME);
+    snprintf(out->url, sizeof(out->url), "%s", running->webhook_url);
+    out->events = (1u << WEBHOOK_EVENT_TYPES_N) - 1;
+    out->format = strcmp(running->webhook_format, CFG_WEBHOOK_LEGACY) == 0 ? WEBHOOK_LEGACY
+                                                                           : WEBHOOK_STANDARD;
+    snprintf(out->secret, sizeof(out->secret), "%s", snap->webhook_secret);
+    snprintf(out->previous_secret, sizeof(out->previous_secret), "%s",
+             snap->webhook_previous_secret);
+    out->previous_until_s = snap->webhook_previous_until_s;
+    out->timeout_ms = running->webhook_timeout_ms;
+    out->max_attempts = running->webhook_max_attempts;
+    out->backoff_base_ms = running->webhook_backoff_base_ms;
+    out->backoff_max_ms = running->webhook_backoff_max_ms;
+    return running->webhook_url[0] != '\0';
 }
 
 /* cfg_load, with the file's text in memory when text is not NULL. */

@@ -4,9 +4,11 @@
 #ifndef PAYCALLBACK_CONFIG_H
 #define PAYCALLBACK_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "gateway_cfg.h"
+#include "webhook_cfg.h"
 #include "netaddr.h"
 
 #define CFG_STR_MAX 256
@@ -155,9 +157,10 @@ struct config {
     int webhook_max_attempts;                         /* then the event is dead */
     int webhook_backoff_base_ms;
     int webhook_backoff_max_ms;
-    int webhook_workers; /* relay threads */
-    int webhook_batch;   /* events one relay claims at once */
-    int webhook_poll_ms; /* idle relay's look for new events */
+    int webhook_workers;    /* relay threads */
+    int webhook_batch;      /* events one relay claims at once */
+    int webhook_poll_ms;    /* idle relay's look for new events */
+    int webhook_replay_max; /* events one replay request may read and send again */
 
     int orders_max_open_per_user; /* 0: no cap; else WAIT_PAY orders one user_id may hold */
 
@@ -186,7 +189,15 @@ struct config {
     int idem_ttl_s;    /* Idempotency-Key records are kept this long */
 
     struct gateway_cfg gateways; /* "gateways": one profile per gateway route */
+    /* "webhooks": the shop's endpoints beside webhook.url's (reloadable) */
+    struct webhook_cfg webhooks;
 };
+
+/* The endpoint webhook.url names (WEBHOOK_DEFAULT_NAME), from the webhook.*
+ * keys: its url from running (a restart changes it), its secrets from snap
+ * (a reload rotates them). False when webhook.url is empty. */
+bool cfg_default_webhook(const struct config *running, const struct config *snap,
+                         struct webhook_endpoint_cfg *out);
 
 /* The databases cfg names, in placement order, into out: its mysql.shards,
  * or mysql.* alone as shard 1. Returns how many (1..CFG_SHARDS_MAX). */

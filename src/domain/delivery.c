@@ -1,6 +1,6 @@
 /* delivery.c - the outbox relay threads and the one libcurl call they make.
- * The claim, lease and state changes are outbox.c's; the wire format of an
- * event and the retry policy are here. */
+ * The fan-out, claim, lease and state changes are outbox.c's; the wire
+ * format of an event, the signatures and the retry policy are here. */
 #include "delivery.h"
 
 #include <cjson/cJSON.h>
@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,11 @@
 #define DELIVERY_LEASE_PAD_S 2  /* lease beyond the batch's worst case */
 #define DELIVERY_DB_WAIT_MS 1000
 #define DELIVERY_DOWN_WAIT_MAX_MS 5000 /* longest wait before claiming again on a failing shard */
+#define DELIVERY_FANOUT_BATCH 200      /* events one fan-out transaction hands out */
+#define DELIVERY_SETTLE_BATCH 1000     /* events one settle statement closes */
+#define DELIVERY_SETTLE_EVERY_MS 250   /* settle passes at most this often */
+/* relays at most: every endpoint, webhook.workers (<= 16) each, per shard */
+#define DELIVERY_RELAYS_MAX ((size_t)WEBHOOKS_MAX * 16)
 
 enum attempt_result {
     ATTEMPT_OK,
@@ -40,16 +46,33 @@ enum attempt_result {
     ATTEMPT_CONNECT
 };
 
-/* A relay serves one shard: a shard whose database fails holds back only
- * its own relays, never another shard's events. */
+/* A relay delivers one endpoint's events from one shard: a failing
+ * endpoint holds back only its own relays, and a shard whose database
+ * fails only its own. */
 struct relay {
+    struct delivery *d;
+    const struct shard *sh;
+    char endpoint[WEBHOOK_NAME_MAX + 1];
+    pthread_t thread;
+    bool started;
+    atomic_bool quit; /* the endpoint was removed: finish and leave */
+    atomic_bool done; /* the thread has left: join it */
+    int failures;     /* claims failed in a row on sh */
+    char owner[OUTBOX_OWNER_MAX];
+    CURL *curl;
+    int64_t next_ns; /* the rate limit's next slot, monotonic nanoseconds; 0: none yet */
+};
+
+/* Per shard: hands new events to the endpoints, settles events done
+ * everywhere, and keeps one set of relays per configured endpoint. */
+struct shard_loop {
     struct delivery *d;
     const struct shard *sh;
     pthread_t thread;
     bool started;
-    int failures; /* claims failed in a row on sh */
-    char owner[OUTBOX_OWNER_MAX];
-    CURL *curl;
+    int failures;
+    long long settled_ms; /* the last settle pass that left nothing over (monotonic) */
+    struct relay *relays[DELIVERY_RELAYS_MAX];
 };
 
 struct delivery {
@@ -57,8 +80,9 @@ struct delivery {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
-    int nrelays;
-    struct relay *relays;
+    size_t nloops;
+    struct shard_loop *loops;
+    atomic_int serial; /* relays started, for owner ids */
 };
 
 int64_t delivery_backoff_ms(int attempt, int64_t base_ms, int64_t max_ms, uint32_t rnd)
@@ -97,6 +121,12 @@ char *delivery_event_body(const struct outbox_event *ev, size_t *len)
         cJSON_AddStringToObject(o, "order_no", ev->order_no) == NULL ||
         cJSON_AddStringToObject(o, "created_at", ev->created_at) == NULL)
         goto out;
+    /* The order's currency, which the writer of a payment event did not
+     * need to read (it never changes once the order is made). */
+    if (ev->currency[0] != '\0' && cJSON_GetObjectItemCaseSensitive(data, "amount") != NULL &&
+        cJSON_GetObjectItemCaseSensitive(data, "currency") == NULL &&
+        cJSON_AddStringToObject(data, "currency", ev->currency) == NULL)
+        goto out;
     if (!cJSON_AddItemToObject(o, "data", data))
         goto out;
     data = NULL; /* owned by o now */
@@ -118,17 +148,60 @@ static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
     return size * nmemb;
 }
 
-/* The signature headers of one attempt, signed with the secrets of the
- * current snapshot (a reload may have rotated them since the last
+/* The endpoints of the current configuration: webhook.url's (its url from
+ * the running configuration, its secrets from the snapshot) and the
+ * "webhooks" array's. Returns how many are in out. */
+static size_t endpoints_now(const struct server *srv, const struct keyring *kr,
+                            struct webhook_endpoint_cfg out[WEBHOOKS_MAX])
+{
+    size_t n = 0;
+
+    if (cfg_default_webhook(srv->cfg, &kr->cfg, &out[0]))
+        n = 1;
+    for (size_t i = 0; i < kr->cfg.webhooks.n && n < WEBHOOKS_MAX; i++)
+        out[n++] = kr->cfg.webhooks.ep[i];
+    return n;
+}
+
+size_t delivery_endpoints(const struct server *srv, struct webhook_endpoint_cfg out[WEBHOOKS_MAX])
+{
+    struct keyring *kr = keyslot_acquire(srv->keys);
+    size_t n = endpoints_now(srv, kr, out);
+
+    keyring_release(kr);
+    return n;
+}
+
+/* The current configuration of endpoint name into *ep; false when the
+ * endpoint is no longer configured. */
+static bool endpoint_get(struct server *srv, const char *name, struct webhook_endpoint_cfg *ep)
+{
+    struct webhook_endpoint_cfg *all = malloc(WEBHOOKS_MAX * sizeof(*all));
+    struct keyring *kr = keyslot_acquire(srv->keys);
+    size_t n = all != NULL ? endpoints_now(srv, kr, all) : 0;
+    bool found = false;
+
+    for (size_t i = 0; i < n && !found; i++)
+        if (strcmp(all[i].name, name) == 0) {
+            *ep = all[i];
+            found = true;
+        }
+    keyring_release(kr);
+    if (all != NULL)
+        OPENSSL_cleanse(all, WEBHOOKS_MAX * sizeof(*all));
+    free(all);
+    return found;
+}
+
+/* The signature headers of one attempt, with the endpoint's secrets as the
+ * current snapshot has them (a reload may have rotated them since the last
  * attempt): Standard Webhooks' webhook-id, webhook-timestamp and
  * webhook-signature, the latter with a second signature while a previous
  * secret is within its stated overlap; or the legacy X-Timestamp and
  * X-Signature. Returns 0, or -1 when a secret does not sign. */
-static int sign_event(struct server *srv, const char *id, const char *body, size_t len,
-                      char h[3][DELIVERY_HEADER_MAX])
+static int sign_event(const struct webhook_endpoint_cfg *ep, const char *id, const char *body,
+                      size_t len, char h[3][DELIVERY_HEADER_MAX])
 {
-    struct keyring *kr = keyslot_acquire(srv->keys);
-    const struct config *k = &kr->cfg;
     time_t now = time(NULL);
     char ts[24], mac[SIG_HEX_LEN + 1], sig[2][SWH_SIG_LEN + 1] = { "", "" };
     unsigned char key[SWH_KEY_MAX];
@@ -136,20 +209,20 @@ static int sign_event(struct server *srv, const char *id, const char *body, size
     int rc = -1;
 
     snprintf(ts, sizeof(ts), "%lld", (long long)now);
-    if (strcmp(srv->cfg->webhook_format, CFG_WEBHOOK_LEGACY) == 0) {
-        if (sig_compute(k->webhook_secret, ts, body, len, mac) == 0) {
+    if (ep->format == WEBHOOK_LEGACY) {
+        if (sig_compute(ep->secret, ts, body, len, mac) == 0) {
             snprintf(h[0], DELIVERY_HEADER_MAX, "X-Timestamp: %s", ts);
             snprintf(h[1], DELIVERY_HEADER_MAX, "X-Signature: %s", mac);
             h[2][0] = '\0';
             rc = 0;
         }
-        goto out;
+        return rc;
     }
-    if (swh_secret_decode(k->webhook_secret, key, &keylen) != 0 ||
+    if (swh_secret_decode(ep->secret, key, &keylen) != 0 ||
         swh_sign(key, keylen, id, ts, body, len, sig[0]) != 0)
         goto out;
-    if (k->webhook_previous_secret[0] != '\0' && (long long)now < k->webhook_previous_until_s &&
-        (swh_secret_decode(k->webhook_previous_secret, key, &keylen) != 0 ||
+    if (ep->previous_secret[0] != '\0' && (long long)now < ep->previous_until_s &&
+        (swh_secret_decode(ep->previous_secret, key, &keylen) != 0 ||
          swh_sign(key, keylen, id, ts, body, len, sig[1]) != 0))
         goto out;
     snprintf(h[0], DELIVERY_HEADER_MAX, "webhook-id: %s", id);
@@ -159,15 +232,13 @@ static int sign_event(struct server *srv, const char *id, const char *body, size
     rc = 0;
 out:
     OPENSSL_cleanse(key, sizeof(key));
-    keyring_release(kr);
     return rc;
 }
 
-/* POSTs one event. The reason of a failure goes to err. */
-static enum attempt_result post_event(struct relay *r, const struct outbox_event *ev, char *err,
-                                      size_t errsz)
+/* POSTs one event to ep. The reason of a failure goes to err. */
+static enum attempt_result post_event(struct relay *r, const struct webhook_endpoint_cfg *ep,
+                                      const struct outbox_event *ev, char *err, size_t errsz)
 {
-    const struct config *cfg = r->d->srv->cfg;
     char id[sizeof(ev->order_no) + sizeof(ev->event_type) + 1];
     char sig[3][DELIVERY_HEADER_MAX], h_key[160], h_type[64];
     struct curl_slist *hdr = NULL, *t;
@@ -183,7 +254,7 @@ static enum attempt_result post_event(struct relay *r, const struct outbox_event
         return ATTEMPT_HTTP; /* permanent: retries go dead, visibly */
     }
     delivery_event_id(ev, id, sizeof(id));
-    if (sign_event(r->d->srv, id, body, len, sig) != 0) {
+    if (sign_event(ep, id, body, len, sig) != 0) {
         snprintf(err, errsz, "cannot sign the event");
         free(body);
         return ATTEMPT_CONNECT;
@@ -202,16 +273,16 @@ static enum attempt_result post_event(struct relay *r, const struct outbox_event
         }
         hdr = t;
     }
-    curl_easy_setopt(r->curl, CURLOPT_URL, cfg->webhook_url);
+    curl_easy_setopt(r->curl, CURLOPT_URL, ep->url);
     curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE, (long)len);
-    curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)cfg->webhook_timeout_ms);
-    curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->webhook_timeout_ms);
+    curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)ep->timeout_ms);
+    curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)ep->timeout_ms);
     cc = curl_easy_perform(r->curl);
     if (cc == CURLE_OPERATION_TIMEDOUT) {
         res = ATTEMPT_TIMEOUT;
-        snprintf(err, errsz, "timed out after %d ms", cfg->webhook_timeout_ms);
+        snprintf(err, errsz, "timed out after %d ms", ep->timeout_ms);
     } else if (cc != CURLE_OK) {
         res = ATTEMPT_CONNECT;
         snprintf(err, errsz, "%s", curl_easy_strerror(cc));
@@ -237,55 +308,55 @@ static uint32_t random_u32(void)
     return v;
 }
 
-/* Records one attempt's result; a failure to record leaves the lease to
- * run out, so the event is attempted again (at least once, never lost). */
-static void record(struct relay *r, const struct outbox_event *ev, enum attempt_result res,
-                   const char *err)
+/* Records a batch's attempts in one transaction, then counts and logs
+ * them; a failure to record leaves the leases to run out, so the events
+ * are attempted again (at least once, never lost). */
+static void record(struct relay *r, const struct webhook_endpoint_cfg *ep,
+                   const struct outbox_event *evs, struct outbox_attempt *a,
+                   const enum attempt_result *res, size_t n)
 {
     struct server *srv = r->d->srv;
-    const struct config *cfg = srv->cfg;
     struct db_conn *c = shard_acquire(r->sh, DELIVERY_DB_WAIT_MS);
     enum db_status st;
-    bool dead = false;
 
+    if (n == 0)
+        goto out;
     if (c == NULL) {
-        log_warn("outbox: no database connection to record an attempt", "event_id=%s:%s",
-                 ev->order_no, ev->event_type);
+        log_warn("outbox: no database connection to record attempts", "endpoint=%s events=%zu",
+                 ep->name, n);
         return;
     }
-    if (res == ATTEMPT_OK) {
-        bool held = false;
+    if ((st = outbox_record(c, ep->name, r->owner, a, n)) != DB_OK) {
+        log_warn("outbox: cannot record attempts", "endpoint=%s events=%zu status=%s error=\"%s\"",
+                 ep->name, n, db_status_str(st), db_errstr(c));
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct outbox_event *ev = &evs[i];
 
-        st = outbox_mark_delivered(c, ev->id, r->owner, &held);
-        if (st == DB_OK && held) {
+        if (a[i].ok && a[i].held) {
             metrics_inc(srv->m, M_OUTBOX_DELIVERED);
-            log_info("event delivered", "event_id=%s:%s attempt=%d", ev->order_no, ev->event_type,
-                     ev->attempts + 1);
-        } else if (st == DB_OK) {
+        } else if (a[i].ok) {
             log_warn("event acknowledged after its lease ran out; it is sent again",
-                     "event_id=%s:%s attempt=%d", ev->order_no, ev->event_type, ev->attempts + 1);
-        }
-    } else {
-        int64_t wait = delivery_backoff_ms(ev->attempts + 1, cfg->webhook_backoff_base_ms,
-                                           cfg->webhook_backoff_max_ms, random_u32());
-        st = outbox_mark_failed(c, ev->id, r->owner, err, wait, cfg->webhook_max_attempts,
-                                ev->attempts, &dead);
-        metrics_inc(srv->m, res == ATTEMPT_TIMEOUT ? M_OUTBOX_TIMEOUTS : M_OUTBOX_FAILURES);
-        if (st == DB_OK && dead) {
-            metrics_inc(srv->m, M_OUTBOX_DEAD);
-            log_alert("OUTBOX_DEAD", "event_id=%s:%s attempts=%d error=\"%s\"", ev->order_no,
-                      ev->event_type, ev->attempts + 1, err);
+                     "endpoint=%s event_id=%s:%s attempt=%d", ep->name, ev->order_no,
+                     ev->event_type, ev->attempts + 1);
         } else {
-            log_warn("event delivery failed",
-                     "event_id=%s:%s attempt=%d retry_in_ms=%lld "
-                     "error=\"%s\"",
-                     ev->order_no, ev->event_type, ev->attempts + 1, (long long)wait, err);
+            metrics_inc(srv->m, res[i] == ATTEMPT_TIMEOUT ? M_OUTBOX_TIMEOUTS : M_OUTBOX_FAILURES);
+            if (a[i].dead) {
+                metrics_inc(srv->m, M_OUTBOX_DEAD);
+                log_alert("OUTBOX_DEAD", "endpoint=%s event_id=%s:%s attempts=%d error=\"%s\"",
+                          ep->name, ev->order_no, ev->event_type, ev->attempts + 1, a[i].error);
+            } else {
+                log_warn("event delivery failed",
+                         "endpoint=%s event_id=%s:%s attempt=%d retry_in_ms=%lld error=\"%s\"",
+                         ep->name, ev->order_no, ev->event_type, ev->attempts + 1,
+                         (long long)a[i].delay_ms, a[i].error);
+            }
         }
     }
-    if (st != DB_OK)
-        log_warn("outbox: cannot record an attempt", "event_id=%s:%s status=%s error=\"%s\"",
-                 ev->order_no, ev->event_type, db_status_str(st), db_errstr(c));
-    shard_release(r->sh, c);
+out:
+    if (c != NULL)
+        shard_release(r->sh, c);
 }
 
 static bool stopping(struct delivery *d)
@@ -298,61 +369,98 @@ static bool stopping(struct delivery *d)
     return s;
 }
 
-/* Sleeps up to ms, or until stopped. */
-static void idle(struct delivery *d, int ms)
+static bool relay_stopping(struct relay *r)
 {
-    struct timespec until;
+    return atomic_load(&r->quit) || stopping(r->d);
+}
 
-    until = monotime_after_ms(ms);
+/* Sleeps until the monotonic time until, or until stopped. */
+static void idle_until(struct delivery *d, const struct timespec *until)
+{
     pthread_mutex_lock(&d->mu);
     while (!d->stop)
-        if (pthread_cond_timedwait(&d->cv, &d->mu, &until) == ETIMEDOUT)
+        if (pthread_cond_timedwait(&d->cv, &d->mu, until) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&d->mu);
 }
 
-/* A failed claim: counted for the shard, logged when the shard starts
- * failing (not on every poll while it stays down). */
-static void claim_failed(struct relay *r, enum db_status st, const char *err)
+/* Sleeps up to ms, or until stopped. */
+static void idle(struct delivery *d, int ms)
 {
-    struct server *srv = r->d->srv;
+    struct timespec until = monotime_after_ms(ms);
 
-    metrics_shard_inc(srv->m, r->sh->index, MS_OUTBOX_CLAIM_FAILURES);
-    if (r->failures++ == 0)
-        log_warn("outbox: claim failed", "shard=%s status=%s error=\"%s\"", r->sh->label,
+    idle_until(d, &until);
+}
+
+/* The rate limit: rate_per_s events a second for the endpoint, shared
+ * evenly by its relays (webhook.workers per shard). Waits for this relay's
+ * next slot; a relay idle for more than a second saves up no slots. */
+static void pace(struct relay *r, const struct webhook_endpoint_cfg *ep)
+{
+    struct delivery *d = r->d;
+    int64_t share = (int64_t)d->srv->cfg->webhook_workers * (int64_t)d->nloops, now;
+
+    if (ep->rate_per_s <= 0)
+        return;
+    now = monotime_us() * 1000;
+    if (r->next_ns == 0 || now - r->next_ns > 1000000000LL)
+        r->next_ns = now;
+    if (r->next_ns > now) {
+        struct timespec until = { .tv_sec = (time_t)(r->next_ns / 1000000000LL),
+                                  .tv_nsec = (long)(r->next_ns % 1000000000LL) };
+
+        idle_until(d, &until);
+    }
+    r->next_ns += 1000000000LL * share / ep->rate_per_s;
+}
+
+/* A failed claim or fan-out: counted for the shard, logged when the shard
+ * starts failing (not on every poll while it stays down). */
+static void claim_failed(struct delivery *d, const struct shard *sh, int *failures,
+                         enum db_status st, const char *err)
+{
+    metrics_shard_inc(d->srv->m, sh->index, MS_OUTBOX_CLAIM_FAILURES);
+    if ((*failures)++ == 0)
+        log_warn("outbox: claim failed", "shard=%s status=%s error=\"%s\"", sh->label,
                  db_status_str(st), err);
 }
 
-/* Claims a batch from the relay's shard; returns how many events are in
- * evs, or -1 when the shard's database failed the claim. */
-static long claim(struct relay *r, struct outbox_event *evs, size_t max)
+static void claims_work(const struct shard *sh, int *failures)
 {
-    struct server *srv = r->d->srv;
-    const struct config *cfg = srv->cfg;
-    /* Long enough for every attempt of the batch to time out, so a live
-     * relay never loses its claim to another; a dead relay's claims come
-     * back this long after it died. */
+    if (*failures > 0)
+        log_info("outbox: claims work again", "shard=%s failed_claims=%d", sh->label, *failures);
+    *failures = 0;
+}
+
+/* Claims a batch for the relay's endpoint; returns how many events are in
+ * evs, or -1 when the shard's database failed the claim. */
+static long claim(struct relay *r, const struct webhook_endpoint_cfg *ep, struct outbox_event *evs,
+                  size_t max)
+{
+    struct delivery *d = r->d;
+    int64_t share = (int64_t)d->srv->cfg->webhook_workers * (int64_t)d->nloops;
+    int64_t gap_ms = ep->rate_per_s > 0 ? (1000 * share + ep->rate_per_s - 1) / ep->rate_per_s : 0;
+    /* Long enough for every attempt of the batch to time out, paced by
+     * the rate limit, so a live relay does not lose its claim to another;
+     * a dead relay's claims come back this long after it died. */
     int lease_s =
-        (int)(((int64_t)max * cfg->webhook_timeout_ms + 999) / 1000) + DELIVERY_LEASE_PAD_S;
+        (int)(((int64_t)max * (ep->timeout_ms + gap_ms) + 999) / 1000) + DELIVERY_LEASE_PAD_S;
     struct db_conn *c = shard_acquire(r->sh, DELIVERY_DB_WAIT_MS);
     enum db_status st;
     size_t n = 0;
 
     if (c == NULL) {
-        claim_failed(r, DB_UNAVAILABLE, "no free connection");
+        claim_failed(d, r->sh, &r->failures, DB_UNAVAILABLE, "no free connection");
         return -1;
     }
-    st = outbox_claim(c, r->owner, lease_s, evs, max, &n);
+    st = outbox_claim(c, ep->name, r->owner, lease_s, evs, max, &n);
     if (st != DB_OK) {
-        claim_failed(r, st, db_errstr(c));
+        claim_failed(d, r->sh, &r->failures, st, db_errstr(c));
         shard_release(r->sh, c);
         return -1;
     }
     shard_release(r->sh, c);
-    if (r->failures > 0)
-        log_info("outbox: claims work again", "shard=%s failed_claims=%d", r->sh->label,
-                 r->failures);
-    r->failures = 0;
+    claims_work(r->sh, &r->failures);
     return (long)n;
 }
 
@@ -385,30 +493,60 @@ static void *relay_main(void *arg)
 {
     struct relay *r = arg;
     struct delivery *d = r->d;
-    size_t batch = (size_t)d->srv->cfg->webhook_batch;
+    const struct config *cfg = d->srv->cfg;
+    size_t batch = (size_t)cfg->webhook_batch;
     struct outbox_event *evs = calloc(batch, sizeof(*evs));
-    char err[OUTBOX_ERROR_MAX];
+    struct outbox_attempt *att = calloc(batch, sizeof(*att));
+    enum attempt_result *res = calloc(batch, sizeof(*res));
+    char(*errs)[OUTBOX_ERROR_MAX] = calloc(batch, sizeof(*errs));
+    struct webhook_endpoint_cfg *ep = malloc(sizeof(*ep));
 
-    if (evs == NULL) {
+    if (evs == NULL || att == NULL || res == NULL || errs == NULL || ep == NULL) {
         log_error("outbox relay: out of memory", "owner=%s", r->owner);
-        return NULL;
+        goto out;
     }
-    while (!stopping(d)) {
-        long got = claim(r, evs, batch);
-        size_t n = got > 0 ? (size_t)got : 0, i;
+    while (!relay_stopping(r) && endpoint_get(d->srv, r->endpoint, ep)) {
+        long got;
+        size_t n, i;
 
-        for (i = 0; i < n && !stopping(d); i++) {
-            enum attempt_result res = post_event(r, &evs[i], err, sizeof(err));
-            record(r, &evs[i], res, err);
+        if (ep->disabled) {
+            idle(d, cfg->webhook_poll_ms);
+            continue;
         }
+        got = claim(r, ep, evs, batch);
+        n = got > 0 ? (size_t)got : 0;
+        for (i = 0; i < n && !relay_stopping(r); i++) {
+            pace(r, ep);
+            if (relay_stopping(r))
+                break;
+            res[i] = post_event(r, ep, &evs[i], errs[i], sizeof(errs[i]));
+            att[i] = (struct outbox_attempt){
+                .id = evs[i].id,
+                .ok = res[i] == ATTEMPT_OK,
+                .error = errs[i],
+                .delay_ms = delivery_backoff_ms(evs[i].attempts + 1, ep->backoff_base_ms,
+                                                ep->backoff_max_ms, random_u32()),
+                .max_attempts = ep->max_attempts,
+                .attempts_before = evs[i].attempts,
+            };
+        }
+        record(r, ep, evs, att, res, i);
         if (i < n)
             hand_back(r);
         if (got < 0)
-            idle(d, down_wait_ms(d->srv->cfg->webhook_poll_ms, r->failures));
+            idle(d, down_wait_ms(cfg->webhook_poll_ms, r->failures));
         else if (n < batch)
-            idle(d, d->srv->cfg->webhook_poll_ms);
+            idle(d, cfg->webhook_poll_ms);
     }
+out:
+    if (ep != NULL)
+        OPENSSL_cleanse(ep, sizeof(*ep));
+    free(ep);
+    free(errs);
+    free(res);
+    free(att);
     free(evs);
+    atomic_store(&r->done, true);
     return NULL;
 }
 
@@ -429,22 +567,189 @@ static void owner_id(char out[OUTBOX_OWNER_MAX], int index)
              (unsigned)(unsigned char)index, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
 }
 
+static void relay_free(struct relay *r)
+{
+    if (r == NULL)
+        return;
+    if (r->started)
+        pthread_join(r->thread, NULL);
+    if (r->curl != NULL)
+        curl_easy_cleanup(r->curl);
+    free(r);
+}
+
+static struct relay *relay_start(struct shard_loop *l, const char *endpoint)
+{
+    struct relay *r = calloc(1, sizeof(*r));
+
+    if (r == NULL)
+        return NULL;
+    r->d = l->d;
+    r->sh = l->sh;
+    snprintf(r->endpoint, sizeof(r->endpoint), "%s", endpoint);
+    atomic_init(&r->quit, false);
+    atomic_init(&r->done, false);
+    owner_id(r->owner, atomic_fetch_add(&l->d->serial, 1));
+    if ((r->curl = curl_easy_init()) == NULL) {
+        free(r);
+        return NULL;
+    }
+    curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(r->curl, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {
+        relay_free(r);
+        return NULL;
+    }
+    r->started = true;
+    return r;
+}
+
+/* Reports an endpoint that left the configuration while deliveries wait
+ * for it: they stay (and go out if it comes back), nothing is dropped. */
+static void report_removed(struct shard_loop *l, const char *endpoint)
+{
+    struct db_conn *c = shard_acquire(l->sh, DELIVERY_DB_WAIT_MS);
+    int64_t waiting = -1;
+
+    if (c != NULL && outbox_waiting(c, endpoint, &waiting) != DB_OK)
+        waiting = -1;
+    if (c != NULL)
+        shard_release(l->sh, c);
+    if (waiting != 0)
+        log_warn("webhook endpoint removed while events wait for it; they are kept and go out "
+                 "if it is configured again",
+                 "endpoint=%s shard=%s waiting=%lld", endpoint, l->sh->label, (long long)waiting);
+    else
+        log_info("webhook endpoint removed", "endpoint=%s shard=%s", endpoint, l->sh->label);
+}
+
+/* Matches the relays to the endpoints of the current configuration: new
+ * endpoints get webhook.workers relays, those removed lose theirs (joined
+ * once they finished their attempt in flight). */
+static void reconcile_relays(struct shard_loop *l, const struct webhook_endpoint_cfg *eps,
+                             size_t neps)
+{
+    int workers = l->d->srv->cfg->webhook_workers;
+    char removed[WEBHOOKS_MAX][WEBHOOK_NAME_MAX + 1];
+    size_t nremoved = 0;
+
+    for (size_t i = 0; i < DELIVERY_RELAYS_MAX; i++) {
+        struct relay *r = l->relays[i];
+        bool wanted = false, told = false;
+
+        if (r == NULL)
+            continue;
+        for (size_t e = 0; e < neps && !wanted; e++)
+            wanted = strcmp(eps[e].name, r->endpoint) == 0;
+        if (!wanted && !atomic_load(&r->quit)) {
+            atomic_store(&r->quit, true);
+            for (size_t k = 0; k < nremoved && !told; k++)
+                told = strcmp(removed[k], r->endpoint) == 0;
+            if (!told && nremoved < WEBHOOKS_MAX) {
+                snprintf(removed[nremoved++], sizeof(removed[0]), "%s", r->endpoint);
+                report_removed(l, r->endpoint);
+            }
+        }
+        if (atomic_load(&r->done)) {
+            relay_free(r);
+            l->relays[i] = NULL;
+        }
+    }
+    for (size_t e = 0; e < neps; e++) {
+        size_t have = 0, slot;
+
+        for (size_t i = 0; i < DELIVERY_RELAYS_MAX; i++)
+            if (l->relays[i] != NULL && !atomic_load(&l->relays[i]->quit) &&
+                strcmp(l->relays[i]->endpoint, eps[e].name) == 0)
+                have++;
+        for (; have < (size_t)workers; have++) {
+            for (slot = 0; slot < DELIVERY_RELAYS_MAX && l->relays[slot] != NULL; slot++)
+                ;
+            if (slot == DELIVERY_RELAYS_MAX ||
+                (l->relays[slot] = relay_start(l, eps[e].name)) == NULL) {
+                log_error("outbox relay: cannot start", "endpoint=%s shard=%s", eps[e].name,
+                          l->sh->label);
+                break;
+            }
+        }
+    }
+}
+
+/* One pass of a shard: fan-out, then settle. The events handed out, or
+ * -1 when the shard's database failed. */
+static long shard_pass(struct shard_loop *l, const struct webhook_endpoint_cfg *eps, size_t neps)
+{
+    struct db_conn *c = shard_acquire(l->sh, DELIVERY_DB_WAIT_MS);
+    enum db_status st;
+    uint64_t settled = 0;
+    size_t n = 0;
+
+    if (c == NULL) {
+        claim_failed(l->d, l->sh, &l->failures, DB_UNAVAILABLE, "no free connection");
+        return -1;
+    }
+    bool settle = neps > 0 && monotime_ms() - l->settled_ms >= DELIVERY_SETTLE_EVERY_MS;
+
+    if ((st = outbox_fanout(c, eps, neps, DELIVERY_FANOUT_BATCH, &n)) != DB_OK ||
+        (settle && (st = outbox_settle(c, DELIVERY_SETTLE_BATCH, &settled)) != DB_OK)) {
+        claim_failed(l->d, l->sh, &l->failures, st, db_errstr(c));
+        shard_release(l->sh, c);
+        return -1;
+    }
+    shard_release(l->sh, c);
+    claims_work(l->sh, &l->failures);
+    if (settle && settled < DELIVERY_SETTLE_BATCH)
+        l->settled_ms = monotime_ms(); /* else more wait: settle again next pass */
+    return (long)n;
+}
+
+static void *shard_main(void *arg)
+{
+    struct shard_loop *l = arg;
+    struct delivery *d = l->d;
+    struct webhook_endpoint_cfg *eps = malloc(WEBHOOKS_MAX * sizeof(*eps));
+
+    if (eps == NULL) {
+        log_error("outbox relay: out of memory", "shard=%s", l->sh->label);
+        return NULL;
+    }
+    while (!stopping(d)) {
+        struct keyring *kr = keyslot_acquire(d->srv->keys);
+        size_t neps = endpoints_now(d->srv, kr, eps);
+        long got;
+
+        keyring_release(kr);
+        reconcile_relays(l, eps, neps);
+        got = shard_pass(l, eps, neps);
+        OPENSSL_cleanse(eps, WEBHOOKS_MAX * sizeof(*eps));
+        if (got < 0)
+            idle(d, down_wait_ms(d->srv->cfg->webhook_poll_ms, l->failures));
+        else if (got < DELIVERY_FANOUT_BATCH)
+            idle(d, d->srv->cfg->webhook_poll_ms);
+    }
+    for (size_t i = 0; i < DELIVERY_RELAYS_MAX; i++) {
+        relay_free(l->relays[i]); /* d->stop is set: each leaves after its attempt */
+        l->relays[i] = NULL;
+    }
+    free(eps);
+    return NULL;
+}
+
 struct delivery *delivery_start(struct server *srv)
 {
-    const struct config *cfg = srv->cfg;
-    int nrelays = cfg->webhook_workers * (int)srv->shards.n;
     struct delivery *d;
-    int i;
+    size_t i;
 
-    if (cfg->webhook_url[0] == '\0')
-        return NULL;
     if ((d = calloc(1, sizeof(*d))) == NULL ||
-        (d->relays = calloc((size_t)nrelays, sizeof(*d->relays))) == NULL) {
+        (d->loops = calloc(srv->shards.n, sizeof(*d->loops))) == NULL) {
         free(d);
         log_error("outbox relay: out of memory", "%s", "");
         return NULL;
     }
     d->srv = srv;
+    atomic_init(&d->serial, 0);
     pthread_mutex_init(&d->mu, NULL);
     {
         pthread_condattr_t ca;
@@ -453,51 +758,38 @@ struct delivery *delivery_start(struct server *srv)
         pthread_cond_init(&d->cv, &ca);
         pthread_condattr_destroy(&ca);
     }
-    for (i = 0; i < nrelays; i++) {
-        struct relay *r = &d->relays[i];
+    for (i = 0; i < srv->shards.n; i++) {
+        struct shard_loop *l = &d->loops[i];
 
-        r->d = d;
-        r->sh = &srv->shards.s[(size_t)i / (size_t)cfg->webhook_workers];
-        owner_id(r->owner, i);
-        if ((r->curl = curl_easy_init()) == NULL)
+        l->d = d;
+        l->sh = &srv->shards.s[i];
+        d->nloops = i + 1;
+        if (pthread_create(&l->thread, NULL, shard_main, l) != 0)
             goto fail;
-        curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, discard);
-        curl_easy_setopt(r->curl, CURLOPT_FOLLOWLOCATION, 0L);
-        curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-        if (pthread_create(&r->thread, NULL, relay_main, r) != 0)
-            goto fail;
-        r->started = true;
-        d->nrelays = i + 1;
+        l->started = true;
     }
-    log_info("outbox relay started", "workers=%d shards=%zu url=\"%s\"", cfg->webhook_workers,
-             srv->shards.n, cfg->webhook_url);
+    log_info("outbox relay started", "workers=%d shards=%zu", srv->cfg->webhook_workers,
+             srv->shards.n);
     return d;
 fail:
-    log_error("outbox relay: cannot start", "worker=%d", i);
-    d->nrelays = nrelays;
+    log_error("outbox relay: cannot start", "shard=%zu", i);
     delivery_stop(d);
     return NULL;
 }
 
 void delivery_stop(struct delivery *d)
 {
-    int i;
-
     if (d == NULL)
         return;
     pthread_mutex_lock(&d->mu);
     d->stop = true;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
-    for (i = 0; i < d->nrelays; i++) {
-        if (d->relays[i].started)
-            pthread_join(d->relays[i].thread, NULL);
-        if (d->relays[i].curl != NULL)
-            curl_easy_cleanup(d->relays[i].curl);
-    }
+    for (size_t i = 0; i < d->nloops; i++)
+        if (d->loops[i].started)
+            pthread_join(d->loops[i].thread, NULL);
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
-    free(d->relays);
+    free(d->loops);
     free(d);
 }

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "webhook_cfg.h"
+
 struct server;
 struct outbox_event;
 struct delivery;
@@ -36,6 +38,11 @@ struct delivery *delivery_start(struct server *srv);
  * webhook.timeout_ms), the claims not yet attempted are handed back, the
  * threads are joined and everything is freed. NULL-safe. */
 void delivery_stop(struct delivery *d);
+
+/* The endpoints configured now (webhook.url's, named WEBHOOK_DEFAULT_NAME,
+ * then the "webhooks" array's as the last reload left it) into out; their
+ * count. */
+size_t delivery_endpoints(const struct server *srv, struct webhook_endpoint_cfg out[WEBHOOKS_MAX]);
 
 /* The wait before attempt number attempt + 1, after attempt failures
  * (attempt >= 1): base_ms * 2^(attempt - 1), capped at max_ms, then

@@ -33,10 +33,87 @@ const char *outbox_type_for_status(int to)
     }
 }
 
-/* ---- delivery: claim under a lease, record each attempt ---- */
+/* ---- delivery: fan-out to endpoints, claim under a lease, record attempts ---- */
+
+struct fanout_job {
+    const struct webhook_endpoint_cfg *eps;
+    size_t neps, max, n;
+    struct db_row *rows;
+};
+
+static enum db_status fanout_txn(struct db_conn *c, void *arg)
+{
+    struct fanout_job *j = arg;
+    char pending[DB_INT_BUF], max[DB_INT_BUF], idb[DB_INT_BUF];
+    const char *sel[] = { db_param_int(pending, OUTBOX_PENDING),
+                          db_param_int(max, (int64_t)j->max) };
+    char type[OUTBOX_TYPE_MAX + 1];
+    enum db_status st;
+    size_t n = 0;
+
+    j->n = 0;
+    if ((st = db_query(c, ST_FANOUT_SELECT, sel, 2, j->rows, j->max, &n)) != DB_OK)
+        return st;
+    for (size_t i = 0; i < n; i++) {
+        int64_t id;
+        unsigned bit;
+
+        if (db_row_int(&j->rows[i], FOC_ID, 1, INT64_MAX, &id) != 0 ||
+            db_row_str(&j->rows[i], FOC_EVENT_TYPE, type, sizeof(type)) != 0)
+            return db_fail(c, "outbox: malformed event row");
+        db_param_int(idb, id);
+        bit = webhook_event_bit(type);
+        for (size_t e = 0; e < j->neps; e++) {
+            const char *ins[] = { j->eps[e].name, idb };
+
+            if ((j->eps[e].events & bit) == 0)
+                continue;
+            if ((st = db_exec(c, ST_FANOUT_INSERT, ins, 2, NULL)) != DB_OK)
+                return st;
+        }
+        {
+            const char *done[] = { idb };
+
+            if ((st = db_exec(c, ST_FANOUT_DONE, done, 1, NULL)) != DB_OK)
+                return st;
+        }
+    }
+    j->n = n;
+    return DB_OK;
+}
+
+enum db_status outbox_fanout(struct db_conn *c, const struct webhook_endpoint_cfg *eps, size_t neps,
+                             size_t max, size_t *n)
+{
+    struct fanout_job j = { .eps = eps, .neps = neps, .max = max };
+    enum db_status st;
+
+    *n = 0;
+    if (max == 0 || neps == 0)
+        return DB_OK;
+    if ((j.rows = calloc(max, sizeof(*j.rows))) == NULL)
+        return db_fail(c, "outbox: out of memory");
+    st = db_txn(c, fanout_txn, &j);
+    free(j.rows);
+    if (st == DB_OK)
+        *n = j.n;
+    return st;
+}
+
+enum db_status outbox_settle(struct db_conn *c, size_t max, uint64_t *n)
+{
+    char dead[DB_INT_BUF], delivered[DB_INT_BUF], pending[DB_INT_BUF], maxb[DB_INT_BUF];
+    const char *p[] = {
+        db_param_int(dead, OUTBOX_DEAD),       dead,    db_param_int(delivered, OUTBOX_DELIVERED),
+        db_param_int(pending, OUTBOX_PENDING), pending, db_param_int(maxb, (int64_t)max)
+    };
+
+    *n = 0;
+    return db_exec_retry(c, ST_FANOUT_SETTLE, p, 6, n);
+}
 
 struct claim_job {
-    const char *owner;
+    const char *endpoint, *owner;
     int lease_s;
     struct outbox_event *evs;
     struct db_row *rows;
@@ -48,12 +125,15 @@ static int read_event(const struct db_row *r, struct outbox_event *ev)
 {
     int64_t id, attempts;
 
+    memset(ev, 0, sizeof(*ev));
     if (db_row_int(r, OBC_ID, 1, INT64_MAX, &id) != 0 ||
         db_row_int(r, OBC_ATTEMPTS, 0, INT32_MAX, &attempts) != 0 ||
         db_row_str(r, OBC_EVENT_TYPE, ev->event_type, sizeof(ev->event_type)) != 0 ||
         db_row_str(r, OBC_ORDER_NO, ev->order_no, sizeof(ev->order_no)) != 0 ||
         db_row_str(r, OBC_PAYLOAD, ev->payload, sizeof(ev->payload)) != 0 ||
-        db_row_str(r, OBC_CREATE_TIME, ev->created_at, sizeof(ev->created_at)) != 0)
+        db_row_str(r, OBC_CREATE_TIME, ev->created_at, sizeof(ev->created_at)) != 0 ||
+        (!db_row_is_null(r, OBC_CURRENCY) &&
+         db_row_str(r, OBC_CURRENCY, ev->currency, sizeof(ev->currency)) != 0))
         return -1;
     ev->id = (uint64_t)id;
     ev->attempts = (int)attempts;
@@ -64,18 +144,21 @@ static enum db_status claim_txn(struct db_conn *c, void *arg)
 {
     struct claim_job *j = arg;
     char lease[DB_INT_BUF], max[DB_INT_BUF], pending[DB_INT_BUF], delivered[DB_INT_BUF];
-    const char *up[] = { j->owner, db_param_int(lease, j->lease_s),
+    const char *up[] = { j->owner,
+                         db_param_int(lease, j->lease_s),
+                         j->endpoint,
                          db_param_int(pending, OUTBOX_PENDING),
                          db_param_int(delivered, OUTBOX_DELIVERED),
+                         pending,
                          db_param_int(max, (int64_t)j->max) };
-    const char *sel[] = { j->owner, pending };
+    const char *sel[] = { j->owner, j->endpoint, pending };
     enum db_status st;
     size_t n = 0, i;
 
     j->n = 0;
-    if ((st = db_exec(c, ST_OUTBOX_CLAIM, up, 5, NULL)) != DB_OK)
+    if ((st = db_exec(c, ST_DELIVERY_CLAIM, up, 7, NULL)) != DB_OK)
         return st;
-    if ((st = db_query(c, ST_OUTBOX_CLAIMED, sel, 2, j->rows, j->max, &n)) != DB_OK)
+    if ((st = db_query(c, ST_DELIVERY_CLAIMED, sel, 3, j->rows, j->max, &n)) != DB_OK)
         return st;
     for (i = 0; i < n; i++)
         if (read_event(&j->rows[i], &j->evs[i]) != 0)
@@ -84,10 +167,12 @@ static enum db_status claim_txn(struct db_conn *c, void *arg)
     return DB_OK;
 }
 
-enum db_status outbox_claim(struct db_conn *c, const char *owner, int lease_s,
+enum db_status outbox_claim(struct db_conn *c, const char *endpoint, const char *owner, int lease_s,
                             struct outbox_event *evs, size_t max, size_t *n)
 {
-    struct claim_job j = { .owner = owner, .lease_s = lease_s, .evs = evs, .max = max };
+    struct claim_job j = {
+        .endpoint = endpoint, .owner = owner, .lease_s = lease_s, .evs = evs, .max = max
+    };
     enum db_status st;
 
     *n = 0;
@@ -102,36 +187,69 @@ enum db_status outbox_claim(struct db_conn *c, const char *owner, int lease_s,
     return st;
 }
 
-enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id, const char *owner, bool *held)
+/* One attempt's record on c, inside the batch's transaction. */
+static enum db_status record_one(struct db_conn *c, const char *endpoint, const char *owner,
+                                 struct outbox_attempt *a)
 {
-    char state[DB_INT_BUF], idb[DB_INT_BUF];
-    const char *p[] = { db_param_int(state, OUTBOX_DELIVERED), db_param_int(idb, (int64_t)id),
-                        owner };
-    uint64_t rows = 0;
-    enum db_status st = db_exec_retry(c, ST_OUTBOX_DELIVERED, p, 3, &rows);
-
-    *held = st == DB_OK && rows == 1;
-    return st;
-}
-
-enum db_status outbox_mark_failed(struct db_conn *c, uint64_t id, const char *owner,
-                                  const char *error, int64_t delay_ms, int max_attempts,
-                                  int attempts_before, bool *dead)
-{
-    char maxb[DB_INT_BUF], deadb[DB_INT_BUF], delay[DB_INT_BUF], idb[DB_INT_BUF];
-    char err[OUTBOX_ERROR_MAX];
-    const char *p[] = { db_param_int(maxb, max_attempts), db_param_int(deadb, OUTBOX_DEAD),
-                        db_param_int(delay, delay_ms),    err,
-                        db_param_int(idb, (int64_t)id),   owner };
+    char idb[DB_INT_BUF], state[DB_INT_BUF], maxb[DB_INT_BUF], deadb[DB_INT_BUF];
+    char delay[DB_INT_BUF], att[DB_INT_BUF], err[OUTBOX_ERROR_MAX];
     uint64_t rows = 0;
     enum db_status st;
 
-    snprintf(err, sizeof(err), "%s", error);
-    *dead = false;
-    st = db_exec_retry(c, ST_OUTBOX_FAILED, p, 6, &rows);
-    if (st == DB_OK && rows == 1)
-        *dead = attempts_before + 1 >= max_attempts;
-    return st;
+    db_param_int(idb, (int64_t)a->id);
+    if (a->ok) {
+        const char *p[] = { db_param_int(state, OUTBOX_DELIVERED), endpoint, idb, owner };
+
+        if ((st = db_exec(c, ST_DELIVERY_DELIVERED, p, 4, &rows)) == DB_OK)
+            a->held = rows == 1;
+        return st;
+    }
+    snprintf(err, sizeof(err), "%s", a->error);
+    {
+        const char *p[] = { db_param_int(maxb, a->max_attempts),
+                            db_param_int(deadb, OUTBOX_DEAD),
+                            db_param_int(delay, a->delay_ms),
+                            err,
+                            endpoint,
+                            idb,
+                            owner };
+        const char *note[] = { db_param_int(att, a->attempts_before + 1), err, idb };
+
+        if ((st = db_exec(c, ST_DELIVERY_FAILED, p, 7, &rows)) != DB_OK || rows != 1)
+            return st;
+        a->held = true;
+        a->dead = a->attempts_before + 1 >= a->max_attempts;
+        return db_exec(c, ST_DELIVERY_NOTE, note, 3, NULL);
+    }
+}
+
+struct record_job {
+    const char *endpoint, *owner;
+    struct outbox_attempt *a;
+    size_t n;
+};
+
+static enum db_status record_txn(struct db_conn *c, void *arg)
+{
+    struct record_job *j = arg;
+    enum db_status st;
+
+    for (size_t i = 0; i < j->n; i++)
+        j->a[i].held = j->a[i].dead = false;
+    for (size_t i = 0; i < j->n; i++)
+        if ((st = record_one(c, j->endpoint, j->owner, &j->a[i])) != DB_OK)
+            return st;
+    return DB_OK;
+}
+
+enum db_status outbox_record(struct db_conn *c, const char *endpoint, const char *owner,
+                             struct outbox_attempt *a, size_t n)
+{
+    struct record_job j = { .endpoint = endpoint, .owner = owner, .a = a, .n = n };
+
+    if (n == 0)
+        return DB_OK;
+    return db_txn(c, record_txn, &j);
 }
 
 enum db_status outbox_release(struct db_conn *c, const char *owner)
@@ -139,7 +257,21 @@ enum db_status outbox_release(struct db_conn *c, const char *owner)
     char pending[DB_INT_BUF];
     const char *p[] = { owner, db_param_int(pending, OUTBOX_PENDING) };
 
-    return db_exec_retry(c, ST_OUTBOX_RELEASE, p, 2, NULL);
+    return db_exec_retry(c, ST_DELIVERY_RELEASE, p, 2, NULL);
+}
+
+enum db_status outbox_waiting(struct db_conn *c, const char *endpoint, int64_t *n)
+{
+    char pending[DB_INT_BUF];
+    const char *p[] = { endpoint, db_param_int(pending, OUTBOX_PENDING) };
+    struct db_row row;
+    bool found = false;
+    enum db_status st = db_query_one(c, ST_DELIVERY_WAITING, p, 2, &row, &found);
+
+    *n = 0;
+    if (st == DB_OK && found && db_row_int(&row, 0, 0, INT64_MAX, n) != 0)
+        return db_fail(c, "outbox: malformed count");
+    return st;
 }
 
 struct retry_job {
@@ -162,6 +294,8 @@ static enum db_status retry_txn(struct db_conn *c, void *arg)
         return st;
     if (rows != 1)
         return DB_ROLLBACK; /* not a dead event: nothing to do */
+    if ((st = db_exec(c, ST_DELIVERY_REVIVE, p, 3, NULL)) != DB_OK)
+        return st;
     snprintf(subject, sizeof(subject), "outbox:%llu", (unsigned long long)j->id);
     if ((st = audit_append(c, j->actor, "outbox.retry", subject, "DEAD -> PENDING",
                            j->request_id)) != DB_OK)
@@ -178,6 +312,153 @@ enum db_status outbox_retry(struct db_conn *c, uint64_t id, const char *actor,
 
     *changed = st == DB_OK && j.changed;
     return st == DB_ROLLBACK ? DB_OK : st;
+}
+
+/* ---- replay: send delivered or dead events again ---------------------------- */
+
+/* Makes event id pending again at endpoint, whatever its delivery there
+ * was (a new delivery when it had none), and its outbox row pending when
+ * it had been handed out. */
+static enum db_status replay_to(struct db_conn *c, uint64_t id, const char *endpoint)
+{
+    char idb[DB_INT_BUF], pending[DB_INT_BUF];
+    const char *up[] = { endpoint, db_param_int(idb, (int64_t)id),
+                         db_param_int(pending, OUTBOX_PENDING) };
+    const char *row[] = { pending, idb, pending };
+    enum db_status st;
+
+    if ((st = db_exec(c, ST_REPLAY_UPSERT, up, 3, NULL)) != DB_OK)
+        return st;
+    return db_exec(c, ST_REPLAY_PENDING, row, 3, NULL);
+}
+
+struct replay_job {
+    uint64_t id;
+    const struct webhook_endpoint_cfg *eps;
+    size_t neps;
+    const char *actor, *request_id;
+    bool found;
+    size_t sent;
+};
+
+static enum db_status replay_txn(struct db_conn *c, void *arg)
+{
+    struct replay_job *j = arg;
+    struct outbox_entry e;
+    char subject[32], detail[255];
+    size_t used = 0;
+    enum db_status st;
+    unsigned bit;
+
+    j->found = false;
+    j->sent = 0;
+    if ((st = outbox_get(c, j->id, &e, &j->found)) != DB_OK || !j->found)
+        return st == DB_OK ? DB_ROLLBACK : st;
+    bit = webhook_event_bit(e.event_type);
+    detail[0] = '\0';
+    for (size_t i = 0; i < j->neps; i++) {
+        if ((j->eps[i].events & bit) == 0)
+            continue;
+        if ((st = replay_to(c, j->id, j->eps[i].name)) != DB_OK)
+            return st;
+        used += (size_t)snprintf(detail + used, used < sizeof(detail) ? sizeof(detail) - used : 0,
+                                 "%s%s", j->sent ? "," : "to ", j->eps[i].name);
+        j->sent++;
+    }
+    if (j->sent == 0)
+        return DB_ROLLBACK;
+    snprintf(subject, sizeof(subject), "outbox:%llu", (unsigned long long)j->id);
+    return audit_append(c, j->actor, "outbox.replay", subject, detail, j->request_id);
+}
+
+enum db_status outbox_replay(struct db_conn *c, uint64_t id, const struct webhook_endpoint_cfg *eps,
+                             size_t neps, const char *actor, const char *request_id, bool *found,
+                             size_t *sent)
+{
+    struct replay_job j = {
+        .id = id, .eps = eps, .neps = neps, .actor = actor, .request_id = request_id
+    };
+    enum db_status st = db_txn(c, replay_txn, &j);
+
+    *found = j.found;
+    *sent = st == DB_OK ? j.sent : 0;
+    return st == DB_ROLLBACK ? DB_OK : st;
+}
+
+struct since_job {
+    const struct outbox_replay_since *q;
+    const char *actor, *request_id;
+    struct db_row *rows;
+    size_t n, read;
+    uint64_t last;
+};
+
+static enum db_status since_txn(struct db_conn *c, void *arg)
+{
+    struct since_job *j = arg;
+    const struct outbox_replay_since *q = j->q;
+    char after[DB_INT_BUF], max[DB_INT_BUF], detail[255], idb[DB_INT_BUF];
+    const char *p[] = { q->since, db_param_int(after, (int64_t)q->after),
+                        db_param_int(max, (int64_t)q->max) };
+    char type[OUTBOX_TYPE_MAX + 1];
+    size_t got = 0;
+    enum db_status st;
+
+    j->n = 0;
+    j->last = q->after;
+    if ((st = db_query(c, ST_REPLAY_SINCE, p, 3, j->rows, q->max, &got)) != DB_OK)
+        return st;
+    j->read = got;
+    for (size_t i = 0; i < got; i++) {
+        int64_t id;
+        unsigned bit;
+        bool sent = false;
+
+        if (db_row_int(&j->rows[i], FOC_ID, 1, INT64_MAX, &id) != 0 ||
+            db_row_str(&j->rows[i], FOC_EVENT_TYPE, type, sizeof(type)) != 0)
+            return db_fail(c, "outbox: malformed event row");
+        j->last = (uint64_t)id;
+        bit = webhook_event_bit(type);
+        if ((q->types & bit) == 0)
+            continue;
+        for (size_t e = 0; e < q->neps; e++) {
+            if ((q->eps[e].events & bit) == 0)
+                continue;
+            if ((st = replay_to(c, (uint64_t)id, q->eps[e].name)) != DB_OK)
+                return st;
+            sent = true;
+        }
+        j->n += sent;
+    }
+    if (j->n == 0)
+        return DB_OK; /* nothing changed: nothing to audit */
+    snprintf(detail, sizeof(detail), "since %s after %s: %zu events to %zu endpoints", q->since,
+             db_param_int(idb, (int64_t)q->after), j->n, q->neps);
+    return audit_append(c, j->actor, "outbox.replay", "outbox:since", detail, j->request_id);
+}
+
+enum db_status outbox_replay_since(struct db_conn *c, const struct outbox_replay_since *q,
+                                   const char *actor, const char *request_id, size_t *n,
+                                   size_t *read, uint64_t *last)
+{
+    struct since_job j = { .q = q, .actor = actor, .request_id = request_id };
+    enum db_status st;
+
+    *n = 0;
+    *read = 0;
+    *last = q->after;
+    if (q->max == 0)
+        return DB_OK;
+    if ((j.rows = calloc(q->max, sizeof(*j.rows))) == NULL)
+        return db_fail(c, "outbox: out of memory");
+    st = db_txn(c, since_txn, &j);
+    free(j.rows);
+    if (st == DB_OK) {
+        *n = j.n;
+        *read = j.read;
+        *last = j.last;
+    }
+    return st;
 }
 
 /* Optional text column: "" for NULL. */
@@ -380,5 +661,77 @@ enum route_result outbox_route_retry(const struct route *rt, const struct shard 
         e->shard = sh->index;
     }
     route_hop_release(&h);
+    return r;
+}
+
+enum route_result outbox_route_replay(const struct route *rt, const struct shard *sh, uint64_t id,
+                                      const struct webhook_endpoint_cfg *eps, size_t neps,
+                                      const char *actor, bool *found, size_t *sent,
+                                      struct route_failure *fail)
+{
+    enum route_result r = ROUTE_OK;
+    struct route_hop h;
+    enum db_status st;
+
+    *found = false;
+    *sent = 0;
+    route_hop_init(&h, rt, fail);
+    if (route_hop_to(&h, sh, "outbox_replay") == NULL)
+        return ROUTE_UNAVAILABLE;
+    if ((st = outbox_replay(h.c, id, eps, neps, actor, rt->request_id, found, sent)) != DB_OK) {
+        route_failed(&h, route_retryable(st), "outbox_replay");
+        r = route_retryable(st) ? ROUTE_UNAVAILABLE : ROUTE_FAILED;
+    }
+    route_hop_release(&h);
+    return r;
+}
+
+/* A replay since a time over the shards, from shard index first on. */
+struct since_scan {
+    struct outbox_replay_since q;
+    size_t first, limit, n, read;
+    const char *actor, *request_id;
+    size_t last_shard;
+    uint64_t last;
+};
+
+static enum route_step since_shard(struct db_conn *c, const struct shard *sh, void *arg)
+{
+    struct since_scan *j = arg;
+    struct outbox_replay_since q = j->q;
+    size_t got = 0, read = 0;
+    uint64_t last = 0;
+    enum db_status st;
+
+    q.after = sh->index == j->first ? j->q.after : 0;
+    q.max = j->limit - j->read;
+    st = outbox_replay_since(c, &q, j->actor, j->request_id, &got, &read, &last);
+    if (st != DB_OK)
+        return route_retryable(st) ? ROUTE_MISSED : ROUTE_ERROR;
+    j->n += got;
+    j->read += read;
+    j->last_shard = sh->index;
+    j->last = last;
+    return j->read >= j->limit ? ROUTE_STOP : ROUTE_NEXT;
+}
+
+enum route_result outbox_route_replay_since(const struct route *rt,
+                                            const struct outbox_replay_since *q, size_t first,
+                                            const char *actor, size_t *n, size_t *last_shard,
+                                            uint64_t *last, bool *more, struct route_scan *sc)
+{
+    struct since_scan j = { .q = *q,
+                            .first = first,
+                            .limit = q->max,
+                            .actor = actor,
+                            .request_id = rt->request_id,
+                            .last_shard = first,
+                            .last = q->after };
+    enum route_result r = route_scan(rt, first, "outbox_replay_since", since_shard, &j, sc);
+
+    *n = j.n;
+    *last_shard = j.last_shard;
+    *last = j.last;
+    *more = j.read >= j.limit;
     return r;
 }

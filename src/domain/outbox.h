@@ -12,6 +12,7 @@
 
 #include "db.h"
 #include "route.h"
+#include "webhook_cfg.h"
 
 #define OUTBOX_TYPE_MAX 32     /* event_type VARCHAR(32) */
 #define OUTBOX_PAYLOAD_MAX 512 /* payloads we write; the column is TEXT */
@@ -41,7 +42,8 @@ struct outbox_event {
     char order_no[65];
     char payload[OUTBOX_PAYLOAD_MAX];
     char created_at[OUTBOX_TIME_MAX];
-    int attempts; /* failed or made before this claim */
+    int attempts;     /* failed or made at this endpoint before this claim */
+    char currency[4]; /* the order's ISO 4217 code; "" when the order is gone */
 };
 
 /* An event as the operator API lists it. */
@@ -79,38 +81,98 @@ enum db_status outbox_append(struct db_conn *c, const char *event_type, const ch
  * order_status), or NULL for a status that has no event (WAIT_PAY). */
 const char *outbox_type_for_status(int to);
 
-/* Claims up to max due events for owner (a relay's unique id) under a
- * lease of lease_s seconds and stores them in evs, oldest first, with the
- * count in *n. Only an order's oldest undelivered event can be claimed, so
- * the events of one order go out in order. Runs its own transaction:
- * call it outside one. Safe with any number of relays on one database: a
- * row has one unexpired lease at a time. */
-enum db_status outbox_claim(struct db_conn *c, const char *owner, int lease_s,
+/* Hands up to max events written since the last call to the endpoints of
+ * eps whose events include their type (one webhook_delivery row each; a
+ * disabled endpoint's wait), in one transaction, oldest first; *n gets how
+ * many events were handed out. Events another relay is handing out are
+ * skipped. An event no endpoint subscribes to is settled as delivered.
+ * Nothing is handed out when neps is 0: events then wait in the outbox. */
+enum db_status outbox_fanout(struct db_conn *c, const struct webhook_endpoint_cfg *eps, size_t neps,
+                             size_t max, size_t *n);
+
+/* Settles up to max handed-out events none of whose deliveries is pending
+ * any more: DEAD when one of them is, else DELIVERED. *n gets how many. */
+enum db_status outbox_settle(struct db_conn *c, size_t max, uint64_t *n);
+
+/* Claims up to max due deliveries to endpoint for owner (a relay's unique
+ * id) under a lease of lease_s seconds and stores their events in evs,
+ * oldest first, with the count in *n. Only an order's oldest undelivered
+ * event at that endpoint can be claimed, so the events of one order go
+ * out in order there, whatever other endpoints do. Runs its own
+ * transaction: call it outside one. Safe with any number of relays on one
+ * database: a delivery has one unexpired lease at a time. */
+enum db_status outbox_claim(struct db_conn *c, const char *endpoint, const char *owner, int lease_s,
                             struct outbox_event *evs, size_t max, size_t *n);
 
-/* The shop acknowledged event id: DELIVERED, lease dropped, only while
- * owner still holds an unexpired lease on it; *held says whether it did.
- * A lease that ran out changes nothing (DB_OK, *held false): the event
- * is pending again, or another relay has claimed it, and the shop sees
- * it again and dedupes. */
-enum db_status outbox_mark_delivered(struct db_conn *c, uint64_t id, const char *owner, bool *held);
+/* One attempt at an endpoint, as the relay records it. */
+struct outbox_attempt {
+    uint64_t id;         /* the event */
+    bool ok;             /* the endpoint acknowledged it (2xx) */
+    const char *error;   /* else why not */
+    int64_t delay_ms;    /* else when it is due again */
+    int max_attempts;    /* the endpoint's; the delivery is DEAD at that many */
+    int attempts_before; /* made before this one */
+    bool held;           /* out: owner still held the lease, so the record counts */
+    bool dead;           /* out: this failure made the delivery DEAD */
+};
 
-/* An attempt failed with error: the event becomes due again in delay_ms,
- * or DEAD when this was attempt number max_attempts (attempts_before + 1
- * >= max_attempts; *dead says which). */
-enum db_status outbox_mark_failed(struct db_conn *c, uint64_t id, const char *owner,
-                                  const char *error, int64_t delay_ms, int max_attempts,
-                                  int attempts_before, bool *dead);
+/* Records n attempts at endpoint by owner in one transaction (one commit
+ * for a batch). An acknowledgement marks the delivery DELIVERED only
+ * while owner still holds an unexpired lease on it (held); one that came
+ * after the lease ran out changes nothing: the delivery is pending again,
+ * or another relay has it, and the endpoint sees the event again and
+ * dedupes by its id. A failure makes the delivery due again in delay_ms,
+ * or DEAD at its max_attempts-th attempt (dead), and leaves the most
+ * attempts and the last error on the outbox row, for the operator API. */
+enum db_status outbox_record(struct db_conn *c, const char *endpoint, const char *owner,
+                             struct outbox_attempt *a, size_t n);
 
-/* Hands back owner's claims on events it will not attempt (graceful stop). */
+/* Hands back owner's claims on deliveries it will not attempt (graceful stop). */
 enum db_status outbox_release(struct db_conn *c, const char *owner);
 
-/* Makes a DEAD event pending again with its attempts reset, due now, in
- * one transaction with its audit_log row (actor: the operator key's name).
+/* Deliveries pending at endpoint, into *n. */
+enum db_status outbox_waiting(struct db_conn *c, const char *endpoint, int64_t *n);
+
+/* Makes a DEAD event pending again with its attempts reset, due now, its
+ * dead deliveries too (the endpoints that had it keep it), in one
+ * transaction with its audit_log row (actor: the operator key's name).
  * *changed is false, and nothing is written, when id is not a dead event
  * (unknown, pending, or delivered). Runs its own transaction. */
 enum db_status outbox_retry(struct db_conn *c, uint64_t id, const char *actor,
                             const char *request_id, bool *changed);
+
+/* Sends event id again to each endpoint of eps whose events include its
+ * type, delivered or dead there before (or never handed to it): the
+ * delivery is pending again with its attempts reset, due now, in one
+ * transaction with an audit_log row (actor: the operator key's name).
+ * *found is false for an unknown id; *sent counts the endpoints (0 when
+ * none subscribes to the type: nothing is written). Runs its own
+ * transaction. */
+enum db_status outbox_replay(struct db_conn *c, uint64_t id, const struct webhook_endpoint_cfg *eps,
+                             size_t neps, const char *actor, const char *request_id, bool *found,
+                             size_t *sent);
+
+/* What a replay since a time takes: events written at or after since
+ * ("YYYY-MM-DD HH:MM:SS", UTC), with ids above after, of the types in the
+ * types bit set (webhook_event_bit), at most max of them (the bound of
+ * one request), to the endpoints of eps that subscribe to each. */
+struct outbox_replay_since {
+    const char *since;
+    uint64_t after;
+    unsigned types;
+    size_t max;
+    const struct webhook_endpoint_cfg *eps;
+    size_t neps;
+};
+
+/* Replays as outbox_replay every event q selects, by id, reading at most
+ * q->max events, in one transaction with one audit_log row; *n gets the
+ * events sent again, *read those read and *last the id of the last one
+ * read (where a next request goes on, as its after; q->after when none
+ * was left). */
+enum db_status outbox_replay_since(struct db_conn *c, const struct outbox_replay_since *q,
+                                   const char *actor, const char *request_id, size_t *n,
+                                   size_t *read, uint64_t *last);
 
 /* Lists up to max events in state with ids above after_id, by id. */
 enum db_status outbox_list(struct db_conn *c, int state, uint64_t after_id,
@@ -148,5 +210,23 @@ enum route_result outbox_route_get(const struct route *rt, const struct shard *s
 enum route_result outbox_route_retry(const struct route *rt, const struct shard *sh, uint64_t id,
                                      const char *actor, bool *changed, struct outbox_entry *e,
                                      bool *found, struct route_failure *fail);
+
+/* outbox_replay of row id on shard sh by actor. ROUTE_OK, ROUTE_UNAVAILABLE
+ * or ROUTE_FAILED with *fail set. */
+enum route_result outbox_route_replay(const struct route *rt, const struct shard *sh, uint64_t id,
+                                      const struct webhook_endpoint_cfg *eps, size_t neps,
+                                      const char *actor, bool *found, size_t *sent,
+                                      struct route_failure *fail);
+
+/* outbox_replay_since over the shards, from shard index first (after row
+ * q->after there), then the next shards from their start, until q->max
+ * events were read. *n gets the count; *last_shard and *last where
+ * the reading stopped; *more whether the bound was reached (a next request
+ * goes on after *last of *last_shard). ROUTE_OK (sc->missed names the
+ * shards that did not answer), ROUTE_UNAVAILABLE or ROUTE_FAILED. */
+enum route_result outbox_route_replay_since(const struct route *rt,
+                                            const struct outbox_replay_since *q, size_t first,
+                                            const char *actor, size_t *n, size_t *last_shard,
+                                            uint64_t *last, bool *more, struct route_scan *sc);
 
 #endif

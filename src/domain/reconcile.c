@@ -198,6 +198,8 @@ enum db_status reconcile_purge(struct db_conn *c, const struct config *cfg, stru
     if ((st = purge(c, ST_OUTBOX_PURGE, po, 3, (uint64_t)cfg->retention_batch, &n)) != DB_OK)
         return st;
     metrics_add(m, M_PURGED_OUTBOX, n);
+    if ((st = purge(c, ST_DELIVERY_PURGE, po, 3, (uint64_t)cfg->retention_batch, &n)) != DB_OK)
+        return st;
     if ((st = purge(c, ST_TOKEN_PURGE, NULL, 0, 1000, &n)) != DB_OK)
         return st;
     if (cfg->retention_payment_days > 0) {

@@ -34,6 +34,10 @@ void handle_ops_outbox_list(struct server *srv, const struct http_req *req, stru
 void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_ops_outbox_retry(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);
+void handle_ops_outbox_replay(struct server *srv, const struct http_req *req,
+                              struct http_resp *resp);
+void handle_ops_outbox_replay_since(struct server *srv, const struct http_req *req,
+                                    struct http_resp *resp);
 void handle_ops_refunds_list(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);
 void handle_ops_refund_settle(struct server *srv, const struct http_req *req,

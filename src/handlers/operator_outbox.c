@@ -10,10 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
 
 #include "api_error.h"
 #include "common.h"
+#include "delivery.h"
 #include "handlers.h"
+#include "json_reply.h"
 #include "log.h"
 #include "operator.h"
 #include "outbox.h"
@@ -191,4 +196,197 @@ void handle_ops_outbox_retry(struct server *srv, const struct http_req *req, str
     cJSON_AddBoolToObject(o, "duplicate", !changed);
     http_reply_json(resp, 200, o);
     cJSON_Delete(o);
+}
+
+/* The endpoints a replay goes to: the one its body's "endpoint" names, or
+ * every configured one, into eps. 0, or -1 after a 400. */
+static int replay_endpoints_or_reply(struct server *srv, const cJSON *body,
+                                     struct webhook_endpoint_cfg *eps, size_t *neps,
+                                     struct http_resp *resp)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "endpoint");
+    size_t n = delivery_endpoints(srv, eps);
+
+    *neps = n;
+    if (name == NULL)
+        return 0;
+    if (!cJSON_IsString(name)) {
+        api_reply(resp, API_BAD_REQUEST, "endpoint must be the name of a webhook endpoint");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(eps[i].name, name->valuestring) == 0) {
+            eps[0] = eps[i];
+            *neps = 1;
+            return 0;
+        }
+    api_reply(resp, API_BAD_REQUEST, "no webhook endpoint is configured with this name");
+    return -1;
+}
+
+static cJSON *endpoint_names(const struct webhook_endpoint_cfg *eps, size_t neps, unsigned types)
+{
+    cJSON *arr = cJSON_CreateArray();
+
+    for (size_t i = 0; i < neps; i++)
+        if ((eps[i].events & types) != 0)
+            cJSON_AddItemToArray(arr, cJSON_CreateString(eps[i].name));
+    return arr;
+}
+
+/* Sends one event again, delivered or dead, to one endpoint or to every
+ * endpoint that subscribes to its type; audited. */
+void handle_ops_outbox_replay(struct server *srv, const struct http_req *req,
+                              struct http_resp *resp)
+{
+    const struct route rt = route_of(srv, req->request_id);
+    struct webhook_endpoint_cfg *eps = calloc(WEBHOOKS_MAX, sizeof(*eps));
+    const struct shard *sh = NULL;
+    struct route_failure fail;
+    struct outbox_entry e;
+    uint64_t id = 0;
+    size_t neps = 0, sent = 0;
+    bool found = false;
+    cJSON *body = NULL, *o;
+
+    if (eps == NULL) {
+        api_reply(resp, API_INTERNAL, "out of memory");
+        return;
+    }
+    if (event_id_or_reply(srv, req, &sh, &id, resp) != 0 ||
+        (body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL ||
+        replay_endpoints_or_reply(srv, body, eps, &neps, resp) != 0)
+        goto out;
+    if (outbox_route_replay(&rt, sh, id, eps, neps, operator_actor(req), &found, &sent, &fail) !=
+            ROUTE_OK ||
+        (found && outbox_route_get(&rt, sh, id, &e, &found, &fail) != ROUTE_OK)) {
+        reply_route_failure(req, resp, &fail);
+        goto out;
+    }
+    if (!found) {
+        api_reply(resp, API_EVENT_NOT_FOUND, "no outbox event with this id");
+        goto out;
+    }
+    if (sent == 0) {
+        api_reply(resp, API_BAD_REQUEST, "no such endpoint receives this event's type");
+        goto out;
+    }
+    log_info("outbox event replayed", "event_id=%s:%s endpoints=%zu actor=%s request_id=%s",
+             e.order_no, e.event_type, sent, operator_actor(req), req->request_id);
+    o = operator_event_json(srv, &e, false);
+    cJSON_AddItemToObject(o, "replayed_to",
+                          endpoint_names(eps, neps, webhook_event_bit(e.event_type)));
+    http_reply_json(resp, 200, o);
+    cJSON_Delete(o);
+out:
+    cJSON_Delete(body);
+    OPENSSL_cleanse(eps, WEBHOOKS_MAX * sizeof(*eps));
+    free(eps);
+}
+
+/* The types a since-replay takes: its body's "types", or every type.
+ * 0, or -1 after a 400. */
+static int replay_types_or_reply(const cJSON *body, unsigned *types, struct http_resp *resp)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, "types"), *it;
+
+    *types = (1u << WEBHOOK_EVENT_TYPES_N) - 1;
+    if (arr == NULL)
+        return 0;
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
+        api_reply(resp, API_BAD_REQUEST, "types must be a non-empty array of event types");
+        return -1;
+    }
+    *types = 0;
+    cJSON_ArrayForEach (it, arr) {
+        unsigned bit = cJSON_IsString(it) ? webhook_event_bit(it->valuestring) : 0;
+
+        if (bit == 0) {
+            api_reply(resp, API_BAD_REQUEST, "types holds something that is not an event type");
+            return -1;
+        }
+        *types |= bit;
+    }
+    return 0;
+}
+
+/* Sends again everything written since a time, to one endpoint or all, of
+ * some types or all, at most webhook.replay_max events a request; the
+ * answer says where a next request goes on. Audited (one row a shard). */
+void handle_ops_outbox_replay_since(struct server *srv, const struct http_req *req,
+                                    struct http_resp *resp)
+{
+    const struct route rt = route_of(srv, req->request_id);
+    struct webhook_endpoint_cfg *eps = calloc(WEBHOOKS_MAX, sizeof(*eps));
+    struct outbox_replay_since q = { 0 };
+    struct route_scan sc;
+    const cJSON *since;
+    char when[32];
+    long long t;
+    int64_t limit = 0;
+    size_t first = 0, n = 0, last_shard = 0;
+    uint64_t last = 0;
+    bool more = false;
+    cJSON *body = NULL, *o;
+
+    if (eps == NULL) {
+        api_reply(resp, API_INTERNAL, "out of memory");
+        return;
+    }
+    if ((body = json_parse_object_or_reply(req->body, req->body_len, resp)) == NULL ||
+        replay_endpoints_or_reply(srv, body, eps, &q.neps, resp) != 0 ||
+        replay_types_or_reply(body, &q.types, resp) != 0 ||
+        after_or_reply(srv, req, &first, &q.after, resp) != 0)
+        goto out;
+    since = cJSON_GetObjectItemCaseSensitive(body, "since");
+    if (!cJSON_IsString(since) || (t = webhook_parse_utc(since->valuestring)) < 0) {
+        api_reply(resp, API_BAD_REQUEST, "since must be a UTC time like 2026-12-03T15:00:00Z");
+        goto out;
+    }
+    {
+        time_t tt = (time_t)t;
+        struct tm tm;
+
+        gmtime_r(&tt, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+    }
+    limit = srv->cfg->webhook_replay_max;
+    if (cJSON_GetObjectItemCaseSensitive(body, "limit") != NULL &&
+        json_get_int_or_reply(body, "limit", 1, srv->cfg->webhook_replay_max, &limit, resp) != 0)
+        goto out;
+    q.since = when;
+    q.max = (size_t)limit;
+    q.eps = eps;
+    if (q.neps == 0) {
+        api_reply(resp, API_BAD_REQUEST, "no webhook endpoint is configured");
+        goto out;
+    }
+    if (outbox_route_replay_since(&rt, &q, first, operator_actor(req), &n, &last_shard, &last,
+                                  &more, &sc) != ROUTE_OK) {
+        reply_route_failure(req, resp, &sc.fail);
+        goto out;
+    }
+    log_info("outbox events replayed", "since=%s events=%zu endpoints=%zu actor=%s request_id=%s",
+             since->valuestring, n, q.neps, operator_actor(req), req->request_id);
+    o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "replayed", (double)n);
+    cJSON_AddItemToObject(o, "endpoints", endpoint_names(eps, q.neps, q.types));
+    if (more && srv->shards.sharded) {
+        char ref[32];
+
+        snprintf(ref, sizeof(ref), "S%02d-%llu", srv->shards.s[last_shard].id,
+                 (unsigned long long)last);
+        cJSON_AddStringToObject(o, "next_after", ref);
+    } else if (more) {
+        cJSON_AddNumberToObject(o, "next_after", (double)last);
+    } else {
+        cJSON_AddNullToObject(o, "next_after");
+    }
+    operator_add_unavailable(o, srv, &sc);
+    http_reply_json(resp, 200, o);
+    cJSON_Delete(o);
+out:
+    cJSON_Delete(body);
+    OPENSSL_cleanse(eps, WEBHOOKS_MAX * sizeof(*eps));
+    free(eps);
 }

@@ -668,11 +668,11 @@ int db_row_str(const struct db_row *r, unsigned int col, char *out, size_t outsz
 
 /* The tables of sql/migrations/ the service reads and writes. */
 static const char *const schema_tables[] = {
-    "orders",         "payment_record",    "stock",
-    "outbox",         "idem_token",        "audit_log",
-    "idem_key",       "pay_no_registry",   "checkout_registry",
-    "shard_map",      "backfill_progress", "pay_no_fence",
-    "order_user_lock"
+    "orders",          "payment_record",    "stock",
+    "outbox",          "idem_token",        "audit_log",
+    "idem_key",        "pay_no_registry",   "checkout_registry",
+    "shard_map",       "backfill_progress", "pay_no_fence",
+    "order_user_lock", "webhook_delivery"
 };
 #define NSCHEMA_TABLES (ARRAY_SIZE(schema_tables))
 

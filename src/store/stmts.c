@@ -7,6 +7,7 @@
     "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%S.%fZ'), "            \
     "DATE_FORMAT(update_time, '%Y-%m-%dT%H:%i:%S.%fZ')"
 
+#define DB_FANNED_OUT "'9999-12-31 00:00:00'" /* outbox.next_attempt_at once fanned out */
 #define ISO_TIME(col) "DATE_FORMAT(" col ", '%Y-%m-%dT%H:%i:%S.%fZ')"
 #define OUTBOX_COLS                                                                      \
     "id, event_type, order_no, state, attempts, " ISO_TIME("create_time") ", " ISO_TIME( \
@@ -122,6 +123,79 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_OUTBOX_PURGE] =
         "DELETE FROM outbox WHERE state = ? AND published_at < NOW(3) - INTERVAL ? DAY "
         "LIMIT ?",
+    /* Fan-out: events due and not yet handed to their endpoints, which
+     * no other relay is handing out right now. */
+    [ST_FANOUT_SELECT] = "SELECT id, event_type FROM outbox WHERE state = ? "
+                         "AND next_attempt_at <= NOW(3) ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+    [ST_FANOUT_INSERT] = "INSERT IGNORE INTO webhook_delivery (endpoint, event_id, order_no) "
+                         "SELECT ?, id, order_no FROM outbox WHERE id = ?",
+    [ST_FANOUT_DONE] = "UPDATE outbox SET next_attempt_at = " DB_FANNED_OUT " WHERE id = ?",
+    /* An event none of whose deliveries is pending any more: DEAD when one
+     * of them is, else DELIVERED; attempts the most any endpoint took. */
+    [ST_FANOUT_SETTLE] =
+        "UPDATE outbox o SET "
+        "o.published_at = IF(EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.event_id = o.id "
+        "AND d.state = ?), NULL, NOW(3)), "
+        "o.state = IF(EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.event_id = o.id "
+        "AND d.state = ?), 2, ?), "
+        "o.attempts = GREATEST(o.attempts, COALESCE((SELECT MAX(d.attempts) FROM "
+        "webhook_delivery d WHERE d.event_id = o.id), 0)) "
+        "WHERE o.state = ? AND o.next_attempt_at = " DB_FANNED_OUT " "
+        "AND NOT EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.event_id = o.id AND d.state = ?) "
+        "ORDER BY o.id LIMIT ?",
+    /* As ST_OUTBOX_CLAIM, per endpoint: an order's earlier event must be
+     * delivered there, and handed out, first. */
+    [ST_DELIVERY_CLAIM] =
+        "UPDATE webhook_delivery d SET d.lease_owner = ?, "
+        "d.lease_until = NOW(3) + INTERVAL ? SECOND "
+        "WHERE d.endpoint = ? AND d.state = ? AND d.next_attempt_at <= NOW(3) "
+        "AND (d.lease_until IS NULL OR d.lease_until < NOW(3)) "
+        "AND NOT EXISTS (SELECT 1 FROM webhook_delivery p WHERE p.endpoint = d.endpoint "
+        "AND p.order_no = d.order_no AND p.state <> ? AND p.event_id < d.event_id) "
+        "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.order_no = d.order_no "
+        "AND e.state = ? AND e.id < d.event_id AND e.next_attempt_at < " DB_FANNED_OUT ") "
+        "ORDER BY d.event_id LIMIT ?",
+    [ST_DELIVERY_CLAIMED] =
+        "SELECT o.id, o.event_type, o.order_no, o.payload, d.attempts, " ISO_TIME(
+            "o.create_time") ", r.currency "
+                             "FROM webhook_delivery d JOIN outbox o ON o.id = d.event_id "
+                             "LEFT JOIN orders r ON r.order_no = o.order_no "
+                             "WHERE d.lease_owner = ? AND d.endpoint = ? AND d.state = ? "
+                             "AND d.lease_until > NOW(3) ORDER BY d.event_id",
+    [ST_DELIVERY_DELIVERED] =
+        "UPDATE webhook_delivery SET state = ?, published_at = NOW(3), attempts = attempts + 1, "
+        "lease_owner = NULL, lease_until = NULL, last_error = NULL "
+        "WHERE endpoint = ? AND event_id = ? AND lease_owner = ? AND lease_until > NOW(3)",
+    [ST_DELIVERY_FAILED] =
+        "UPDATE webhook_delivery SET state = IF(attempts + 1 >= ?, ?, state), "
+        "next_attempt_at = NOW(3) + INTERVAL ? * 1000 MICROSECOND, last_error = ?, "
+        "lease_owner = NULL, lease_until = NULL, attempts = attempts + 1 "
+        "WHERE endpoint = ? AND event_id = ? AND lease_owner = ?",
+    [ST_DELIVERY_NOTE] =
+        "UPDATE outbox SET attempts = GREATEST(attempts, ?), last_error = ? WHERE id = ?",
+    [ST_DELIVERY_RELEASE] = "UPDATE webhook_delivery SET lease_owner = NULL, lease_until = NULL "
+                            "WHERE lease_owner = ? AND state = ?",
+    [ST_DELIVERY_REVIVE] =
+        "UPDATE webhook_delivery SET state = ?, attempts = 0, next_attempt_at = NOW(3), "
+        "last_error = NULL, lease_owner = NULL, lease_until = NULL "
+        "WHERE event_id = ? AND state = ?",
+    [ST_DELIVERY_WAITING] =
+        "SELECT COUNT(*) FROM webhook_delivery WHERE endpoint = ? AND state = ?",
+    [ST_DELIVERY_PURGE] =
+        "DELETE FROM webhook_delivery WHERE state = ? AND published_at < NOW(3) - INTERVAL ? DAY "
+        "LIMIT ?",
+    [ST_REPLAY_UPSERT] =
+        "INSERT INTO webhook_delivery (endpoint, event_id, order_no) "
+        "SELECT ?, id, order_no FROM outbox WHERE id = ? "
+        "ON DUPLICATE KEY UPDATE state = ?, attempts = 0, next_attempt_at = NOW(3), "
+        "last_error = NULL, lease_owner = NULL, lease_until = NULL, published_at = NULL",
+    /* A handed-out (or settled) event waits on its deliveries again; one
+     * not handed out yet is left to the fan-out, which adds the others. */
+    [ST_REPLAY_PENDING] =
+        "UPDATE outbox SET state = ?, next_attempt_at = " DB_FANNED_OUT ", published_at = NULL "
+        "WHERE id = ? AND (state <> ? OR next_attempt_at = " DB_FANNED_OUT ")",
+    [ST_REPLAY_SINCE] = "SELECT id, event_type FROM outbox WHERE create_time >= ? AND id > ? "
+                        "ORDER BY id LIMIT ?",
     [ST_WAIT_PAY_COUNT] =
         "SELECT COUNT(*) FROM orders WHERE status = ? AND create_time < NOW(3) - INTERVAL ? SECOND",
     [ST_WAIT_PAY_LIST] = "SELECT order_no, user_id, amount, " ISO_TIME(

@@ -54,16 +54,32 @@ enum db_stmt {
     ST_TOKEN_CONSUME, /* token */
     ST_TOKEN_PURGE,
     /* outbox delivery (outbox.c) */
-    ST_OUTBOX_CLAIM,     /* owner, lease_s, pending, delivered, max */
-    ST_OUTBOX_CLAIMED,   /* owner, pending -> enum outbox_claim_col */
-    ST_OUTBOX_DELIVERED, /* delivered, id, owner */
-    ST_OUTBOX_FAILED,    /* max_attempts, dead, delay_ms, error, id, owner */
-    ST_OUTBOX_RELEASE,   /* owner, pending */
-    ST_OUTBOX_RETRY,     /* pending, id, dead */
-    ST_OUTBOX_LIST,      /* state, after_id, limit -> enum outbox_list_col */
-    ST_OUTBOX_GET,       /* id -> enum outbox_list_col, then payload */
-    ST_OUTBOX_STATS,     /* pending, dead, pending, lag_s -> enum outbox_stats_col */
-    ST_OUTBOX_PURGE,     /* delivered, days, batch */
+    ST_OUTBOX_CLAIM,       /* owner, lease_s, pending, delivered, max */
+    ST_OUTBOX_CLAIMED,     /* owner, pending -> enum outbox_claim_col */
+    ST_OUTBOX_DELIVERED,   /* delivered, id, owner */
+    ST_OUTBOX_FAILED,      /* max_attempts, dead, delay_ms, error, id, owner */
+    ST_OUTBOX_RELEASE,     /* owner, pending */
+    ST_OUTBOX_RETRY,       /* pending, id, dead */
+    ST_OUTBOX_LIST,        /* state, after_id, limit -> enum outbox_list_col */
+    ST_OUTBOX_GET,         /* id -> enum outbox_list_col, then payload */
+    ST_OUTBOX_STATS,       /* pending, dead, pending, lag_s -> enum outbox_stats_col */
+    ST_OUTBOX_PURGE,       /* delivered, days, batch */
+    ST_FANOUT_SELECT,      /* pending, max -> enum fanout_col */
+    ST_FANOUT_INSERT,      /* endpoint, id */
+    ST_FANOUT_DONE,        /* id */
+    ST_FANOUT_SETTLE,      /* dead, dead, delivered, pending, pending, max */
+    ST_DELIVERY_CLAIM,     /* owner, lease_s, endpoint, pending, delivered, pending, max */
+    ST_DELIVERY_CLAIMED,   /* owner, endpoint, pending -> enum outbox_claim_col */
+    ST_DELIVERY_DELIVERED, /* delivered, endpoint, id, owner */
+    ST_DELIVERY_FAILED,    /* max_attempts, dead, delay_ms, error, endpoint, id, owner */
+    ST_DELIVERY_NOTE,      /* attempts, error, id: the outbox row's summary */
+    ST_DELIVERY_RELEASE,   /* owner, pending */
+    ST_DELIVERY_REVIVE,    /* pending, id, dead: the dead deliveries of a retried event */
+    ST_DELIVERY_WAITING,   /* endpoint, pending -> one count */
+    ST_DELIVERY_PURGE,     /* delivered, days, batch */
+    ST_REPLAY_UPSERT,      /* endpoint, id, pending */
+    ST_REPLAY_PENDING,     /* pending, id, pending */
+    ST_REPLAY_SINCE,       /* since, after_id, max -> enum fanout_col */
     /* reconciliation and the refund queue (reconcile.c, refunds.c) */
     ST_WAIT_PAY_COUNT, /* wait_pay, age_s -> one count column */
     ST_WAIT_PAY_LIST,  /* wait_pay, age_s, limit -> enum stale_order_col */
@@ -236,6 +252,12 @@ enum idem_col {
 #define DB_PROC_COUNT 1
 extern const char *const stmt_procedures[DB_PROC_COUNT];
 
+/* ST_FANOUT_SELECT: events not yet handed to their endpoints. */
+enum fanout_col {
+    FOC_ID,
+    FOC_EVENT_TYPE
+};
+
 /* ST_OUTBOX_CLAIMED: the events this relay holds, oldest first. */
 enum outbox_claim_col {
     OBC_ID,
@@ -243,7 +265,8 @@ enum outbox_claim_col {
     OBC_ORDER_NO,
     OBC_PAYLOAD,
     OBC_ATTEMPTS,
-    OBC_CREATE_TIME
+    OBC_CREATE_TIME,
+    OBC_CURRENCY /* ST_DELIVERY_CLAIMED only: the order's, NULL when it is gone */
 };
 
 /* ST_OUTBOX_LIST, ST_OUTBOX_GET (which adds OLC_PAYLOAD). */

@@ -238,7 +238,8 @@ START_TEST(an_acknowledgement_after_the_lease_ran_out_is_not_counted)
     h_assert_status(&r, 200);
     h_resp_free(&r);
     h_await(receiver_count("\"key\": \"OB7:order.paid\"", NULL) >= 1, 10000, "no attempt began");
-    h_db_exec("UPDATE outbox SET lease_until = NOW(3) - INTERVAL 1 SECOND WHERE order_no = 'OB7'");
+    h_db_exec("UPDATE webhook_delivery SET lease_until = NOW(3) - INTERVAL 1 SECOND "
+              "WHERE order_no = 'OB7'");
     receiver_mode("200");
     h_await(receiver_count("\"key\": \"OB7:order.paid\"", "\"answer\": 200") >= 2, 15000,
             "an acknowledgement outside the lease was taken as a delivery");

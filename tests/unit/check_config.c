@@ -474,6 +474,52 @@ START_TEST(cfg_load_checks_webhook_secrets_for_their_format)
 }
 END_TEST
 
+#define EP_A "{\"name\": \"erp\", \"url\": \"https://erp.example/hook\", \"secret\": \"" WHSEC "\""
+
+/* The "webhooks" endpoints: defaults from webhook.*, filters by known
+ * type, one name each, secrets for their format, nothing unknown. */
+START_TEST(cfg_load_reads_webhook_endpoints_and_refuses_bad_ones)
+{
+    const char *url[] = { "PAYCALLBACK_WEBHOOK_URL=http://127.0.0.1:9/hook",
+                          "PAYCALLBACK_WEBHOOK_SECRET=" WHSEC, NULL };
+    struct config cfg;
+    struct webhook_endpoint_cfg def;
+
+    ck_assert_int_eq(0,
+                     load(&cfg,
+                          "{\"webhook\": {\"timeout_ms\": 700}, \"webhooks\": [" EP_A
+                          ", \"events\": [\"order.paid\", \"payment.double_charged\"],"
+                          " \"rate_per_s\": 50}, {\"name\": \"old\", \"url\": \"http://x/h\","
+                          " \"secret\": \"plain\", \"format\": \"legacy\", \"disabled\": true}]}",
+                          NULL));
+    ck_assert_uint_eq(2, cfg.webhooks.n);
+    ck_assert_str_eq("erp", cfg.webhooks.ep[0].name);
+    ck_assert_int_eq(700, cfg.webhooks.ep[0].timeout_ms);
+    ck_assert_int_eq(50, cfg.webhooks.ep[0].rate_per_s);
+    ck_assert_uint_eq(webhook_event_bit("order.paid") | webhook_event_bit("payment.double_charged"),
+                      cfg.webhooks.ep[0].events);
+    ck_assert_int_eq(WEBHOOK_LEGACY, cfg.webhooks.ep[1].format);
+    ck_assert(cfg.webhooks.ep[1].disabled);
+    ck_assert(!cfg_default_webhook(&cfg, &cfg, &def));
+    ck_assert_int_eq(0, load(&cfg, "{}", url));
+    ck_assert(cfg_default_webhook(&cfg, &cfg, &def));
+    ck_assert_str_eq(WEBHOOK_DEFAULT_NAME, def.name);
+    refused("{\"webhooks\": [" EP_A ", \"events\": [\"order.payed\"]}]}", NULL,
+            "\"order.payed\" is not an event type");
+    refused("{\"webhooks\": [" EP_A "}, " EP_A "}]}", NULL, "is taken");
+    refused("{\"webhooks\": [" EP_A ", \"colour\": 1}]}", NULL, "unknown member \"colour\"");
+    refused("{\"webhooks\": [{\"name\": \"erp\", \"url\": \"http://x/h\", \"secret\": \"plain\"}]}",
+            NULL, "must be whsec_");
+    refused("{\"webhooks\": [{\"name\": \"erp\", \"url\": \"http://x/h\"}]}", NULL,
+            "a secret must be set");
+    refused("{\"webhooks\": [" EP_A ", \"previous_secret\": \"" WHSEC "\"}]}", NULL, "go together");
+    refused("{\"webhooks\": [" EP_A ", \"rate_per_s\": -1}]}", NULL, "rate_per_s");
+    refused("{\"webhooks\": [{\"name\": \"default\", \"url\": \"http://x/h\", \"secret\": \"" WHSEC
+            "\"}]}",
+            url, "none named so");
+}
+END_TEST
+
 START_TEST(cfg_load_reads_trusted_proxies_and_refuses_what_is_not_a_network)
 {
     const char *two[] = { "PAYCALLBACK_HTTP_TRUSTED_PROXIES=127.0.0.1, 10.0.0.0/8", NULL };
@@ -805,6 +851,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_refuses_an_empty_key_list_outside_development);
     tcase_add_test(tc, cfg_load_refuses_a_webhook_without_its_secret);
     tcase_add_test(tc, cfg_load_checks_webhook_secrets_for_their_format);
+    tcase_add_test(tc, cfg_load_reads_webhook_endpoints_and_refuses_bad_ones);
     tcase_add_test(tc, cfg_load_reads_trusted_proxies_and_refuses_what_is_not_a_network);
     tcase_add_test(tc, cfg_load_refuses_a_query_url_without_its_token);
     tcase_add_test(tc, cfg_load_knows_the_query_token_variables_of_its_gateways);

@@ -131,6 +131,7 @@ void h_db_reset(void)
         "TRUNCATE TABLE orders",
         "TRUNCATE TABLE payment_record",
         "TRUNCATE TABLE outbox",
+        "TRUNCATE TABLE webhook_delivery",
         "TRUNCATE TABLE idem_token",
         "TRUNCATE TABLE audit_log",
         "TRUNCATE TABLE idem_key",
