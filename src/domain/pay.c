@@ -98,8 +98,11 @@ static enum db_status pay_call_body(struct db_conn *c, void *arg)
     enum db_status st;
 
     money_format(req->amount_cents, amount, sizeof(amount));
-    snprintf(payload, sizeof(payload), "{\"order_no\":\"%s\",\"pay_no\":\"%s\",\"amount\":\"%s\"}",
-             req->order_no, req->pay_no, amount);
+    /* The order's currency is added at delivery (it never changes once the
+     * order is made): the procedure reads nothing more for the event. */
+    snprintf(payload, sizeof(payload),
+             "{\"order_no\":\"%s\",\"pay_no\":\"%s\",\"gateway\":\"%s\",\"amount\":\"%s\"}",
+             req->order_no, req->pay_no, req->gateway != NULL ? req->gateway : "native", amount);
     st = db_query_one(c, ST_PAY_CALL, p, 4, &j->row, &j->found);
     if (st == DB_DUPLICATE) /* the record's own 1062 is caught inside */
         return db_fail(c, "order %s already has an order.paid event", req->order_no);
