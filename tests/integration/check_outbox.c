@@ -260,6 +260,7 @@ START_TEST(deliveries_carry_standard_webhooks_headers)
     ck_assert_int_eq(1, receiver_count("\"key\": \"OB8:order.paid\"", "\"sig_by\": [true]"));
     ck_assert_int_eq(1,
                      receiver_count("\"key\": \"OB8:order.paid\"", "\"id\": \"OB8:order.paid\""));
+    ck_assert_int_eq(1, receiver_count("\"key\": \"OB8:order.paid\"", "\"schema_ok\": true"));
     /* complete: the payment's id, gateway, amount and the order's currency */
     ck_assert_int_eq(1, receiver_count("\"key\": \"OB8:order.paid\"",
                                        "\"data\": {\"order_no\": \"OB8\", \"pay_no\": \"PB8\", "

@@ -1,8 +1,9 @@
 /* check_webhooks.c - several webhook endpoints (the "webhooks" array of the
  * configuration) against the real binary, real MariaDB and a shop receiver
  * (tests/tools/webhook_receiver.js) that verifies every delivery with the
- * official `standardwebhooks` npm package and serves each endpoint on its
- * own path. Filters, one failing endpoint beside a working one, the rate
+ * official `standardwebhooks` npm package, checks every body against its
+ * type's schema in docs/openapi.yaml, and serves each endpoint on its own
+ * path. Filters, one failing endpoint beside a working one, the rate
  * limit under a backlog, and endpoints added and removed by a reload while
  * events flow. */
 #include <check.h>
@@ -181,6 +182,7 @@ START_TEST(a_failing_endpoint_never_holds_back_another)
     ck_assert_int_eq(0, lines("\"path\": \"/a\"", "order.shipped"));
     ck_assert_int_eq(round * 20, delivered("/b"));
     ck_assert_int_eq(0, lines("\"sig_ok\": false", NULL));
+    ck_assert_int_eq(0, lines("\"schema_ok\": false", NULL)); /* docs/openapi.yaml webhooks */
     for (int i = 11; i <= round * 10 + 10; i++) {
         char paid[32], shipped[32];
 
@@ -229,6 +231,7 @@ START_TEST(the_rate_limit_holds_under_a_backlog)
     printf("webhooks: rate limit 500/s, 5000-event backlog delivered at %.1f events/s\n", rate);
     ck_assert_msg(rate <= 550.0, "measured %.1f events/s against a limit of 500", rate);
     ck_assert_int_eq(0, lines("\"sig_ok\": false", NULL));
+    ck_assert_int_eq(0, lines("\"schema_ok\": false", NULL)); /* docs/openapi.yaml webhooks */
 }
 END_TEST
 
@@ -283,6 +286,7 @@ START_TEST(a_reload_adds_and_removes_endpoints_without_losing_events)
             60000, "b's kept events did not go out when it came back");
     h_server_stop(s);
     ck_assert_int_eq(0, lines("\"sig_ok\": false", NULL));
+    ck_assert_int_eq(0, lines("\"schema_ok\": false", NULL)); /* docs/openapi.yaml webhooks */
     printf("webhooks: reload under load: a got 400, c %lld, b kept %lld and drained them\n",
            h_db_scalar_ll("SELECT COUNT(*) FROM webhook_delivery WHERE endpoint = 'c'"), b_rows);
 }
@@ -318,6 +322,7 @@ START_TEST(kill_9_mid_delivery_reaches_every_endpoint)
                 ck_abort_msg("%s did not reach both endpoints", key);
         }
     ck_assert_int_eq(0, lines("\"sig_ok\": false", NULL));
+    ck_assert_int_eq(0, lines("\"schema_ok\": false", NULL)); /* docs/openapi.yaml webhooks */
 }
 END_TEST
 
@@ -394,6 +399,8 @@ START_TEST(replay_sends_a_delivered_event_and_everything_since_a_time)
     h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 1") == 6, WAIT_MS,
             "replayed events not settled");
     h_server_stop(s);
+    ck_assert_int_eq(0, lines("\"sig_ok\": false", NULL));
+    ck_assert_int_eq(0, lines("\"schema_ok\": false", NULL));
     ck_assert_int_eq(3, (int)h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
                                             "'outbox.replay' AND actor = 'dev'"));
     free(since);

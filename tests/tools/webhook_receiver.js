@@ -10,11 +10,14 @@
 // every path is an endpoint (/a, /b, /hook ...). Appends one JSON line per
 // attempt to --log:
 //   {"path": "/a", "key": <webhook-id>, "type": ..., "order_no": ..., "ts": ...,
-//    "sig_ok": true, "sig_by": [true, false], "legacy": false, "dup": false,
-//    "answer": 200, "t": 1700000000.123, "body": <the JSON body>}
+//    "sig_ok": true, "sig_by": [true, false], "schema_ok": true, "legacy": false,
+//    "dup": false, "answer": 200, "t": 1700000000.123, "body": <the JSON body>}
 // sig_by[i] says whether the i-th --secret (repeatable; whsec_... for the
 // standard format, anything for the legacy one) verifies the delivery on its
-// own; sig_ok is their "or". dup: this path answered 200 to this id before.
+// own; sig_ok is their "or". schema_ok: the body matches the schema that
+// docs/openapi.yaml's webhooks section gives its type (false for a type it
+// does not describe; the error goes to stderr). dup: this path answered 200
+// to this id before.
 //
 // How a path answers is switched at run time: POST /_mode/<path> (or /_mode
 // for every path without its own mode) with a body of
@@ -26,7 +29,63 @@ const fs = require('fs');
 const http = require('http');
 const crypto = require('crypto');
 const path = require('path');
-const { Webhook } = require(path.join(__dirname, 'webhook-verify', 'node_modules', 'standardwebhooks'));
+const modules = path.join(__dirname, 'webhook-verify', 'node_modules');
+const { Webhook } = require(path.join(modules, 'standardwebhooks'));
+const yaml = require(path.join(modules, 'js-yaml'));
+
+/* The contract: docs/openapi.yaml, its webhooks section by event type. */
+const api = yaml.load(fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'openapi.yaml'), 'utf8'));
+
+function resolve(schema) {
+    while (schema && schema.$ref) {
+        schema = schema.$ref.replace(/^#\//, '').split('/').reduce((o, k) => o[k], api);
+    }
+    return schema;
+}
+
+/* The JSON Schema keywords the contract uses; returns a list of errors. */
+function check(schema, v, where) {
+    schema = resolve(schema);
+    const errs = [];
+    if (!schema) return errs;
+    const type = (x) => (x === null ? 'null' : Array.isArray(x) ? 'array'
+        : typeof x === 'number' ? (Number.isInteger(x) ? 'integer' : 'number') : typeof x);
+    if (schema.allOf) for (const s of schema.allOf) errs.push(...check(s, v, where));
+    if (schema.oneOf && schema.oneOf.filter((s) => check(s, v, where).length === 0).length !== 1)
+        errs.push(`${where}: not exactly one of oneOf`);
+    if (schema.type) {
+        const types = [].concat(schema.type);
+        const t = type(v);
+        if (!types.includes(t) && !(t === 'integer' && types.includes('number')))
+            errs.push(`${where}: ${t}, not ${types.join('|')}`);
+    }
+    if (schema.enum && !schema.enum.includes(v)) errs.push(`${where}: ${JSON.stringify(v)} not in enum`);
+    if ('const' in schema && schema.const !== v) errs.push(`${where}: not ${schema.const}`);
+    if (schema.pattern && typeof v === 'string' && !new RegExp(schema.pattern).test(v))
+        errs.push(`${where}: ${v} does not match ${schema.pattern}`);
+    if (schema.minLength !== undefined && typeof v === 'string' && v.length < schema.minLength)
+        errs.push(`${where}: too short`);
+    if (schema.maxLength !== undefined && typeof v === 'string' && v.length > schema.maxLength)
+        errs.push(`${where}: too long`);
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+        for (const k of schema.required || [])
+            if (!(k in v)) errs.push(`${where}: ${k} missing`);
+        for (const [k, s] of Object.entries(schema.properties || {}))
+            if (k in v) errs.push(...check(s, v[k], `${where}.${k}`));
+    }
+    return errs;
+}
+
+function schemaOk(ev) {
+    const hook = api.webhooks && api.webhooks[ev.type];
+    if (!hook) {
+        process.stderr.write(`webhook_receiver: no webhooks schema for type ${ev.type}\n`);
+        return false;
+    }
+    const errs = check(hook.post.requestBody.content['application/json'].schema, ev, 'body');
+    if (errs.length) process.stderr.write(`webhook_receiver: ${ev.id}: ${errs.join('; ')}\n`);
+    return errs.length === 0;
+}
 
 function args() {
     const a = { port: 0, secrets: [] };
@@ -127,7 +186,8 @@ const server = http.createServer((req, res) => {
         const line = {
             path: url, key, type: ev.type, order_no: ev.order_no,
             ts: req.headers['webhook-timestamp'] || req.headers['x-timestamp'],
-            sig_ok: by.some((x) => x), sig_by: by, legacy, dup, answer, t: Date.now() / 1000, body: ev,
+            sig_ok: by.some((x) => x), sig_by: by, schema_ok: schemaOk(ev), legacy, dup, answer,
+            t: Date.now() / 1000, body: ev,
         };
         fs.writeSync(log, dumps(line) + '\n');
         if (mode === 'hang') {
