@@ -114,7 +114,7 @@ integration: $(BIN) $(INTEG)
 	@rm -rf var/test-logs
 	@scripts/npm-ci.sh tests/tools/webhook-verify
 	@PCB_BIN=$(BIN) scripts/run-tests.sh tests/migrate/check-migrate.sh $(INTEG) \
-		scripts/check-logfmt.py
+		tests/docs/check-webhooks.sh scripts/check-logfmt.py
 
 test: services
 	@$(MAKE) --no-print-directory unit integration
