@@ -134,6 +134,7 @@ test-scale: services
 bench: services
 	@$(MAKE) --no-print-directory all $(CEILING)
 	@bench/run.sh $(BIN) $(CEILING)
+	@bench/webhooks.sh $(BIN)
 
 # The operator console in headless chromium (puppeteer-core), against the
 # real service, MariaDB and Redis: about a minute. Screenshots in build/console/.
