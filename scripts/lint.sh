@@ -9,7 +9,8 @@
 # with the configuration that uses them (haproxy -c), and
 # docs/configuration.md against the key table of the built binary, and
 # the README and docs/ against the tree: links, anchors, the Layout
-# (scripts/check-docs.py). Needs python3,
+# (scripts/check-docs.py), and docs/layout.md against every source file
+# (scripts/gen-layout.py). Needs python3,
 # python3-yaml, cppcheck, clang-tidy, promtool and haproxy. Exit status 0
 # when every check passes.
 set -euo pipefail
@@ -25,6 +26,7 @@ scripts/check-alerts.sh || rc=1
 python3 scripts/check-metric-names.py --self-test || rc=1
 python3 scripts/check-errorfiles.py --self-test || rc=1
 python3 scripts/check-docs.py --self-test || rc=1
+python3 scripts/gen-layout.py --check || rc=1   # docs/layout.md names every source file
 # docs/configuration.md is generated from the binary's key table.
 if make --no-print-directory -s all >/dev/null; then
 	python3 scripts/gen-config-doc.py build/paycallback docs/configuration.md --check || rc=1
