@@ -22,6 +22,7 @@ SECTIONS = [
     ("quota", "Request quotas"), ("mysql", "MySQL / MariaDB"), ("redis", "Redis"),
     ("callback", "The native callback and its query endpoint"), ("auth", "Operator keys"),
     ("idempotency", "Idempotency-Key"), ("orders", "Orders"), ("webhook", "Outbox delivery"),
+    ("refunds", "The refund relay (docs/refunds.md)"),
     ("reconcile", "Reconciliation"), ("retention", "Retention"), ("console", "The operator console"),
     ("gateways", "Gateway profiles"),
 ]

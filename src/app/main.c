@@ -29,6 +29,7 @@
 #include "pay.h"
 #include "query.h"
 #include "reconcile.h"
+#include "refund_relay.h"
 #include "redis.h"
 #include "router.h"
 #include "replays.h"
@@ -586,6 +587,8 @@ int main(int argc, char **argv)
         goto stop_http;
     if ((srv.recon = reconcile_start(&srv)) == NULL)
         goto stop_http;
+    if ((srv.refunds = refund_relay_start(&srv)) == NULL)
+        goto stop_http;
     /* Under systemd (Type=notify) the unit is started only now that the
      * socket listens; elsewhere NOTIFY_SOCKET is unset and this does nothing. */
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s:%d\nMAINPID=%lu", cfg.listen_address, port,
@@ -612,7 +615,8 @@ int main(int argc, char **argv)
 stop_http:
     http_stop(&srv);
 out:
-    delivery_stop(srv.relay); /* an attempt in flight ends first */
+    refund_relay_stop(srv.refunds); /* a call in flight ends first */
+    delivery_stop(srv.relay);       /* an attempt in flight ends first */
     reconcile_stop(srv.recon);
     seen_destroy(paid.recent);
     replays_destroy(paid.answers);

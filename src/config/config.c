@@ -229,6 +229,19 @@ static const struct cfg_key keys[] = {
       "an idle relay looks for new events this often"),
     I("webhook", "replay_max", webhook_replay_max, 1, 100000, "1000",
       "events one replay request (POST /ops/outbox/replay) may read and send again"),
+    I("refunds", "poll_ms", refunds_poll_ms, 10, 60000, "500",
+      "an idle refund relay looks for due refunds this often (one relay per shard)"),
+    I("refunds", "batch", refunds_batch, 1, 100, "8",
+      "refunds one relay claims at once; its lease covers two gateway calls each"),
+    I("refunds", "backoff_base_ms", refunds_backoff_base_ms, 10, 3600000, "2000",
+      "wait before a refund is submitted or asked about again; each attempt doubles it "
+      "(with jitter). A refund is never given up on"),
+    I("refunds", "backoff_max_ms", refunds_backoff_max_ms, 10, 86400000, "600000",
+      "the longest wait between two attempts of a refund"),
+    I("refunds", "sweep_s", refunds_sweep_s, 1, 86400, "5",
+      "how often each refund relay looks for payments to refund that have no refund "
+      "yet (a canceled paid order's payment, a double payment whose refund a crash "
+      "lost)"),
     I("orders", "max_open_per_user", orders_max_open_per_user, 0, 100000, "20",
       "WAIT_PAY orders one user_id may hold; then 409 TOO_MANY_OPEN_ORDERS; 0: no cap"),
     I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60",

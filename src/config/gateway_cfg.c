@@ -31,6 +31,12 @@ static const char *const profile_members[] = {
     "query_url",
     "query_token_env",
     "query_timeout_ms",
+    "refund",
+    "refund_url",
+    "refund_key_env",
+    "refund_timeout_ms",
+    "merchant_key_file",
+    "merchant_serial",
 };
 
 const char *gateway_kind_name(enum gateway_kind kind)
@@ -233,6 +239,77 @@ static int get_query(const cJSON *obj, struct gateway_profile_cfg *p, const char
     return 0;
 }
 
+/* The optional refund members: the base URL of the gateway's refund API
+ * (none: refunds through this gateway are settled by hand, as native
+ * payments), who asks for the refund of a double payment ("auto": the
+ * service; "approval", the default: an operator approves each), the
+ * variable holding the API key (Stripe's secret key), and the timeout of
+ * one call. */
+static int get_refund(const cJSON *obj, struct gateway_profile_cfg *p, const char *where, char *err,
+                      size_t errsz)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(obj, "refund_timeout_ms");
+    char mode[16] = "";
+
+    p->refund_timeout_ms = GATEWAY_QUERY_TIMEOUT_MS_DEFAULT;
+    if (get_str(obj, "refund_url", p->refund_url, sizeof(p->refund_url), where, err, errsz) != 0 ||
+        get_str(obj, "merchant_key_file", p->merchant_key_file, sizeof(p->merchant_key_file), where,
+                err, errsz) != 0 ||
+        get_str(obj, "merchant_serial", p->merchant_serial, sizeof(p->merchant_serial), where, err,
+                errsz) != 0 ||
+        get_str(obj, "refund_key_env", p->refund_key_env, sizeof(p->refund_key_env), where, err,
+                errsz) != 0 ||
+        get_str(obj, "refund", mode, sizeof(mode), where, err, errsz) != 0)
+        return -1;
+    if (mode[0] != '\0' && strcmp(mode, "auto") != 0 && strcmp(mode, "approval") != 0) {
+        snprintf(err, errsz, "%s.refund must be \"auto\" or \"approval\", got \"%s\"", where, mode);
+        return -1;
+    }
+    p->refund_auto = strcmp(mode, "auto") == 0;
+    if (p->refund_url[0] == '\0') {
+        if (t != NULL || mode[0] != '\0' || p->merchant_key_file[0] != '\0' ||
+            p->merchant_serial[0] != '\0' ||
+            cJSON_GetObjectItemCaseSensitive(obj, "refund_key_env") != NULL) {
+            snprintf(err, errsz,
+                     "%s: refund, refund_key_env, refund_timeout_ms, merchant_key_file and "
+                     "merchant_serial need a non-empty refund_url",
+                     where);
+            return -1;
+        }
+        return 0;
+    }
+    if (p->kind != GATEWAY_STRIPE && p->merchant_key_file[0] == '\0') {
+        snprintf(err, errsz, "%s: refunds through an %s profile need merchant_key_file", where,
+                 gateway_kind_name(p->kind));
+        return -1;
+    }
+    if (p->kind == GATEWAY_WECHATPAY_V3 && p->merchant_serial[0] == '\0') {
+        snprintf(err, errsz, "%s: refunds through a wechatpay_v3 profile need merchant_serial",
+                 where);
+        return -1;
+    }
+    if (!validate_http_url(p->refund_url)) {
+        snprintf(err, errsz,
+                 "%s.refund_url must be an http:// or https:// URL without user "
+                 "info or fragment, got \"%s\"",
+                 where, p->refund_url);
+        return -1;
+    }
+    if (t != NULL) {
+        if (!cJSON_IsNumber(t) || t->valuedouble < GATEWAY_QUERY_TIMEOUT_MS_MIN ||
+            t->valuedouble > GATEWAY_QUERY_TIMEOUT_MS_MAX ||
+            t->valuedouble != (double)(int)t->valuedouble) {
+            snprintf(err, errsz, "%s.refund_timeout_ms must be an integer in %d..%d", where,
+                     GATEWAY_QUERY_TIMEOUT_MS_MIN, GATEWAY_QUERY_TIMEOUT_MS_MAX);
+            return -1;
+        }
+        p->refund_timeout_ms = (int)t->valuedouble;
+    }
+    if (p->refund_key_env[0] == '\0')
+        default_env(p, "_REFUND_KEY", p->refund_key_env);
+    return 0;
+}
+
 /* What each kind needs beyond the common members. */
 static int check_kind(const cJSON *obj, struct gateway_profile_cfg *p, const char *where, char *err,
                       size_t errsz)
@@ -296,7 +373,7 @@ static int parse_profile(const cJSON *obj, struct gateway_profile_cfg *p, const 
     }
     if (p->secret_env[0] == '\0')
         default_env(p, "_SECRET", p->secret_env);
-    if (get_query(obj, p, where, err, errsz) != 0)
+    if (get_query(obj, p, where, err, errsz) != 0 || get_refund(obj, p, where, err, errsz) != 0)
         return -1;
     return check_kind(obj, p, where, err, errsz);
 }

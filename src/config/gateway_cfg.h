@@ -47,6 +47,19 @@ struct gateway_profile_cfg {
     char query_url[GATEWAY_STR_MAX];
     char query_token_env[GATEWAY_STR_MAX];
     int query_timeout_ms; /* one query, connect included */
+    /* Refunds through the gateway's API: "" when refunds through this
+     * gateway are settled by hand. refund_auto: a double payment is
+     * refunded without an operator's approval. The API key (Stripe's
+     * secret key) comes from the variable refund_key_env. */
+    char refund_url[GATEWAY_STR_MAX];
+    char refund_key_env[GATEWAY_STR_MAX];
+    int refund_auto;
+    int refund_timeout_ms; /* one submission or query, connect included */
+    /* Alipay and WeChat Pay sign refund requests with the merchant's RSA
+     * private key (a file only its owner may read); WeChat names it by its
+     * certificate serial. */
+    char merchant_key_file[GATEWAY_STR_MAX];
+    char merchant_serial[65];
 };
 
 struct gateway_cfg {
@@ -62,7 +75,10 @@ struct gateway_cfg {
  * secret_env defaults to PAYCALLBACK_GATEWAY_<NAME>_SECRET. query_url is
  * optional and must pass validate_http_url; query_token_env (default
  * PAYCALLBACK_GATEWAY_<NAME>_QUERY_TOKEN) and query_timeout_ms (100..60000,
- * default 5000) are refused without it. Returns 0, or
+ * default 5000) are refused without it. refund_url is optional likewise;
+ * refund ("auto" or "approval", the default), refund_key_env (default
+ * PAYCALLBACK_GATEWAY_<NAME>_REFUND_KEY) and refund_timeout_ms are refused
+ * without it. Returns 0, or
  * -1 with a one-line reason in err naming file and member. */
 int gateway_cfg_parse(const struct cJSON *arr, struct gateway_cfg *out, const char *file, char *err,
                       size_t errsz);

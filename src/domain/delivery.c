@@ -29,7 +29,7 @@
 #include "signature.h"
 #include "stdwebhook.h"
 
-#define DELIVERY_HEADER_MAX 160 /* one signature header line, NUL included */
+#define DELIVERY_HEADER_MAX 200 /* one signature header line, NUL included */
 #define DELIVERY_LEASE_PAD_S 2  /* lease beyond the batch's worst case */
 #define DELIVERY_DB_WAIT_MS 1000
 #define DELIVERY_DOWN_WAIT_MAX_MS 5000 /* longest wait before claiming again on a failing shard */
@@ -103,12 +103,15 @@ int64_t delivery_backoff_ms(int attempt, int64_t base_ms, int64_t max_ms, uint32
 
 void delivery_event_id(const struct outbox_event *ev, char *out, size_t outsz)
 {
-    snprintf(out, outsz, "%s:%s", ev->order_no, ev->event_type);
+    if (ev->subject[0] == '\0')
+        snprintf(out, outsz, "%s:%s", ev->order_no, ev->event_type);
+    else
+        snprintf(out, outsz, "%s:%s:%s", ev->order_no, ev->event_type, ev->subject);
 }
 
 char *delivery_event_body(const struct outbox_event *ev, size_t *len)
 {
-    char id[sizeof(ev->order_no) + sizeof(ev->event_type) + 1];
+    char id[sizeof(ev->order_no) + sizeof(ev->event_type) + sizeof(ev->subject) + 2];
     cJSON *o = cJSON_CreateObject(), *data = cJSON_Parse(ev->payload);
     char *text = NULL, *out = NULL;
 
@@ -239,8 +242,8 @@ out:
 static enum attempt_result post_event(struct relay *r, const struct webhook_endpoint_cfg *ep,
                                       const struct outbox_event *ev, char *err, size_t errsz)
 {
-    char id[sizeof(ev->order_no) + sizeof(ev->event_type) + 1];
-    char sig[3][DELIVERY_HEADER_MAX], h_key[160], h_type[64];
+    char id[sizeof(ev->order_no) + sizeof(ev->event_type) + sizeof(ev->subject) + 2];
+    char sig[3][DELIVERY_HEADER_MAX], h_key[200], h_type[64];
     struct curl_slist *hdr = NULL, *t;
     enum attempt_result res = ATTEMPT_CONNECT;
     size_t len = 0;

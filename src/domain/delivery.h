@@ -56,9 +56,10 @@ int64_t delivery_backoff_ms(int attempt, int64_t base_ms, int64_t max_ms, uint32
  * the stored payload is not valid JSON or on allocation failure. */
 char *delivery_event_body(const struct outbox_event *ev, size_t *len);
 
-/* The event id the shop dedupes by: "<order_no>:<event_type>", unique
- * because the outbox keeps one event of a type per order and order_nos
- * are unique; across shards too, since a sharded order_no carries its
+/* The event id the shop dedupes by: "<order_no>:<event_type>", or
+ * "<order_no>:<event_type>:<subject>" for an event with a subject (a
+ * refund's), unique because the outbox keeps one event of a type per order
+ * and subject and order_nos are unique; across shards too, since a sharded order_no carries its
  * shard ("S02-...") and an event lives on its order's shard. Writes into
  * out (outsz bytes). */
 void delivery_event_id(const struct outbox_event *ev, char *out, size_t outsz);

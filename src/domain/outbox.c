@@ -14,11 +14,18 @@
 enum db_status outbox_append(struct db_conn *c, const char *event_type, const char *order_no,
                              const char *payload)
 {
-    const char *p[] = { event_type, order_no, payload };
-    enum db_status st = db_exec(c, ST_OUTBOX_INSERT, p, 3, NULL);
+    return outbox_append_subject(c, event_type, order_no, "", payload);
+}
+
+enum db_status outbox_append_subject(struct db_conn *c, const char *event_type,
+                                     const char *order_no, const char *subject, const char *payload)
+{
+    const char *p[] = { event_type, order_no, subject, payload };
+    enum db_status st = db_exec(c, ST_OUTBOX_INSERT, p, 4, NULL);
 
     if (st == DB_DUPLICATE)
-        return db_fail(c, "outbox: order %s already has a %s event", order_no, event_type);
+        return db_fail(c, "outbox: order %s already has a %s event for '%s'", order_no, event_type,
+                       subject);
     return st;
 }
 
@@ -130,6 +137,7 @@ static int read_event(const struct db_row *r, struct outbox_event *ev)
         db_row_int(r, OBC_ATTEMPTS, 0, INT32_MAX, &attempts) != 0 ||
         db_row_str(r, OBC_EVENT_TYPE, ev->event_type, sizeof(ev->event_type)) != 0 ||
         db_row_str(r, OBC_ORDER_NO, ev->order_no, sizeof(ev->order_no)) != 0 ||
+        db_row_str(r, OBC_SUBJECT, ev->subject, sizeof(ev->subject)) != 0 ||
         db_row_str(r, OBC_PAYLOAD, ev->payload, sizeof(ev->payload)) != 0 ||
         db_row_str(r, OBC_CREATE_TIME, ev->created_at, sizeof(ev->created_at)) != 0 ||
         (!db_row_is_null(r, OBC_CURRENCY) &&

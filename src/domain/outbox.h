@@ -18,11 +18,13 @@
 #define OUTBOX_PAYLOAD_MAX 512 /* payloads we write; the column is TEXT */
 
 /* Event types. The table keeps at most one event of a type per order
- * (UNIQUE(event_type, order_no)). */
+ * and subject (UNIQUE(event_type, order_no, subject)). */
 #define OUTBOX_ORDER_PAID "order.paid"
 #define OUTBOX_ORDER_SHIPPED "order.shipped"
 #define OUTBOX_ORDER_FINISHED "order.finished"
 #define OUTBOX_ORDER_CANCELED "order.canceled"
+#define OUTBOX_REFUND_SUCCEEDED "refund.succeeded" /* subject: the refund_no */
+#define OUTBOX_REFUND_FAILED "refund.failed"       /* subject: the refund_no */
 
 /* Delivery state of an event (outbox.state). */
 enum outbox_state {
@@ -40,6 +42,7 @@ struct outbox_event {
     uint64_t id;
     char event_type[OUTBOX_TYPE_MAX + 1];
     char order_no[65];
+    char subject[65]; /* "" for the order itself; a refund's refund_no */
     char payload[OUTBOX_PAYLOAD_MAX];
     char created_at[OUTBOX_TIME_MAX];
     int attempts;     /* failed or made at this endpoint before this claim */
@@ -76,6 +79,14 @@ struct outbox_stats {
  * guess; the detail is in db_errstr), or the statement's failure status. */
 enum db_status outbox_append(struct db_conn *c, const char *event_type, const char *order_no,
                              const char *payload);
+
+/* outbox_append for an event about one of the order's things (subject,
+ * "" for the order itself): an order has at most one event of a type per
+ * subject (UNIQUE(event_type, order_no, subject)). A refund's events carry
+ * its refund_no, so each partial refund is announced once. */
+enum db_status outbox_append_subject(struct db_conn *c, const char *event_type,
+                                     const char *order_no, const char *subject,
+                                     const char *payload);
 
 /* The event type announcing that an order entered status to (an enum
  * order_status), or NULL for a status that has no event (WAIT_PAY). */

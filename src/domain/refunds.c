@@ -233,11 +233,7 @@ static enum refunds_result settle_on(struct route_hop *h, const struct shard *sh
     return r;
 }
 
-/* Sharded: the shard pay_no's payment lives on, by its pay_no_registry
- * row (on shard_place(pay_no)), or NULL when the registry cannot say (no
- * row: a payment made before sharding; or the registry's shard is down,
- * which is logged and not counted: every shard is asked then). */
-static const struct shard *registry_shard(const struct route *rt, const char *pay_no)
+const struct shard *refunds_pay_shard(const struct route *rt, const char *pay_no)
 {
     const struct shard *reg = shard_place(rt->set, pay_no);
     char order_no[ID_BUF];
@@ -261,7 +257,7 @@ enum refunds_result refunds_route_settle(const struct route *rt,
                                          const struct refunds_settle_req *sr,
                                          struct refund_entry *e, struct route_failure *fail)
 {
-    const struct shard *sh = rt->set->sharded ? registry_shard(rt, sr->pay_no) : &rt->set->s[0];
+    const struct shard *sh = rt->set->sharded ? refunds_pay_shard(rt, sr->pay_no) : &rt->set->s[0];
     enum refunds_result r;
     struct route_hop h;
     bool missed = false;

@@ -75,6 +75,12 @@ void refunds_merge(const struct refund_entry *a, size_t na, const struct refund_
 enum route_result refunds_route_list(const struct route *rt, int status, struct refund_entry *items,
                                      size_t limit, size_t *n, struct route_scan *sc);
 
+/* Sharded: the shard pay_no's payment lives on, by its pay_no_registry
+ * row (on shard_place(pay_no)), or NULL when the registry cannot say (no
+ * row: a payment made before sharding; or the registry's shard is down,
+ * which is logged and not counted: every shard is asked then). */
+const struct shard *refunds_pay_shard(const struct route *rt, const char *pay_no);
+
 /* A settle: the payment, the refund's reference at the gateway, and who. */
 struct refunds_settle_req {
     const char *pay_no;

@@ -10,11 +10,13 @@
 #include <openssl/crypto.h>
 
 #include "config.h"
+#include "privkey.h"
 #include "pubkey.h"
 
 struct gateways {
     struct gateway gw[GATEWAYS_MAX];
     struct pubkey *keys[GATEWAYS_MAX][GATEWAY_KEYS_MAX]; /* owned */
+    struct privkey *merchant[GATEWAYS_MAX];              /* owned */
     size_t n;
     const char *names[GATEWAYS_MAX]; /* metrics labels */
 };
@@ -53,6 +55,44 @@ static int load_secret(const struct gateway_profile_cfg *p, struct gateway *gw, 
     return 0;
 }
 
+/* What a profile with a refund_url signs its refund requests with:
+ * Stripe's secret API key from refund_key_env into gw->refund_key; the
+ * merchant's private key file (owner-only) for Alipay and WeChat Pay. */
+static int load_refund_key(const struct gateway_profile_cfg *p, struct gateways *g,
+                           struct gateway *gw, char *err, size_t errsz)
+{
+    const char *v;
+
+    if (p->refund_url[0] == '\0')
+        return 0;
+    if (p->kind != GATEWAY_STRIPE) {
+        char why[384];
+
+        g->merchant[g->n] = privkey_load_file(p->merchant_key_file, why, sizeof(why));
+        if (g->merchant[g->n] == NULL) {
+            snprintf(err, errsz, "gateway %s: merchant_key_file: %s", p->name, why);
+            return -1;
+        }
+        gw->merchant_key = g->merchant[g->n];
+        return 0;
+    }
+    v = getenv(p->refund_key_env);
+    if (v == NULL || v[0] == '\0') {
+        snprintf(err, errsz,
+                 "gateway %s: %s is not set; refunds need the secret API key from the "
+                 "environment",
+                 p->name, p->refund_key_env);
+        return -1;
+    }
+    if (strlen(v) >= sizeof(gw->refund_key)) {
+        snprintf(err, errsz, "gateway %s: %s is longer than %d bytes", p->name, p->refund_key_env,
+                 GATEWAY_SECRET_MAX - 1);
+        return -1;
+    }
+    memcpy(gw->refund_key, v, strlen(v) + 1);
+    return 0;
+}
+
 static int load_gateway(struct gateways *g, const struct gateway_profile_cfg *p, char *err,
                         size_t errsz)
 {
@@ -78,7 +118,7 @@ static int load_gateway(struct gateways *g, const struct gateway_profile_cfg *p,
         gw->nwechat_keys = p->nkeys;
     if (p->kind != GATEWAY_ALIPAY && load_secret(p, gw, err, errsz) != 0)
         return -1;
-    return 0;
+    return load_refund_key(p, g, gw, err, errsz);
 }
 
 struct gateways *gateways_create(const struct config *cfg, char *err, size_t errsz)
@@ -107,13 +147,17 @@ void gateways_destroy(struct gateways *g)
 
     if (g == NULL)
         return;
-    for (i = 0; i < g->n; i++)
+    for (i = 0; i < g->n; i++) {
         for (j = 0; j < GATEWAY_KEYS_MAX; j++)
             pubkey_destroy(g->keys[i][j]);
+        privkey_destroy(g->merchant[i]);
+    }
     /* The secrets go with the memory; wipe them so a core dump of a later
      * allocation does not show them. */
-    for (i = 0; i < g->n; i++)
+    for (i = 0; i < g->n; i++) {
         OPENSSL_cleanse(g->gw[i].secret, sizeof(g->gw[i].secret));
+        OPENSSL_cleanse(g->gw[i].refund_key, sizeof(g->gw[i].refund_key));
+    }
     free(g);
 }
 

@@ -11,6 +11,7 @@
 #include "gateway_wechat.h"
 
 struct config;
+struct privkey;
 struct pubkey;
 
 #define GATEWAY_SECRET_MAX 256
@@ -21,9 +22,11 @@ struct gateway {
     size_t index;                          /* position: its metrics label slot */
     const struct pubkey *alipay_key;       /* alipay: Alipay's public key */
     struct gateway_wechat_key wechat_keys[GATEWAY_KEYS_MAX];
-    size_t nwechat_keys;             /* wechatpay_v3: platform keys */
-    char secret[GATEWAY_SECRET_MAX]; /* stripe: endpoint secret;
+    size_t nwechat_keys;                 /* wechatpay_v3: platform keys */
+    char secret[GATEWAY_SECRET_MAX];     /* stripe: endpoint secret;
                                                    wechatpay_v3: the APIv3 key */
+    char refund_key[GATEWAY_SECRET_MAX]; /* stripe with a refund_url: the secret API key */
+    const struct privkey *merchant_key;  /* alipay, wechatpay_v3 with a refund_url */
 };
 
 struct gateways;

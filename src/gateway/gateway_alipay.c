@@ -107,6 +107,14 @@ enum gateway_status gateway_alipay_notice(const struct form *f, const char *app_
     if (status == NULL || status[0] == '\0' || strlen(status) >= sizeof(n->state))
         return GATEWAY_MALFORMED;
     memcpy(n->state, status, strlen(status) + 1);
+    /* A refund's notification: the trade's status sync with the refund's
+     * fields; out_biz_no is the out_request_no the refund was asked with. */
+    if (form_get(f, "refund_fee") != NULL && form_get(f, "out_biz_no") != NULL) {
+        n->refund = GATEWAY_REFUND_SUCCEEDED;
+        gateway_copy_id(n->refund_no, form_get(f, "out_biz_no"));
+        gateway_copy_id(n->refund_id, form_get(f, "trade_no"));
+        return GATEWAY_OK;
+    }
     if (!pays(status))
         return GATEWAY_OK; /* acknowledged, nothing to apply */
     if (gateway_copy_id(n->pay_no, form_get(f, "trade_no")) != 0 ||

@@ -29,11 +29,27 @@ enum gateway_status {
     GATEWAY_ERROR            /* OpenSSL or memory failed: not the sender's fault */
 };
 
+/* What a refund notification says of the refund it names. */
+enum gateway_refund {
+    GATEWAY_REFUND_NONE,      /* not a refund notification */
+    GATEWAY_REFUND_SUCCEEDED, /* the money went back */
+    GATEWAY_REFUND_FAILED,    /* refused, closed or abnormal: refund_code says which */
+    GATEWAY_REFUND_PENDING    /* still processing: changes nothing */
+};
+
+#define GATEWAY_REFUND_ID_MAX 65
+
 /* A verified notification. When pays is false the gateway reports something
  * other than a completed payment (a closed trade, another event type): it is
- * acknowledged and changes nothing, and only state is meaningful. */
+ * acknowledged and changes nothing, and only state is meaningful, unless
+ * refund says it reports a refund (refund_no: our request number, as the
+ * gateway echoes it; "" when it names none of ours). */
 struct gateway_notice {
     bool pays;
+    enum gateway_refund refund;
+    char refund_no[ID_BUF];
+    char refund_id[GATEWAY_REFUND_ID_MAX]; /* the gateway's own refund id */
+    char refund_code[GATEWAY_REFUND_ID_MAX];
     char state[GATEWAY_STATE_BUF]; /* trade_status, trade_state or event type */
     char pay_no[ID_BUF];           /* the gateway's transaction id */
     char order_no[ID_BUF];

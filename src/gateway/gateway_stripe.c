@@ -5,6 +5,8 @@
 #include "gateway_stripe.h"
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -134,6 +136,50 @@ static enum gateway_status read_intent(const cJSON *obj, struct gateway_notice *
     return GATEWAY_OK;
 }
 
+/* A refund object (refund.updated, refund.failed, or the newest refund of
+ * a charge.refunded charge): our refund number is its
+ * metadata.refund_no, which the service sets when it submits. */
+static void read_refund(const cJSON *obj, struct gateway_notice *n)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const char *status = str_member(obj, "status"), *reason = str_member(obj, "failure_reason");
+
+    if (status == NULL)
+        return;
+    if (strcmp(status, "succeeded") == 0)
+        n->refund = GATEWAY_REFUND_SUCCEEDED;
+    else if (strcmp(status, "failed") == 0 || strcmp(status, "canceled") == 0)
+        n->refund = GATEWAY_REFUND_FAILED;
+    else
+        n->refund = GATEWAY_REFUND_PENDING;
+    if (cJSON_IsObject(meta))
+        gateway_copy_id(n->refund_no, str_member(meta, "refund_no"));
+    gateway_copy_id(n->refund_id, str_member(obj, "id"));
+    snprintf(n->refund_code, sizeof(n->refund_code), "%.60s",
+             reason != NULL ? reason : (n->refund == GATEWAY_REFUND_FAILED ? status : ""));
+}
+
+/* charge.refunded, refund.updated, refund.failed: the refund they carry. */
+static void read_refund_event(const char *type, const cJSON *obj, struct gateway_notice *n)
+{
+    const cJSON *list, *data;
+
+    if (strcmp(type, "charge.refunded") != 0) {
+        read_refund(obj, n);
+        return;
+    }
+    list = cJSON_GetObjectItemCaseSensitive(obj, "refunds");
+    data = cJSON_IsObject(list) ? cJSON_GetObjectItemCaseSensitive(list, "data") : NULL;
+    if (cJSON_IsArray(data) && cJSON_IsObject(cJSON_GetArrayItem(data, 0)))
+        read_refund(cJSON_GetArrayItem(data, 0), n); /* Stripe lists the newest first */
+}
+
+static bool refund_event(const char *type)
+{
+    return strcmp(type, "charge.refunded") == 0 || strcmp(type, "refund.updated") == 0 ||
+           strcmp(type, "refund.failed") == 0;
+}
+
 enum gateway_status gateway_stripe_notice(const char *body, size_t body_len,
                                           struct gateway_notice *n)
 {
@@ -151,6 +197,14 @@ enum gateway_status gateway_stripe_notice(const char *body, size_t body_len,
     if (type == NULL || type[0] == '\0' || strlen(type) >= sizeof(n->state))
         goto out;
     memcpy(n->state, type, strlen(type) + 1);
+    if (refund_event(type)) {
+        data = cJSON_GetObjectItemCaseSensitive(root, "data");
+        obj = cJSON_IsObject(data) ? cJSON_GetObjectItemCaseSensitive(data, "object") : NULL;
+        if (cJSON_IsObject(obj))
+            read_refund_event(type, obj, n);
+        st = GATEWAY_OK;
+        goto out;
+    }
     if (strcmp(type, "payment_intent.succeeded") != 0) {
         st = GATEWAY_OK; /* acknowledged, nothing to apply */
         goto out;

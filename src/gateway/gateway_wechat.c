@@ -4,6 +4,7 @@
 #include "gateway_wechat.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,27 @@ static enum gateway_status read_transaction(const cJSON *tx, const char *mchid, 
     return GATEWAY_OK;
 }
 
+/* A decrypted refund resource (REFUND.SUCCESS / ABNORMAL / CLOSED), checked
+ * against the profile's merchant id. */
+static enum gateway_status read_refund_resource(const cJSON *tx, const char *mchid,
+                                                struct gateway_notice *n)
+{
+    const char *got = str_member(tx, "mchid"), *st = str_member(tx, "refund_status");
+
+    if (got == NULL || mchid == NULL || strcmp(got, mchid) != 0)
+        return GATEWAY_WRONG_APP;
+    if (st == NULL)
+        return GATEWAY_MALFORMED;
+    n->refund = strcmp(st, "SUCCESS") == 0 ? GATEWAY_REFUND_SUCCEEDED
+                : strcmp(st, "CLOSED") == 0 || strcmp(st, "ABNORMAL") == 0 ? GATEWAY_REFUND_FAILED
+                                                                           : GATEWAY_REFUND_PENDING;
+    gateway_copy_id(n->refund_no, str_member(tx, "out_refund_no"));
+    gateway_copy_id(n->refund_id, str_member(tx, "refund_id"));
+    if (n->refund == GATEWAY_REFUND_FAILED)
+        snprintf(n->refund_code, sizeof(n->refund_code), "%s", st);
+    return GATEWAY_OK;
+}
+
 enum gateway_status gateway_wechat_notice(const char *body, size_t body_len, const char *apiv3_key,
                                           const char *mchid, const char *app_id,
                                           struct gateway_notice *n)
@@ -203,6 +225,12 @@ enum gateway_status gateway_wechat_notice(const char *body, size_t body_len, con
     st = GATEWAY_MALFORMED;
     if (json_parse_object(plain, plain_len, &tx) != JSON_OK)
         goto out;
+    if (str_member(root, "event_type") != NULL &&
+        strncmp(str_member(root, "event_type"), "REFUND.", 7) == 0) {
+        snprintf(n->state, sizeof(n->state), "%.40s", str_member(root, "event_type"));
+        st = read_refund_resource(tx, mchid, n);
+        goto out;
+    }
     st = read_transaction(tx, mchid, app_id, n);
 out:
     if (st != GATEWAY_OK)

@@ -19,7 +19,9 @@
 #include "keyring.h"
 #include "log.h"
 #include "metrics.h"
+#include "order_state.h"
 #include "pay.h"
+#include "refund.h"
 #include "route.h"
 #include "server.h"
 
@@ -129,6 +131,44 @@ static struct pay_request pay_request_of(const struct gateway *gw, const struct 
     return pr;
 }
 
+/* A payment through a gateway with a refund API: its gateway is noted on
+ * the record and a double payment gets its refund, before the ack, so a
+ * crash in between makes the gateway resend and this runs again. False
+ * after a failure that the gateway should retry (answered). */
+static bool refund_follow_up(struct server *srv, const struct gateway *gw,
+                             const struct gateway_callback_kind *k, const struct http_req *req,
+                             struct http_resp *resp, const struct pay_request *pr,
+                             enum pay_result r, const struct pay_outcome *out)
+{
+    const struct route rt = route_of(srv, req->request_id);
+    const struct refund_paid p = { .pay_no = pr->pay_no,
+                                   .order_no = pr->order_no,
+                                   .gateway = gw->cfg->name,
+                                   .double_payment =
+                                       r == PAY_REFUND_REQUIRED ||
+                                       (r == PAY_REPLAY && out->outcome == PAYMENT_REFUND_REQUIRED),
+                                   .gw = req->keys->gw };
+    struct route_failure failure = { .shard = NULL };
+    struct refund e = { .id = 0 };
+    enum refund_result rr;
+
+    if (gw->cfg->refund_url[0] == '\0' ||
+        (r != PAY_PAID && r != PAY_REFUND_REQUIRED && r != PAY_REPLAY))
+        return true;
+    rr = refund_route_after_payment(&rt, &p, &e, &failure);
+    if (rr == REFUND_OK && p.double_payment)
+        log_info("refund of a double payment requested",
+                 "gateway=%s pay_no=%s order_no=%s refund_no=%s state=%s request_id=%s",
+                 gw->cfg->name, pr->pay_no, pr->order_no, e.refund_no, refund_state_name(e.state),
+                 req->request_id);
+    if (rr != REFUND_UNAVAILABLE && rr != REFUND_ERROR)
+        return true;
+    route_log_failure(&failure, req->request_id);
+    fail(k, resp, rr == REFUND_UNAVAILABLE ? API_UNAVAILABLE : API_INTERNAL,
+         "the payment is recorded; its refund could not be, retry later");
+    return false;
+}
+
 /* Applies a verified, paying notification on its order's shard and answers. */
 static void apply(struct server *srv, const struct gateway *gw,
                   const struct gateway_callback_kind *k, const struct http_req *req,
@@ -148,7 +188,8 @@ static void apply(struct server *srv, const struct gateway *gw,
                  "gateway=%s pay_no=%s order_no=%s result=%s "
                  "request_id=%s",
                  gw->cfg->name, pr.pay_no, pr.order_no, pay_result_str(r), req->request_id);
-    render(k, req, resp, &failure, r, &out);
+    if (refund_follow_up(srv, gw, k, req, resp, &pr, r, &out))
+        render(k, req, resp, &failure, r, &out);
 }
 
 bool first_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)
@@ -174,6 +215,56 @@ bool first_gateway_callback(struct server *srv, const struct http_req *req, stru
     return true;
 }
 
+/* A refund notification: moves the refund it names, acknowledged once
+ * recorded (a replay, or a word on a refund already final, changes
+ * nothing and is acknowledged too). One for a refund we did not ask for is
+ * recorded, alerted and acknowledged; a database away is the gateway's
+ * "try again". */
+static void apply_refund(struct server *srv, const struct gateway *gw,
+                         const struct gateway_callback_kind *k, const struct http_req *req,
+                         struct http_resp *resp, const struct gateway_notice *n)
+{
+    const struct route rt = route_of(srv, req->request_id);
+    const struct refund_notice rn = { .gateway = gw->cfg->name,
+                                      .refund_no = n->refund_no,
+                                      .refund_id = n->refund_id,
+                                      .state = n->refund == GATEWAY_REFUND_SUCCEEDED
+                                                   ? REFUND_SUCCEEDED
+                                                   : REFUND_FAILED,
+                                      .code = n->refund_code };
+    struct route_failure failure = { .shard = NULL };
+    struct refund e = { .id = 0 };
+    enum refund_result r;
+    bool changed = false;
+
+    if (n->refund == GATEWAY_REFUND_PENDING) {
+        k->ack(resp);
+        return;
+    }
+    r = refund_route_notice(&rt, &rn, &changed, &e, &failure);
+    switch (r) {
+    case REFUND_OK:
+        log_info("refund notification applied",
+                 "gateway=%s refund_no=%s state=%s changed=%d request_id=%s", gw->cfg->name,
+                 n->refund_no, refund_state_name(e.state), changed, req->request_id);
+        if (changed && rn.state == REFUND_FAILED)
+            log_alert("REFUND_FAILED", "refund_no=%s pay_no=%s gateway=%s code=%s request_id=%s",
+                      e.refund_no, e.pay_no, gw->cfg->name, n->refund_code, req->request_id);
+        k->ack(resp);
+        break;
+    case REFUND_NOT_FOUND:
+        log_alert("REFUND_UNSOLICITED", "gateway=%s refund_no=%s refund_id=%s request_id=%s",
+                  gw->cfg->name, n->refund_no, n->refund_id, req->request_id);
+        k->ack(resp);
+        break;
+    default:
+        route_log_failure(&failure, req->request_id);
+        fail(k, resp, r == REFUND_UNAVAILABLE ? API_UNAVAILABLE : API_INTERNAL,
+             "the refund notification could not be recorded, retry later");
+        break;
+    }
+}
+
 void handle_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     const struct gateway *gw = gateways_find(req->keys->gw, req->param);
@@ -187,6 +278,10 @@ void handle_gateway_callback(struct server *srv, const struct http_req *req, str
     }
     if ((st = k->read(gw, req, (int64_t)time(NULL), &n)) != GATEWAY_OK) {
         refuse(srv, gw, k, req, resp, st);
+        return;
+    }
+    if (n.refund != GATEWAY_REFUND_NONE) {
+        apply_refund(srv, gw, k, req, resp, &n);
         return;
     }
     if (!n.pays) {

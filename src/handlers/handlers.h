@@ -40,6 +40,14 @@ void handle_ops_outbox_replay_since(struct server *srv, const struct http_req *r
                                     struct http_resp *resp);
 void handle_ops_refunds_list(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);
+void handle_ops_refund_create(struct server *srv, const struct http_req *req,
+                              struct http_resp *resp);
+void handle_ops_refund_list(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_ops_refund_get(struct server *srv, const struct http_req *req, struct http_resp *resp);
+void handle_ops_refund_approve(struct server *srv, const struct http_req *req,
+                               struct http_resp *resp);
+void handle_ops_refund_retry(struct server *srv, const struct http_req *req,
+                             struct http_resp *resp);
 void handle_ops_refund_settle(struct server *srv, const struct http_req *req,
                               struct http_resp *resp);
 void handle_ops_pay_no_release(struct server *srv, const struct http_req *req,

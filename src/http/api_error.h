@@ -40,6 +40,10 @@ struct http_resp;
     X(PAYMENT_NOT_FOUND, 404, "no payment with this pay_no")                                       \
     X(REFUND_NOT_REQUIRED, 409, "the payment is PAID: it did not charge the customer twice")       \
     X(ALREADY_SETTLED, 409, "the payment was settled with another reference")                      \
+    X(REFUND_NOT_FOUND, 404, "no refund with this refund_no")                                      \
+    X(REFUND_EXCEEDS_PAYMENT, 422, "the payment's refunds would exceed its amount")                \
+    X(REFUND_MANUAL, 409, "the payment's gateway has no refund API: settle it by hand")            \
+    X(REFUND_ILLEGAL_STATE, 409, "the refund's state does not allow this change")                  \
     X(QUERY_NOT_CONFIGURED, 409, "no query_url is configured")                                     \
     X(QUERY_IN_PROGRESS, 409, "a query round is running already")                                  \
     X(PAY_NO_RELEASED, 409, "this pay_no's binding to this order_no was released by an operator")  \

@@ -164,6 +164,10 @@ static const struct {
     [M_REPLAY_CACHE_HITS] = { "paycallback_replay_cache_hits_total", NULL,
                               "Repeat callbacks answered from the replay cache, with no database "
                               "read." },
+    [M_REFUND_SUCCEEDED] = { "paycallback_refunds_total", "outcome=\"succeeded\"",
+                             "Refund answers the refund relay recorded, by outcome." },
+    [M_REFUND_FAILED] = { "paycallback_refunds_total", "outcome=\"failed\"", NULL },
+    [M_REFUND_UNKNOWN] = { "paycallback_refunds_total", "outcome=\"unknown\"", NULL },
 };
 
 static const struct {
@@ -189,6 +193,10 @@ static const struct {
     [G_RELOAD_OK] = { "paycallback_config_last_reload_successful",
                       "Whether the last SIGHUP reload succeeded (1; also before any) or was refused (0).",
                       0 },
+    [G_REFUND_OLDEST_S] = { "paycallback_refund_oldest_unrefunded_seconds",
+                            "Age of the oldest double payment (REFUND_REQUIRED) not refunded yet, "
+                            "over every shard (0 when none).",
+                            0 },
 };
 
 struct metrics *metrics_create(const struct metrics_route *routes, size_t nroutes)

@@ -60,6 +60,9 @@ enum metric_counter {
     M_ORDERS_EXPIRED,           /* WAIT_PAY orders closed past reconcile.payment_window_s */
     M_EXPIRY_DEFERRED,          /* ... left open: a gateway could not confirm them unpaid */
     M_REPLAY_CACHE_HITS,        /* repeat callbacks answered from memory, no database read */
+    M_REFUND_SUCCEEDED,         /* refunds the relay saw succeed at their gateway */
+    M_REFUND_FAILED,            /* ... refused by their gateway (FAILED) */
+    M_REFUND_UNKNOWN,           /* calls whose answer was lost or not decided (UNKNOWN) */
     M_COUNT
 };
 
@@ -75,6 +78,7 @@ enum metric_gauge {
                                      pass's expiry (0 when the window is off) */
     G_RECONCILE_LAST_RUN_S, /* unix time of the last successful pass */
     G_RELOAD_OK,            /* 1 when the last SIGHUP reload (or the start) succeeded */
+    G_REFUND_OLDEST_S,      /* age of the oldest REFUND_REQUIRED payment (not refunded) */
     G_COUNT
 };
 

@@ -672,7 +672,7 @@ static const char *const schema_tables[] = {
     "outbox",          "idem_token",        "audit_log",
     "idem_key",        "pay_no_registry",   "checkout_registry",
     "shard_map",       "backfill_progress", "pay_no_fence",
-    "order_user_lock", "webhook_delivery"
+    "order_user_lock", "webhook_delivery",  "refund"
 };
 #define NSCHEMA_TABLES (ARRAY_SIZE(schema_tables))
 

@@ -37,7 +37,7 @@ enum db_status {
 };
 
 #define DB_RETRY_MAX 4 /* attempts of one transaction or read */
-#define DB_COLS_MAX 12
+#define DB_COLS_MAX 24
 #define DB_COL_MAX \
     600                   /* bytes per result column, NUL included: an outbox
                                      payload (OUTBOX_PAYLOAD_MAX) fits */

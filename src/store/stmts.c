@@ -17,6 +17,13 @@
         "create_time") ", "                        \
                        "settle_reference, settled_by, " ISO_TIME("settled_at")
 
+#define RF_COLS                                                                                     \
+    "r.id, r.refund_no, r.pay_no, r.order_no, r.gateway, r.amount, r.currency, r.state, r.origin, " \
+    "r.reason, r.requested_by, r.approved_by, r.gateway_refund_id, r.failure_code, r.last_error, "  \
+    "r.attempts, " ISO_TIME("r.create_time") ", " ISO_TIME("r.update_time") ", " ISO_TIME(          \
+        "r.finished_at") ", " ISO_TIME("r.next_attempt_at") ", "                                    \
+                                                            "(SELECT p.amount FROM payment_record p WHERE p.pay_no = r.pay_no)"
+
 const char *const stmt_sql[ST_COUNT] = {
     /* No rows on a plain server; on Galera, whether the node takes writes.
      * Bounded, and never waiting on the cluster (an operator's
@@ -50,7 +57,8 @@ const char *const stmt_sql[ST_COUNT] = {
                       "TIMESTAMPDIFF(SECOND, p.create_time, NOW(3)) FROM payment_record p "
                       "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
     [ST_ORDER_CAS] = "UPDATE orders SET status = ? WHERE order_no = ? AND status = ?",
-    [ST_OUTBOX_INSERT] = "INSERT INTO outbox (event_type, order_no, payload) VALUES (?, ?, ?)",
+    [ST_OUTBOX_INSERT] =
+        "INSERT INTO outbox (event_type, order_no, subject, payload) VALUES (?, ?, ?, ?)",
     [ST_STOCK_PRICE] = "SELECT price FROM stock WHERE sku = ?",
     [ST_STOCK_TAKE] = "UPDATE stock SET num = num - ? WHERE sku = ? AND num >= ?",
     [ST_STOCK_RETURN] = "UPDATE stock SET num = num + ? WHERE sku = ?",
@@ -92,7 +100,7 @@ const char *const stmt_sql[ST_COUNT] = {
         "AND p.state <> ? AND (p.create_time < o.create_time "
         "OR (p.create_time = o.create_time AND p.id < o.id))) "
         "ORDER BY o.create_time, o.id LIMIT ?",
-    [ST_OUTBOX_CLAIMED] = "SELECT id, event_type, order_no, payload, attempts, " ISO_TIME(
+    [ST_OUTBOX_CLAIMED] = "SELECT id, event_type, order_no, subject, payload, attempts, " ISO_TIME(
         "create_time") " "
                        "FROM outbox WHERE lease_owner = ? AND state = ? AND lease_until > NOW(3) "
                        "ORDER BY create_time, id",
@@ -156,7 +164,7 @@ const char *const stmt_sql[ST_COUNT] = {
         "AND e.state = ? AND e.id < d.event_id AND e.next_attempt_at < " DB_FANNED_OUT ") "
         "ORDER BY d.event_id LIMIT ?",
     [ST_DELIVERY_CLAIMED] =
-        "SELECT o.id, o.event_type, o.order_no, o.payload, d.attempts, " ISO_TIME(
+        "SELECT o.id, o.event_type, o.order_no, o.subject, o.payload, d.attempts, " ISO_TIME(
             "o.create_time") ", r.currency "
                              "FROM webhook_delivery d JOIN outbox o ON o.id = d.event_id "
                              "LEFT JOIN orders r ON r.order_no = o.order_no "
@@ -259,6 +267,52 @@ const char *const stmt_sql[ST_COUNT] = {
         "INSERT INTO backfill_progress (walk, after_id) VALUES (?, ?) "
         "ON DUPLICATE KEY UPDATE after_id = VALUES(after_id), update_time = NOW(3)",
     [ST_BACKFILL_DONE] = "DELETE FROM backfill_progress WHERE walk = ?",
+    [ST_PAY_SET_GATEWAY] =
+        "UPDATE payment_record SET gateway = ? WHERE pay_no = ? AND gateway IS NULL",
+    [ST_RF_PAY_LOCK] =
+        "SELECT order_no, amount, status, gateway FROM payment_record WHERE pay_no = ? FOR UPDATE",
+    [ST_RF_SUM] = "SELECT COALESCE(SUM(amount), 0) FROM refund WHERE pay_no = ? AND state <> ?",
+    [ST_RF_BY_DEDUPE] = "SELECT " RF_COLS " FROM refund r WHERE r.dedupe_key = ?",
+    [ST_RF_INSERT] = "INSERT INTO refund (refund_no, pay_no, order_no, gateway, amount, currency, "
+                     "state, origin, dedupe_key, reason, requested_by) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [ST_RF_GET] = "SELECT " RF_COLS " FROM refund r WHERE r.refund_no = ?",
+    [ST_RF_APPROVE] = "UPDATE refund SET state = ?, approved_by = ?, next_attempt_at = NOW(3) "
+                      "WHERE refund_no = ? AND state = ?",
+    [ST_RF_DUE_NOW] = "UPDATE refund SET next_attempt_at = NOW(3) "
+                      "WHERE refund_no = ? AND state IN (?, ?, ?)",
+    /* Keyset pagination by id; the filters are optional (NULL: any). */
+    [ST_RF_LIST] = "SELECT " RF_COLS " FROM refund r WHERE (? IS NULL OR r.state = ?) "
+                   "AND (? IS NULL OR r.gateway = ?) "
+                   "AND (? IS NULL OR r.create_time < NOW(3) - INTERVAL ? SECOND) "
+                   "AND r.id > ? ORDER BY r.id LIMIT ?",
+    [ST_RF_CLAIM] =
+        "UPDATE refund SET lease_owner = ?, lease_until = NOW(3) + INTERVAL ? SECOND "
+        "WHERE state IN (?, ?, ?) AND next_attempt_at <= NOW(3) "
+        "AND (lease_until IS NULL OR lease_until < NOW(3)) ORDER BY next_attempt_at, id LIMIT ?",
+    [ST_RF_CLAIMED] = "SELECT " RF_COLS " FROM refund r WHERE r.lease_owner = ? "
+                      "AND r.lease_until > NOW(3) ORDER BY r.next_attempt_at, r.id",
+    [ST_RF_SUBMITTING] = "UPDATE refund SET state = ?, attempts = attempts + 1 "
+                         "WHERE id = ? AND lease_owner = ? AND lease_until > NOW(3)",
+    [ST_RF_WAIT] =
+        "UPDATE refund SET state = ?, gateway_refund_id = COALESCE(?, gateway_refund_id), "
+        "last_error = ?, next_attempt_at = NOW(3) + INTERVAL ? * 1000 MICROSECOND, "
+        "lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?",
+    [ST_RF_FINISH] =
+        "UPDATE refund SET state = ?, gateway_refund_id = COALESCE(?, gateway_refund_id), "
+        "failure_code = ?, last_error = ?, finished_at = NOW(3), lease_owner = NULL, "
+        "lease_until = NULL WHERE refund_no = ? AND state IN (?, ?, ?)",
+    /* A payment to refund (REFUND_REQUIRED: a double payment, or the
+     * payment of a canceled order) through a gateway with a refund API,
+     * with no automatic refund yet. */
+    [ST_RF_UNASKED] = "SELECT p.pay_no, p.outcome FROM payment_record p WHERE p.status = ? "
+                      "AND p.gateway IN (?, ?, ?, ?, ?, ?, ?, ?) AND NOT EXISTS (SELECT 1 FROM "
+                      "refund r WHERE r.dedupe_key IN (CONCAT('double:', p.pay_no), "
+                      "CONCAT('cancel:', p.pay_no))) ORDER BY p.create_time LIMIT ?",
+    [ST_RF_OLDEST] = "SELECT COALESCE(TIMESTAMPDIFF(SECOND, MIN(create_time), NOW(3)), 0) "
+                     "FROM payment_record WHERE status = ?",
+    [ST_RF_RELEASE] = "UPDATE refund SET lease_owner = NULL, lease_until = NULL "
+                      "WHERE lease_owner = ?",
     [ST_ORDER_PAGE] = "SELECT id, user_id, request_id, order_no, sku, quantity FROM orders "
                       "WHERE id > ? ORDER BY id LIMIT ?",
 };

@@ -31,7 +31,7 @@ enum db_stmt {
     ST_SHARD_MAP_ADOPT, /* shard_id, shard_ids, scheme, epoch: only where none is */
     ST_SHARD_MAP_PUT,   /* shard_id, shard_ids, scheme, epoch */
     /* outbox (outbox.c) */
-    ST_OUTBOX_INSERT, /* event_type, order_no, payload */
+    ST_OUTBOX_INSERT, /* event_type, order_no, subject, payload */
     /* orders (orders.c) */
     ST_ORDER_CAS,                /* to, order_no, from */
     ST_STOCK_PRICE,              /* sku -> enum stock_price_col */
@@ -112,6 +112,28 @@ enum db_stmt {
     ST_BACKFILL_AT,             /* walk -> one column, after_id */
     ST_BACKFILL_SAVE,           /* walk, after_id */
     ST_BACKFILL_DONE,           /* walk */
+    /* refund records (refund.c) */
+    ST_PAY_SET_GATEWAY, /* gateway, pay_no: only where none is recorded */
+    ST_RF_PAY_LOCK,     /* pay_no -> enum rf_pay_col (FOR UPDATE) */
+    ST_RF_SUM,          /* pay_no, failed -> one column, the sum of the others */
+    ST_RF_BY_DEDUPE,    /* dedupe_key -> enum refund_row_col */
+    ST_RF_INSERT,       /* refund_no, pay_no, order_no, gateway, amount, currency, state,
+                           origin, dedupe_key, reason, requested_by */
+    ST_RF_GET,          /* refund_no -> enum refund_row_col */
+    ST_RF_APPROVE,      /* requested, approver, refund_no, awaiting */
+    ST_RF_DUE_NOW,      /* refund_no, state x3: a waiting refund due now */
+    ST_RF_LIST,         /* state x2, gateway x2, age_s x2 (NULL: any), after_id, limit
+                           -> enum refund_row_col */
+    ST_RF_CLAIM,        /* owner, lease_s, state x3, limit */
+    ST_RF_CLAIMED,      /* owner -> enum refund_row_col */
+    ST_RF_SUBMITTING,   /* submitted, id, owner: attempts + 1 */
+    ST_RF_WAIT,         /* state, gateway_refund_id (NULL: kept), error, delay_ms, id, owner */
+    ST_RF_FINISH,       /* state, gateway_refund_id (NULL: kept), failure_code, error,
+                           refund_no, state x3 (the states it may leave) */
+    ST_RF_RELEASE,      /* owner */
+    ST_RF_OLDEST,       /* refund_required -> one column: seconds, 0 for none */
+    ST_RF_UNASKED,      /* refund_required, gateway x8 (NULL: none), limit
+                           -> enum rf_unasked_col */
     ST_COUNT
 };
 
@@ -263,6 +285,7 @@ enum outbox_claim_col {
     OBC_ID,
     OBC_EVENT_TYPE,
     OBC_ORDER_NO,
+    OBC_SUBJECT,
     OBC_PAYLOAD,
     OBC_ATTEMPTS,
     OBC_CREATE_TIME,
@@ -328,6 +351,46 @@ enum refund_col {
     RFC_REFERENCE,
     RFC_SETTLED_BY,
     RFC_SETTLED_AT
+};
+
+/* ST_RF_PAY_LOCK: the payment a refund gives back. */
+enum rf_pay_col {
+    RPC_ORDER_NO,
+    RPC_AMOUNT,
+    RPC_STATUS,
+    RPC_GATEWAY
+};
+
+/* ST_RF_UNASKED: payments to refund that have no refund yet. */
+enum rf_unasked_col {
+    RUC_PAY_NO,
+    RUC_OUTCOME
+};
+
+/* ST_RF_BY_DEDUPE, ST_RF_GET, ST_RF_LIST, ST_RF_CLAIMED: a refund record,
+ * with the amount of its payment. */
+enum refund_row_col {
+    RRC_ID,
+    RRC_REFUND_NO,
+    RRC_PAY_NO,
+    RRC_ORDER_NO,
+    RRC_GATEWAY,
+    RRC_AMOUNT,
+    RRC_CURRENCY,
+    RRC_STATE,
+    RRC_ORIGIN,
+    RRC_REASON,
+    RRC_REQUESTED_BY,
+    RRC_APPROVED_BY,
+    RRC_GATEWAY_REFUND_ID,
+    RRC_FAILURE_CODE,
+    RRC_LAST_ERROR,
+    RRC_ATTEMPTS,
+    RRC_CREATE_TIME,
+    RRC_UPDATE_TIME,
+    RRC_FINISHED_AT,
+    RRC_NEXT_ATTEMPT,
+    RRC_PAY_AMOUNT
 };
 
 extern const char *const stmt_sql[ST_COUNT];

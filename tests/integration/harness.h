@@ -260,7 +260,7 @@ long long h_db_scalar_ll(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* First column of the first row, malloc'd (free it); NULL for no row or NULL. */
 char *h_db_scalar_str(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Empties orders, payment_record, outbox, idem_token and stock, then puts
+/* Empties orders, payment_record, outbox, refund, idem_token and stock, then puts
  * back the seed stock (SHOE-42, SOCK-01, HAT-7). */
 void h_db_reset(void);
 

@@ -160,6 +160,45 @@ START_TEST(gateway_cfg_refuses_a_bad_query_endpoint)
 }
 END_TEST
 
+START_TEST(gateway_cfg_reads_a_refund_api)
+{
+    ck_assert_int_eq(
+        0, parse("[{\"name\":\"s1\",\"kind\":\"stripe\",\"refund_url\":\"https://api.example\","
+                 "  \"refund\":\"auto\",\"refund_timeout_ms\":2500},"
+                 " {\"name\":\"s2\",\"kind\":\"stripe\",\"refund_url\":\"http://127.0.0.1:9\","
+                 "  \"refund_key_env\":\"S2_KEY\"},"
+                 " {\"name\":\"s3\",\"kind\":\"stripe\"}]"));
+    ck_assert_str_eq("https://api.example", cfg.profile[0].refund_url);
+    ck_assert_int_eq(1, cfg.profile[0].refund_auto);
+    ck_assert_int_eq(2500, cfg.profile[0].refund_timeout_ms);
+    ck_assert_str_eq("PAYCALLBACK_GATEWAY_S1_REFUND_KEY", cfg.profile[0].refund_key_env);
+    ck_assert_int_eq(0, cfg.profile[1].refund_auto); /* approval by default */
+    ck_assert_str_eq("S2_KEY", cfg.profile[1].refund_key_env);
+    ck_assert_int_eq(5000, cfg.profile[1].refund_timeout_ms);
+    ck_assert_str_eq("", cfg.profile[2].refund_url);
+}
+END_TEST
+
+START_TEST(gateway_cfg_refuses_a_bad_refund_api)
+{
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"refund_url\":\"ftp://a.example/\"}]",
+                   "refund_url must be an http");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"refund\":\"auto\"}]",
+                   "need a non-empty refund_url");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"refund_url\":\"https://a.example\","
+                   "\"refund\":\"always\"}]",
+                   "refund must be");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"refund_url\":\"https://a.example\","
+                   "\"refund_timeout_ms\":60001}]",
+                   "refund_timeout_ms must be an integer");
+    assert_refused("[{\"name\":\"a\",\"kind\":\"alipay\",\"app_id\":\"1\",\"public_key\":\"x\","
+                   "\"refund_url\":\"https://a.example\"}]",
+                   "need merchant_key_file");
+    assert_refused("[{\"name\":\"s\",\"kind\":\"stripe\",\"merchant_key_file\":\"/k.pem\"}]",
+                   "need a non-empty refund_url");
+}
+END_TEST
+
 static Suite *gateway_cfg_suite(void)
 {
     Suite *s = suite_create("gateway_cfg");
@@ -168,6 +207,7 @@ static Suite *gateway_cfg_suite(void)
     tcase_add_test(tc, gateway_cfg_reads_the_three_kinds);
     tcase_add_test(tc, gateway_cfg_accepts_an_empty_array);
     tcase_add_test(tc, gateway_cfg_reads_a_query_endpoint);
+    tcase_add_test(tc, gateway_cfg_reads_a_refund_api);
     suite_add_tcase(s, tc);
     tc = tcase_create("refuse");
     tcase_add_test(tc, gateway_cfg_refuses_unknown_members_and_kinds);
@@ -175,6 +215,7 @@ static Suite *gateway_cfg_suite(void)
     tcase_add_test(tc, gateway_cfg_refuses_profiles_missing_what_their_kind_needs);
     tcase_add_test(tc, gateway_cfg_refuses_bad_currency_and_tolerance);
     tcase_add_test(tc, gateway_cfg_refuses_a_bad_query_endpoint);
+    tcase_add_test(tc, gateway_cfg_refuses_a_bad_refund_api);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -140,6 +140,7 @@ void h_db_reset(void)
         "TRUNCATE TABLE order_user_lock",
         "TRUNCATE TABLE checkout_registry",
         "TRUNCATE TABLE backfill_progress",
+        "TRUNCATE TABLE refund",
         "TRUNCATE TABLE stock",
         "INSERT INTO stock (sku, price, num) VALUES "
         "('SHOE-42', 899.00, 100), ('SOCK-01', 19.90, 500), ('HAT-7', 129.50, 10)",

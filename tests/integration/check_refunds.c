@@ -1,0 +1,1159 @@
+/* check_refunds.c - refund records against the real binary, MariaDB and
+ * Redis: an operator's (partial) refunds with an Idempotency-Key, up to the
+ * payment and not a cent past it, under 50 concurrent requests; the refund
+ * a double payment through a Stripe profile makes by itself ("auto") or
+ * after an operator's approval; the listing and its pages. Every invariant
+ * is checked with SQL on the refund table. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "harness.h"
+#include "../testkeys.h"
+#include "../check_main.h"
+
+#define SECRET "whsec_refund_test_secret"
+#define TC_TIMEOUT_S 60
+#define PRICE "899.00"
+#define PRICE_MINOR "89900"
+#define STORM_CLIENTS 50
+#define STORM_AMOUNT "20.00" /* 44 fit in 899.00, the 45th would pass it */
+#define STORM_FIT 44
+
+static char config_path[H_TEMP_PATH_MAX];
+
+/* Two Stripe profiles with a refund API: "stripe" refunds a double
+ * payment by itself, "stripe2" waits for an operator. Nothing listens at
+ * their refund_url, and the relay is kept idle (below): these cases are
+ * about the records. */
+static void server_up(void)
+{
+    /* The relay claims once at start, then waits its longest poll: the
+     * refunds made here stay as they were made. */
+    static const char *const env[] = { "TEST_STRIPE_SECRET=" SECRET, "TEST_STRIPE_KEY=sk_test_1",
+                                       "PAYCALLBACK_REFUNDS_POLL_MS=60000", NULL };
+
+    h_temp_file(config_path, "{\"gateways\": ["
+                             "{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\": "
+                             "\"TEST_STRIPE_SECRET\", \"refund\": \"auto\", \"refund_url\": "
+                             "\"http://127.0.0.1:9\", \"refund_key_env\": \"TEST_STRIPE_KEY\"},"
+                             "{\"name\": \"stripe2\", \"kind\": \"stripe\", \"secret_env\": "
+                             "\"TEST_STRIPE_SECRET\", \"refund_url\": \"http://127.0.0.1:9\", "
+                             "\"refund_key_env\": \"TEST_STRIPE_KEY\"}]}");
+    h_fixture_server_up_config(config_path, env);
+}
+
+static void server_down(void)
+{
+    h_fixture_server_down();
+    unlink(config_path);
+}
+
+/* ---- with a gateway to refund through (tests/tools/refund_gateway.py) ---- */
+
+#define API_KEY "sk_test_refunds"
+#define RELAY_WAIT_MS 20000
+
+static struct h_tool gw;
+
+/* The relay fast and its gateway's answers short, so that timeouts and
+ * backoffs pass in well under a second. */
+static const char *const relay_env[] = { "TEST_STRIPE_SECRET=" SECRET,
+                                         "TEST_STRIPE_KEY=" API_KEY,
+                                         "PAYCALLBACK_REFUNDS_POLL_MS=50",
+                                         "PAYCALLBACK_REFUNDS_BATCH=1",
+                                         "PAYCALLBACK_REFUNDS_BACKOFF_BASE_MS=50",
+                                         "PAYCALLBACK_REFUNDS_BACKOFF_MAX_MS=400",
+                                         "PAYCALLBACK_REFUNDS_SWEEP_S=1",
+                                         NULL };
+
+/* The gateway up and the config pointing at it (no server). */
+static void gateway_up(void)
+{
+    char cfg[1024];
+    static const char *const args[] = { "--stripe-key", API_KEY, NULL };
+
+    h_tool_start(&gw, "refund_gateway.py", args);
+    snprintf(cfg, sizeof cfg,
+             "{\"gateways\": ["
+             "{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\": "
+             "\"TEST_STRIPE_SECRET\", \"refund\": \"auto\", \"refund_url\": "
+             "\"http://127.0.0.1:%d\", \"refund_key_env\": \"TEST_STRIPE_KEY\", "
+             "\"refund_timeout_ms\": 500},"
+             "{\"name\": \"stripe2\", \"kind\": \"stripe\", \"secret_env\": "
+             "\"TEST_STRIPE_SECRET\", \"refund_url\": \"http://127.0.0.1:%d\", "
+             "\"refund_key_env\": \"TEST_STRIPE_KEY\", \"refund_timeout_ms\": 500}]}",
+             gw.port, gw.port);
+    h_temp_file(config_path, cfg);
+}
+
+static void gateway_down(void)
+{
+    h_tool_stop(&gw);
+    unlink(config_path);
+}
+
+static void relay_up(void)
+{
+    gateway_up();
+    h_fixture_server_up_config(config_path, relay_env);
+}
+
+static void relay_down(void)
+{
+    h_fixture_server_down();
+    gateway_down();
+}
+
+/* What the gateway does with pay_no's refunds. */
+static void plant(const char *pay_no, const char *mode)
+{
+    char body[160];
+    struct h_resp r = { 0 };
+
+    snprintf(body, sizeof body, "{\"pay_no\":\"%s\",\"mode\":\"%s\"}", pay_no, mode);
+    h_http(gw.port, "POST", "/_plant", NULL, body, strlen(body), &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+}
+
+/* Refunds the gateway made for pay_no (its own record). */
+static int gateway_refunds(const char *pay_no)
+{
+    return h_tool_log_lines(&gw, "\"made\"", pay_no);
+}
+
+/* The state of the one refund of pay_no. */
+static long long refund_state(const char *pay_no)
+{
+    return h_db_scalar_ll("SELECT state FROM refund WHERE pay_no = '%s'", pay_no);
+}
+
+static void await_state(const char *pay_no, int state)
+{
+    h_await(refund_state(pay_no) == state, RELAY_WAIT_MS, "refund of %s never reached state %d",
+            pay_no, state);
+}
+
+/* Posts a signed payment_intent.succeeded of pi for order_no to gateway. */
+static void stripe_paid(const char *gateway, const char *pi, const char *order_no, struct h_resp *r)
+{
+    char body[1024], hdr[160], t[24], mac[65], route[64];
+    const char *headers[] = { "Content-Type: application/json", hdr, NULL };
+
+    snprintf(body, sizeof body,
+             "{\"id\":\"evt_%s\",\"object\":\"event\",\"type\":\"payment_intent.succeeded\","
+             "\"data\":{\"object\":{\"id\":\"%s\",\"object\":\"payment_intent\",\"amount\":"
+             "%s,\"amount_received\":%s,\"currency\":\"cny\",\"status\":\"succeeded\","
+             "\"metadata\":{\"order_no\":\"%s\"}}}}",
+             pi, pi, PRICE_MINOR, PRICE_MINOR, order_no);
+    snprintf(t, sizeof t, "%lld", (long long)time(NULL));
+    testkey_hmac_hex(SECRET, t, body, mac);
+    snprintf(hdr, sizeof hdr, "Stripe-Signature: t=%s,v1=%s", t, mac);
+    snprintf(route, sizeof route, "/pay/callback/%s", gateway);
+    h_http(h_port(), "POST", route, headers, body, strlen(body), r);
+}
+
+/* A PAID order paid by pay_no through gateway (NULL: the native callback). */
+static void paid_payment(const char *order_no, const char *pay_no, const char *gateway)
+{
+    h_db_insert_order(order_no, "u1", PRICE, 2);
+    if (gateway != NULL)
+        h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome, gateway) "
+                  "VALUES ('%s', '%s', %s, 1, 1, '%s')",
+                  pay_no, order_no, PRICE, gateway);
+    else
+        h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
+                  "VALUES ('%s', '%s', %s, 1, 1)",
+                  pay_no, order_no, PRICE);
+}
+
+/* POST /ops/payments/{pay_no}/refunds with Idempotency-Key key (none when
+ * NULL) and body. No assertions: storm threads call it. */
+static int ask_refund(const char *pay_no, const char *key, const char *body, struct h_resp *r)
+{
+    char path[128], hdr[300];
+    const char *headers[] = { "Content-Type: application/json", key ? hdr : NULL, NULL };
+
+    snprintf(path, sizeof path, "/ops/payments/%s/refunds", pay_no);
+    snprintf(hdr, sizeof hdr, "Idempotency-Key: %s", key ? key : "");
+    return h_http(h_port(), "POST", path, headers, body, strlen(body), r);
+}
+
+static long long refunded_cents(const char *pay_no)
+{
+    return h_db_scalar_ll("SELECT COALESCE(SUM(amount * 100), 0) FROM refund "
+                          "WHERE pay_no = '%s' AND state <> 4",
+                          pay_no);
+}
+
+START_TEST(partial_refunds_go_up_to_the_payment_and_not_a_cent_past)
+{
+    struct h_resp r = { 0 };
+    char *first;
+
+    paid_payment("OR1", "pi_r1", "stripe");
+    ask_refund("pi_r1", "k1", "{\"amount\":\"500.00\",\"reason\":\"damaged\"}", &r);
+    h_assert_status(&r, 201);
+    h_assert_str(&r, "state", "REQUESTED");
+    h_assert_str(&r, "amount", "500.00");
+    h_assert_str(&r, "origin", "OPERATOR");
+    h_assert_str(&r, "gateway", "stripe");
+    first = h_json_get_str(r.body, "refund_no");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_int_eq('R', first[0]);
+    h_resp_free(&r);
+
+    ask_refund("pi_r1", "k1", "{\"amount\":\"500.00\",\"reason\":\"damaged\"}", &r); /* again */
+    h_assert_status(&r, 201);
+    h_assert_str(&r, "refund_no", first);
+    h_resp_free(&r);
+    ask_refund("pi_r1", "k1", "{\"amount\":\"1.00\"}", &r); /* the key, another request */
+    h_assert_error(&r, 422, "IDEMPOTENCY_KEY_MISMATCH");
+    h_resp_free(&r);
+
+    ask_refund("pi_r1", "k2", "{\"amount\":\"399.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    ask_refund("pi_r1", "k3", "{\"amount\":\"0.01\"}", &r);
+    h_assert_error(&r, 422, "REFUND_EXCEEDS_PAYMENT");
+    h_resp_free(&r);
+    ask_refund("pi_r1", "k4", "{}", &r); /* the rest: nothing is left */
+    h_assert_error(&r, 422, "REFUND_EXCEEDS_PAYMENT");
+    h_resp_free(&r);
+
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_r1'"));
+    ck_assert_int_eq(89900, refunded_cents("pi_r1"));
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.request' AND actor = 'dev'"));
+    free(first);
+}
+END_TEST
+
+START_TEST(the_rest_of_a_payment_is_refunded_when_no_amount_is_given)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment("OR2", "pi_r2", "stripe");
+    ask_refund("pi_r2", "a1", "{\"amount\":\"99.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    ask_refund("pi_r2", "a2", "{}", &r);
+    h_assert_status(&r, 201);
+    h_assert_str(&r, "amount", "800.00");
+    h_resp_free(&r);
+    ck_assert_int_eq(89900, refunded_cents("pi_r2"));
+}
+END_TEST
+
+START_TEST(refusals_write_nothing)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment("OR3", "pi_r3", "stripe");
+    paid_payment("OR4", "NATIVE-4", NULL);
+    ask_refund("pi_r3", NULL, "{\"amount\":\"1.00\"}", &r);
+    h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+    ask_refund("pi_r3", "b1", "{\"amount\":\"-1.00\"}", &r);
+    h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+    ask_refund("pi_r3", "b2", "{\"amount\":\"1.001\"}", &r);
+    h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+    ask_refund("pi_r3", "b3", "{\"amount\":\"899.01\"}", &r);
+    h_assert_error(&r, 422, "REFUND_EXCEEDS_PAYMENT");
+    h_resp_free(&r);
+    ask_refund("NATIVE-4", "b4", "{\"amount\":\"1.00\"}", &r);
+    h_assert_error(&r, 409, "REFUND_MANUAL");
+    h_resp_free(&r);
+    ask_refund("NOPE", "b5", "{\"amount\":\"1.00\"}", &r);
+    h_assert_error(&r, 404, "PAYMENT_NOT_FOUND");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log"));
+}
+END_TEST
+
+struct storm {
+    int status[STORM_CLIENTS];
+};
+
+/* One operator's refund request; an answer to retry (503, or 409 while
+ * the first attempt of the key runs) is retried with the same key, as a
+ * client would. */
+static int storm_call(int i, void *p)
+{
+    struct storm *s = p;
+    char key[32];
+
+    snprintf(key, sizeof key, "storm-%d", i);
+    for (int attempt = 1; attempt <= 20; attempt++) {
+        struct h_resp r = { 0 };
+
+        ask_refund("pi_storm", key, "{\"amount\":\"" STORM_AMOUNT "\"}", &r);
+        s->status[i] = r.status;
+        h_resp_free(&r);
+        if (s->status[i] != 503 && s->status[i] != 409 && s->status[i] != 0)
+            break;
+        h_client_backoff(attempt, i);
+    }
+    return 0;
+}
+
+START_TEST(fifty_concurrent_refunds_never_exceed_the_payment)
+{
+    struct h_storm_stats st;
+    struct storm s;
+    int created = 0, refused = 0;
+
+    memset(&s, 0, sizeof s);
+    paid_payment("OR5", "pi_storm", "stripe");
+    ck_assert_int_eq(0, h_storm(STORM_CLIENTS, STORM_CLIENTS, storm_call, &s, &st));
+    for (int i = 0; i < STORM_CLIENTS; i++) {
+        created += s.status[i] == 201;
+        refused += s.status[i] == 422;
+    }
+    printf("refund storm: %d requests, %d made, %d refused, %.0f req/s, p99 %lld us\n",
+           STORM_CLIENTS, created, refused, st.rps, st.p99_us);
+    ck_assert_int_eq(STORM_FIT, created);
+    ck_assert_int_eq(STORM_CLIENTS - STORM_FIT, refused);
+    ck_assert_int_eq(STORM_FIT, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+    ck_assert_int_le(refunded_cents("pi_storm"), 89900);
+    ck_assert_int_eq(STORM_FIT * 2000, refunded_cents("pi_storm"));
+    ck_assert_int_eq(STORM_FIT, h_db_scalar_ll("SELECT COUNT(DISTINCT refund_no) FROM refund"));
+}
+END_TEST
+
+START_TEST(a_double_payment_is_refunded_by_itself_under_refund_auto)
+{
+    struct h_resp r = { 0 };
+
+    h_db_insert_order("OR6", "u1", PRICE, 1);
+    stripe_paid("stripe", "pi_first", "OR6", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    stripe_paid("stripe", "pi_second", "OR6", &r); /* the customer paid twice */
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    stripe_paid("stripe", "pi_second", "OR6", &r); /* and Stripe resent it */
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_second' "
+                                       "AND origin = 2 AND state = 1 AND amount = 899.00 "
+                                       "AND gateway = 'stripe' AND currency = 'CNY'"));
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record "
+                                       "WHERE gateway = 'stripe'"));
+}
+END_TEST
+
+START_TEST(a_double_payment_waits_for_one_approval)
+{
+    struct h_resp r = { 0 };
+    char *refund_no, path[160];
+
+    h_db_insert_order("OR7", "u1", PRICE, 1);
+    stripe_paid("stripe2", "pi_a", "OR7", &r);
+    h_resp_free(&r);
+    stripe_paid("stripe2", "pi_b", "OR7", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_b' AND state = 0");
+    ck_assert_ptr_nonnull(refund_no);
+
+    h_http(h_port(), "GET", "/ops/refund-requests?state=AWAITING_APPROVAL", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, refund_no));
+    h_resp_free(&r);
+
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/approve", refund_no);
+    h_http(h_port(), "POST", path, NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "state", "REQUESTED");
+    h_assert_str(&r, "approved_by", "dev");
+    h_assert_bool(&r, "duplicate", 0);
+    h_resp_free(&r);
+    h_http(h_port(), "POST", path, NULL, "", 0, &r); /* again */
+    h_assert_status(&r, 200);
+    h_assert_bool(&r, "duplicate", 1);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.approve' AND subject = '%s'",
+                                       refund_no));
+    h_http(h_port(), "POST", "/ops/refund-requests/RNOPE/approve", NULL, "", 0, &r);
+    h_assert_error(&r, 404, "REFUND_NOT_FOUND");
+    h_resp_free(&r);
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(refunds_are_listed_by_filter_a_page_at_a_time)
+{
+    struct h_resp r = { 0 };
+    char *next, path[160];
+
+    paid_payment("OR8", "pi_l", "stripe");
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+
+        snprintf(key, sizeof key, "l%d", i);
+        ask_refund("pi_l", key, "{\"amount\":\"1.00\"}", &r);
+        h_assert_status(&r, 201);
+        h_resp_free(&r);
+    }
+    h_http(h_port(), "GET", "/ops/refund-requests?state=REQUESTED&gateway=stripe&limit=2", NULL,
+           NULL, 0, &r);
+    h_assert_status(&r, 200);
+    next = h_json_get_str(r.body, "next_after");
+    ck_assert_ptr_nonnull(next);
+    h_resp_free(&r);
+    snprintf(path, sizeof path, "/ops/refund-requests?state=REQUESTED&limit=2&after=%s", next);
+    h_http(h_port(), "GET", path, NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"refunds\":[{"));
+    ck_assert_ptr_null(strstr(r.body, "next_after"));
+    h_resp_free(&r);
+    h_http(h_port(), "GET", "/ops/refund-requests?gateway=stripe2", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"refunds\":[]"));
+    h_resp_free(&r);
+    h_http(h_port(), "GET", "/ops/refund-requests?state=NOPE", NULL, NULL, 0, &r);
+    h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+    free(next);
+}
+END_TEST
+
+START_TEST(an_auto_refund_of_a_double_payment_succeeds_once_at_the_gateway)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    h_db_insert_order("OD1", "u1", PRICE, 1);
+    stripe_paid("stripe", "pi_d1", "OD1", &r);
+    h_resp_free(&r);
+    stripe_paid("stripe", "pi_d2", "OD1", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("pi_d2", 3);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_d2'");
+    ck_assert_int_eq(1, gateway_refunds("pi_d2"));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"amount\": \"89900\"", refund_no));
+    ck_assert_int_eq(0, gateway_refunds("pi_d1"));
+    /* the queue of double payments is settled with the refund's number */
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = "
+                                       "'pi_d2' AND status = 3 AND settle_reference = '%s'",
+                                       refund_no));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
+                                       "'refund.succeeded' AND order_no = 'OD1' AND subject = "
+                                       "'%s' AND payload LIKE '%%\"pay_no\":\"pi_d2\"%%' AND "
+                                       "payload LIKE '%%\"amount\":\"899.00\"%%' AND payload "
+                                       "LIKE '%%\"currency\":\"CNY\"%%'",
+                                       refund_no));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_d2' AND "
+                                       "gateway_refund_id LIKE 're_%%' AND finished_at IS NOT "
+                                       "NULL"));
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(an_approved_refund_of_a_double_payment_succeeds_after_one_approval)
+{
+    struct h_resp r = { 0 };
+    char *refund_no, path[160];
+
+    h_db_insert_order("OD2", "u1", PRICE, 1);
+    stripe_paid("stripe2", "pi_e1", "OD2", &r);
+    h_resp_free(&r);
+    stripe_paid("stripe2", "pi_e2", "OD2", &r);
+    h_resp_free(&r);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_e2'");
+    ck_assert_ptr_nonnull(refund_no);
+    ck_assert_int_eq(0, refund_state("pi_e2"));
+    ck_assert_int_eq(0, gateway_refunds("pi_e2")); /* nothing before the approval */
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/approve", refund_no);
+    h_http(h_port(), "POST", path, NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("pi_e2", 3);
+    ck_assert_int_eq(1, gateway_refunds("pi_e2"));
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(a_pending_refund_is_asked_about_until_it_succeeds)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment("OD3", "pi_p", "stripe");
+    plant("pi_p", "pending");
+    ask_refund("pi_p", "p1", "{\"amount\":\"100.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("pi_p", 3);
+    ck_assert_int_eq(1, gateway_refunds("pi_p"));
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"GET\"", "/v1/refunds/re_"), 1);
+}
+END_TEST
+
+START_TEST(a_refusal_fails_the_refund_alerts_and_frees_its_amount)
+{
+    struct h_resp r = { 0 };
+    const char *alert[] = { "alert=REFUND_FAILED", "pay_no=pi_x", "charge_already_refunded", NULL };
+    char *line;
+
+    paid_payment("OD4", "pi_x", "stripe");
+    plant("pi_x", "refuse");
+    ask_refund("pi_x", "x1", "{}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("pi_x", 4);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_x' AND "
+                                       "failure_code = 'charge_already_refunded'"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
+                                       "'refund.failed' AND order_no = 'OD4'"));
+    line = h_log_find(alert, 5000);
+    ck_assert_msg(line != NULL, "no REFUND_FAILED alert line");
+    free(line);
+    ck_assert_int_eq(0, refunded_cents("pi_x"));
+    plant("pi_x", "succeed"); /* the merchant fixed it: a new refund, a new number */
+    ask_refund("pi_x", "x2", "{}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_x' AND state = 3") == 1,
+            RELAY_WAIT_MS, "the second refund never succeeded");
+    ck_assert_int_eq(89900, refunded_cents("pi_x"));
+}
+END_TEST
+
+START_TEST(a_5xx_leaves_the_refund_unknown_then_the_same_number_succeeds)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    paid_payment("OD5", "pi_5", "stripe");
+    plant("pi_5", "500_then_succeed");
+    ask_refund("pi_5", "f1", "{\"amount\":\"1.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("pi_5", 3);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_5'");
+    ck_assert_int_eq(2, h_tool_log_lines(&gw, "\"POST\"", refund_no)); /* the 500, then it */
+    ck_assert_int_eq(1, gateway_refunds("pi_5"));
+    ck_assert_int_ge(h_db_scalar_ll("SELECT attempts FROM refund WHERE pay_no = 'pi_5'"), 2);
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(a_timeout_leaves_the_refund_unknown_and_the_query_finds_the_one_refund)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment("OD6", "pi_h", "stripe");
+    plant("pi_h", "hang");
+    ask_refund("pi_h", "h1", "{\"amount\":\"2.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("pi_h", 3);
+    {
+        char *refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_h'");
+        const char *parts[] = { "refund not decided yet", refund_no, "outcome=UNKNOWN", NULL };
+        char *line = h_log_find(parts, 5000);
+
+        ck_assert_msg(line != NULL, "the lost answer never made the refund UNKNOWN");
+        free(line);
+        free(refund_no);
+    }
+    ck_assert_int_eq(1, gateway_refunds("pi_h"));
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"replayed\": true", "pi_h"), 1);
+}
+END_TEST
+
+/* Posts a Stripe event of type about a refund object (JSON), signed with
+ * secret. */
+static void stripe_refund_event(const char *type, const char *object, const char *secret,
+                                struct h_resp *r)
+{
+    char body[2048], hdr[160], t[24], mac[65];
+    const char *headers[] = { "Content-Type: application/json", hdr, NULL };
+
+    snprintf(body, sizeof body,
+             "{\"id\":\"evt_r\",\"object\":\"event\",\"type\":\"%s\",\"data\":{\"object\":%s}}",
+             type, object);
+    snprintf(t, sizeof t, "%lld", (long long)time(NULL));
+    testkey_hmac_hex(secret, t, body, mac);
+    snprintf(hdr, sizeof hdr, "Stripe-Signature: t=%s,v1=%s", t, mac);
+    h_http(h_port(), "POST", "/pay/callback/stripe", headers, body, strlen(body), r);
+}
+
+/* A refund of pay_no left pending at the gateway: SUBMITTED, with the
+ * gateway's id; its refund_no and that id are returned (malloc'd). */
+static void pending_refund(const char *order_no, const char *pay_no, char **refund_no, char **gid)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment(order_no, pay_no, "stripe");
+    plant(pay_no, "stay_pending");
+    ask_refund(pay_no, pay_no, "{}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = '%s' AND state = 2 AND "
+                           "gateway_refund_id IS NOT NULL",
+                           pay_no) == 1,
+            RELAY_WAIT_MS, "the refund of %s never went pending", pay_no);
+    *refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = '%s'", pay_no);
+    *gid = h_db_scalar_str("SELECT gateway_refund_id FROM refund WHERE pay_no = '%s'", pay_no);
+}
+
+START_TEST(stripe_refund_notifications_move_the_refund_once)
+{
+    struct h_resp r = { 0 };
+    char *refund_no, *gid, obj[512];
+
+    pending_refund("ON1", "pi_n1", &refund_no, &gid);
+    snprintf(obj, sizeof obj,
+             "{\"id\":\"%s\",\"object\":\"refund\",\"status\":\"succeeded\",\"payment_intent\":"
+             "\"pi_n1\",\"metadata\":{\"refund_no\":\"%s\"}}",
+             gid, refund_no);
+    stripe_refund_event("refund.updated", obj, "whsec_forged", &r); /* not Stripe's */
+    h_assert_status(&r, 401);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, refund_state("pi_n1"));
+    stripe_refund_event("refund.updated", obj, SECRET, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(3, refund_state("pi_n1"));
+    stripe_refund_event("refund.updated", obj, SECRET, &r); /* replayed */
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(1,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE subject = '%s'", refund_no));
+    ck_assert_int_eq(1, gateway_refunds("pi_n1"));
+    free(refund_no);
+    free(gid);
+}
+END_TEST
+
+START_TEST(a_stripe_refund_failed_notification_fails_the_refund)
+{
+    struct h_resp r = { 0 };
+    char *refund_no, *gid, obj[512];
+
+    pending_refund("ON2", "pi_n2", &refund_no, &gid);
+    snprintf(obj, sizeof obj,
+             "{\"id\":\"%s\",\"object\":\"refund\",\"status\":\"failed\",\"failure_reason\":"
+             "\"expired_or_canceled_card\",\"metadata\":{\"refund_no\":\"%s\"}}",
+             gid, refund_no);
+    stripe_refund_event("refund.failed", obj, SECRET, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(4, refund_state("pi_n2"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE failure_code = "
+                                       "'expired_or_canceled_card'"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
+                                       "'refund.failed' AND subject = '%s'",
+                                       refund_no));
+    free(refund_no);
+    free(gid);
+}
+END_TEST
+
+START_TEST(a_refund_we_did_not_ask_for_is_recorded_and_alerted)
+{
+    struct h_resp r = { 0 };
+    const char *alert[] = { "alert=REFUND_UNSOLICITED", "re_console_1", NULL };
+    char *line;
+
+    stripe_refund_event("refund.updated",
+                        "{\"id\":\"re_console_1\",\"object\":\"refund\",\"status\":\"succeeded\","
+                        "\"metadata\":{}}",
+                        SECRET, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.unsolicited' AND subject = 're_console_1'"));
+    line = h_log_find(alert, 5000);
+    ck_assert_msg(line != NULL, "no REFUND_UNSOLICITED alert");
+    free(line);
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+}
+END_TEST
+
+/* The gateway answering 500 to everything for a while: the refunds wait,
+ * UNKNOWN, and drain once it is back, one refund each at the gateway. */
+START_TEST(a_backlog_of_refunds_drains_when_the_gateway_is_back)
+{
+    struct h_resp r = { 0 };
+    char order_no[16], pay_no[16];
+
+    for (int i = 0; i < 10; i++) {
+        snprintf(order_no, sizeof order_no, "OB%d", i);
+        snprintf(pay_no, sizeof pay_no, "pi_b%d", i);
+        paid_payment(order_no, pay_no, "stripe");
+        plant(pay_no, "500");
+        ask_refund(pay_no, pay_no, "{\"amount\":\"5.00\"}", &r);
+        h_assert_status(&r, 201);
+        h_resp_free(&r);
+    }
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE attempts >= 2 AND state = 5") == 10,
+            RELAY_WAIT_MS, "the refunds were not retried while the gateway failed");
+    for (int i = 0; i < 10; i++) {
+        snprintf(pay_no, sizeof pay_no, "pi_b%d", i);
+        plant(pay_no, "succeed");
+    }
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE state = 3") == 10, RELAY_WAIT_MS,
+            "the backlog never drained");
+    for (int i = 0; i < 10; i++) {
+        snprintf(pay_no, sizeof pay_no, "pi_b%d", i);
+        ck_assert_int_eq(1, gateway_refunds(pay_no));
+    }
+    ck_assert_int_eq(10, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
+                                        "'refund.succeeded'"));
+}
+END_TEST
+
+START_TEST(cancelling_a_paid_order_refunds_its_payment)
+{
+    struct h_resp r = { 0 };
+
+    h_db_insert_order("OC1", "u1", PRICE, 1);
+    stripe_paid("stripe", "pi_c1", "OC1", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    h_http(h_port(), "POST", "/order/OC1/cancel", NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("pi_c1", 3);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_c1' AND "
+                                       "origin = 3 AND amount = 899.00"));
+    ck_assert_int_eq(1, gateway_refunds("pi_c1"));
+    ck_assert_int_eq(9, h_order_status("OC1"));
+}
+END_TEST
+
+/* kill -9 between the submission and its answer: the refund is made at
+ * the gateway, the service never hears of it; after a restart the same
+ * number is asked about and the one refund found. */
+START_TEST(a_kill_between_submission_and_answer_leaves_one_refund)
+{
+    struct h_server *s;
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    s = h_server_start_config(config_path, relay_env);
+    ck_assert_ptr_nonnull(s);
+    paid_payment("OD7", "pi_k", "stripe");
+    plant("pi_k", "hang");
+    {
+        char path[64], hdr[64];
+        const char *headers[] = { "Content-Type: application/json", hdr, NULL };
+
+        snprintf(path, sizeof path, "/ops/payments/pi_k/refunds");
+        snprintf(hdr, sizeof hdr, "Idempotency-Key: k1");
+        h_http(h_server_port(s), "POST", path, headers, "{}", 2, &r);
+        h_assert_status(&r, 201);
+        h_resp_free(&r);
+    }
+    h_await(gateway_refunds("pi_k") == 1, RELAY_WAIT_MS, "the gateway never saw the refund");
+    ck_assert_int_eq(0, h_server_signal(s, SIGKILL));
+    h_server_wait(s, 10000);
+    /* SUBMITTED, its answer lost with the process (UNKNOWN if the call
+     * timed out just before the kill) */
+    ck_assert_msg(refund_state("pi_k") == 2 || refund_state("pi_k") == 5, "state %lld",
+                  refund_state("pi_k"));
+    plant("pi_k", "succeed");
+    s = h_server_start_config(config_path, relay_env);
+    ck_assert_ptr_nonnull(s);
+    await_state("pi_k", 3);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_k'");
+    ck_assert_int_eq(1, gateway_refunds("pi_k"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"replayed\": true", refund_no), 1);
+    ck_assert_int_eq(0, h_server_stop(s));
+    free(refund_no);
+}
+END_TEST
+
+/* ---- Alipay and WeChat Pay v3 through the same test gateway ------------- */
+
+#define APIV3_KEY "0123456789abcdef0123456789abcdef"
+#define ALIPAY_APP_ID "2021000000000001"
+
+static const char *const cn_env[] = { "TEST_WECHAT_APIV3=" APIV3_KEY,
+                                      "PAYCALLBACK_REFUNDS_POLL_MS=50",
+                                      "PAYCALLBACK_REFUNDS_BATCH=1",
+                                      "PAYCALLBACK_REFUNDS_BACKOFF_BASE_MS=50",
+                                      "PAYCALLBACK_REFUNDS_BACKOFF_MAX_MS=400",
+                                      NULL };
+
+/* The profiles: Alipay's public key and WeChat's platform key are the test
+ * gateway's platform key; the merchant key is the one it wrote (0600). */
+static void cn_config(char *cfg, size_t n, const char *key_file)
+{
+    snprintf(cfg, n,
+             "{\"gateways\": ["
+             "{\"name\": \"alipay\", \"kind\": \"alipay\", \"app_id\": \"" ALIPAY_APP_ID "\","
+             " \"public_key_file\": \"%s/platform_pub.pem\", \"refund\": \"auto\","
+             " \"refund_url\": \"http://127.0.0.1:%d\", \"merchant_key_file\": \"%s\","
+             " \"refund_timeout_ms\": 500},"
+             "{\"name\": \"wechat\", \"kind\": \"wechatpay_v3\", \"mchid\": \"1900000001\","
+             " \"secret_env\": \"TEST_WECHAT_APIV3\", \"platform_keys\": [{\"serial\":"
+             " \"PLATFORM-SERIAL-1\", \"public_key_file\": \"%s/platform_pub.pem\"}],"
+             " \"refund\": \"auto\", \"refund_url\": \"http://127.0.0.1:%d\","
+             " \"merchant_key_file\": \"%s\", \"merchant_serial\": \"MERCHANT-SERIAL-1\","
+             " \"refund_timeout_ms\": 500}]}",
+             gw.dir, gw.port, key_file, gw.dir, gw.port, key_file);
+}
+
+static void cn_up(void)
+{
+    char cfg[2048], key_file[128];
+
+    h_tool_start(&gw, "refund_gateway.py", NULL);
+    snprintf(key_file, sizeof key_file, "%s/merchant_key.pem", gw.dir);
+    cn_config(cfg, sizeof cfg, key_file);
+    h_temp_file(config_path, cfg);
+    h_fixture_server_up_config(config_path, cn_env);
+}
+
+static void cn_down(void)
+{
+    h_fixture_server_down();
+    gateway_down();
+}
+
+/* The test gateway's platform signature of message, base64 (malloc'd). */
+static char *platform_sign(const char *message)
+{
+    cJSON *o = cJSON_CreateObject();
+    struct h_resp r = { 0 };
+    char *body, *sig;
+
+    cJSON_AddStringToObject(o, "message", message);
+    body = cJSON_PrintUnformatted(o);
+    h_http(gw.port, "POST", "/_sign", NULL, body, strlen(body), &r);
+    h_assert_status(&r, 200);
+    sig = h_json_get_str(r.body, "signature");
+    ck_assert_ptr_nonnull(sig);
+    h_resp_free(&r);
+    cJSON_free(body);
+    cJSON_Delete(o);
+    return sig;
+}
+
+/* Posts Alipay's notification that trade_no paid order_no (899.00). */
+static void alipay_paid(const char *trade_no, const char *order_no, struct h_resp *r)
+{
+    char content[1024], body[2048];
+    char *sig, *esc;
+    const char *headers[] = { "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+                              NULL };
+
+    /* the signed fields, sorted by name (sign and sign_type left out) */
+    snprintf(content, sizeof content,
+             "app_id=" ALIPAY_APP_ID "&charset=utf-8&notify_type=trade_status_sync&out_trade_no=%s"
+             "&total_amount=" PRICE "&trade_no=%s&trade_status=TRADE_SUCCESS",
+             order_no, trade_no);
+    sig = platform_sign(content);
+    esc = testkey_form_escape(sig);
+    snprintf(body, sizeof body, "%s&sign_type=RSA2&sign=%s", content, esc);
+    h_http(h_port(), "POST", "/pay/callback/alipay", headers, body, strlen(body), r);
+    free(esc);
+    free(sig);
+}
+
+START_TEST(an_alipay_double_payment_is_refunded_once_signed_both_ways)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    h_db_insert_order("OA1", "u1", PRICE, 1);
+    alipay_paid("2026120322001400001", "OA1", &r);
+    h_assert_status(&r, 200);
+    ck_assert_str_eq("success", r.body);
+    h_resp_free(&r);
+    alipay_paid("2026120322001400002", "OA1", &r); /* the second charge */
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("2026120322001400002", 3);
+    refund_no =
+        h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = '2026120322001400002'");
+    ck_assert_int_eq(1, gateway_refunds("2026120322001400002"));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"sig_ok\": true", refund_no));
+    ck_assert_int_eq(0, h_tool_log_lines(&gw, "\"sig_ok\": false", NULL));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"amount\": \"899.00\"", refund_no));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
+                                       "'refund.succeeded' AND subject = '%s'",
+                                       refund_no));
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(an_alipay_answer_lost_is_found_by_the_refund_query)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment("OA2", "2026120322001400003", "alipay");
+    plant("2026120322001400003", "hang");
+    ask_refund("2026120322001400003", "a1", "{\"amount\":\"10.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("2026120322001400003", 3);
+    {
+        char *refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = "
+                                          "'2026120322001400003'");
+        const char *parts[] = { "refund not decided yet", refund_no, "outcome=UNKNOWN", NULL };
+        char *line = h_log_find(parts, 5000);
+
+        ck_assert_msg(line != NULL, "the lost answer never made the refund UNKNOWN");
+        free(line);
+        free(refund_no);
+    }
+    ck_assert_int_eq(1, gateway_refunds("2026120322001400003"));
+    ck_assert_int_ge(h_tool_log_lines(&gw, "alipay.trade.fastpay.refund.query", NULL), 1);
+}
+END_TEST
+
+START_TEST(an_alipay_refusal_fails_the_refund_with_its_sub_code)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment("OA3", "2026120322001400004", "alipay");
+    plant("2026120322001400004", "refuse");
+    ask_refund("2026120322001400004", "a2", "{}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("2026120322001400004", 4);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE failure_code = "
+                                       "'ACQ.TRADE_HAS_CLOSE'"));
+}
+END_TEST
+
+START_TEST(a_wechat_refund_is_signed_checked_and_succeeds_once)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    paid_payment("OW1", "4200000001202612030001", "wechat");
+    ask_refund("4200000001202612030001", "w1", "{\"amount\":\"100.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("4200000001202612030001", 3);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = "
+                                "'4200000001202612030001'");
+    ck_assert_int_eq(1, gateway_refunds("4200000001202612030001"));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"sig_ok\": true", refund_no));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"total\": 89900", refund_no));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"amount\": 10000", refund_no));
+    ck_assert_int_eq(0, h_tool_log_lines(&gw, "\"sig_ok\": false", NULL));
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(a_processing_wechat_refund_is_asked_about_until_success)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment("OW2", "4200000001202612030002", "wechat");
+    plant("4200000001202612030002", "pending");
+    ask_refund("4200000001202612030002", "w2", "{}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("4200000001202612030002", 3);
+    ck_assert_int_eq(1, gateway_refunds("4200000001202612030002"));
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"GET\"", "/v3/refund/domestic/refunds/"), 1);
+}
+END_TEST
+
+START_TEST(wechat_refusals_and_5xx_end_as_the_gateway_says)
+{
+    struct h_resp r = { 0 };
+
+    paid_payment("OW3", "4200000001202612030003", "wechat");
+    paid_payment("OW4", "4200000001202612030004", "wechat");
+    plant("4200000001202612030003", "refuse");
+    plant("4200000001202612030004", "500_then_succeed");
+    ask_refund("4200000001202612030003", "w3", "{}", &r);
+    h_resp_free(&r);
+    ask_refund("4200000001202612030004", "w4", "{}", &r);
+    h_resp_free(&r);
+    await_state("4200000001202612030003", 4);
+    await_state("4200000001202612030004", 3);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE failure_code = "
+                                       "'NOT_ENOUGH'"));
+    ck_assert_int_eq(1, gateway_refunds("4200000001202612030004"));
+}
+END_TEST
+
+/* Posts WeChat Pay's REFUND.<status> notification of out_refund_no,
+ * encrypted with the APIv3 key and signed with the platform key. */
+static void wechat_refund_notice(const char *out_refund_no, const char *status, struct h_resp *r)
+{
+    char plain[512], body[2048], msg[2200], ts[24], h[4][1200];
+    const char *nonce = "593BEC0C930BF1AFEB40B4A08C8FB242";
+    const char *headers[] = { "Content-Type: application/json", h[0], h[1], h[2], h[3], NULL };
+    char *ct, *sig;
+
+    snprintf(plain, sizeof plain,
+             "{\"mchid\":\"1900000001\",\"out_trade_no\":\"OWN\",\"transaction_id\":"
+             "\"4200000001202612039999\",\"out_refund_no\":\"%s\",\"refund_id\":"
+             "\"50000000382019052709732678859\",\"refund_status\":\"%s\"}",
+             out_refund_no, status);
+    ct = testkey_gcm_encrypt_b64(APIV3_KEY, "6f9a2c4e8b1d", "refund", plain);
+    snprintf(body, sizeof body,
+             "{\"id\":\"EV-R1\",\"create_time\":\"2026-12-03T10:00:06+08:00\","
+             "\"resource_type\":\"encrypt-resource\",\"event_type\":\"REFUND.%s\","
+             "\"summary\":\"refund\",\"resource\":{\"original_type\":\"refund\","
+             "\"algorithm\":\"AEAD_AES_256_GCM\",\"ciphertext\":\"%s\","
+             "\"associated_data\":\"refund\",\"nonce\":\"6f9a2c4e8b1d\"}}",
+             status, ct);
+    snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+    snprintf(msg, sizeof msg, "%s\n%s\n%s\n", ts, nonce, body);
+    sig = platform_sign(msg);
+    snprintf(h[0], sizeof h[0], "Wechatpay-Timestamp: %s", ts);
+    snprintf(h[1], sizeof h[1], "Wechatpay-Nonce: %s", nonce);
+    snprintf(h[2], sizeof h[2], "Wechatpay-Serial: PLATFORM-SERIAL-1");
+    snprintf(h[3], sizeof h[3], "Wechatpay-Signature: %s", sig);
+    h_http(h_port(), "POST", "/pay/callback/wechat", headers, body, strlen(body), r);
+    free(sig);
+    free(ct);
+}
+
+START_TEST(a_wechat_refund_notification_succeeds_the_refund_once)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    paid_payment("OW5", "4200000001202612030005", "wechat");
+    plant("4200000001202612030005", "stay_pending");
+    ask_refund("4200000001202612030005", "w5", "{}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    h_await(refund_state("4200000001202612030005") == 2, RELAY_WAIT_MS, "never submitted");
+    wechat_refund_notice(refund_no, "SUCCESS", &r);
+    h_assert_status(&r, 204); /* WeChat Pay v3's ack */
+    h_resp_free(&r);
+    ck_assert_int_eq(3, refund_state("4200000001202612030005"));
+    wechat_refund_notice(refund_no, "SUCCESS", &r); /* replayed */
+    h_assert_status(&r, 204);                       /* WeChat Pay v3's ack */
+    h_resp_free(&r);
+    ck_assert_int_eq(1,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE subject = '%s'", refund_no));
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(an_alipay_refund_notification_succeeds_the_refund)
+{
+    struct h_resp r = { 0 };
+    char *refund_no, content[1024], body[2048], *sig, *esc;
+    const char *headers[] = { "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+                              NULL };
+
+    paid_payment("OA5", "2026120322001400005", "alipay");
+    plant("2026120322001400005", "stay_pending");
+    ask_refund("2026120322001400005", "a5", "{\"amount\":\"1.00\"}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    h_await(h_tool_log_lines(&gw, "\"made\"", "2026120322001400005") == 1, RELAY_WAIT_MS,
+            "never submitted");
+    snprintf(content, sizeof content,
+             "app_id=" ALIPAY_APP_ID "&charset=utf-8&notify_type=trade_status_sync&out_biz_no=%s"
+             "&out_trade_no=OA5&refund_fee=1.00&total_amount=" PRICE
+             "&trade_no=2026120322001400005&trade_status=TRADE_SUCCESS",
+             refund_no);
+    sig = platform_sign(content);
+    esc = testkey_form_escape(sig);
+    snprintf(body, sizeof body, "%s&sign_type=RSA2&sign=%s", content, esc);
+    h_http(h_port(), "POST", "/pay/callback/alipay", headers, body, strlen(body), &r);
+    h_assert_status(&r, 200);
+    ck_assert_str_eq("success", r.body);
+    h_resp_free(&r);
+    ck_assert_int_eq(3, refund_state("2026120322001400005"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = "
+                                       "'2026120322001400005'")); /* not a payment again */
+    free(esc);
+    free(sig);
+    free(refund_no);
+}
+END_TEST
+
+/* A merchant key that others can read stops the start. */
+START_TEST(a_merchant_key_readable_by_others_is_refused)
+{
+    char cfg[2048], key_file[128], copy[160], cmd[600];
+    const char *args[] = { "-c", config_path, "--check-config", NULL };
+    struct h_run run;
+
+    snprintf(key_file, sizeof key_file, "%s/merchant_key.pem", gw.dir);
+    snprintf(copy, sizeof copy, "%s/open_key.pem", gw.dir);
+    snprintf(cmd, sizeof cmd, "cp %s %s && chmod 644 %s", key_file, copy, copy);
+    ck_assert_int_eq(0, system(cmd));
+    cn_config(cfg, sizeof cfg, copy);
+    h_temp_file(config_path, cfg);
+    h_run(args, cn_env, 20000, &run);
+    ck_assert_int_ne(0, run.status);
+    ck_assert_msg(strstr(run.err, "chmod 600") != NULL, "stderr: %s", run.err);
+    h_run_free(&run);
+}
+END_TEST
+
+static Suite *refunds_suite(void)
+{
+    Suite *s = suite_create("refunds");
+    TCase *tc = h_tcase_with("refund records", TC_TIMEOUT_S, server_up, server_down);
+
+    tcase_add_test(tc, partial_refunds_go_up_to_the_payment_and_not_a_cent_past);
+    tcase_add_test(tc, the_rest_of_a_payment_is_refunded_when_no_amount_is_given);
+    tcase_add_test(tc, refusals_write_nothing);
+    tcase_add_test(tc, fifty_concurrent_refunds_never_exceed_the_payment);
+    tcase_add_test(tc, a_double_payment_is_refunded_by_itself_under_refund_auto);
+    tcase_add_test(tc, a_double_payment_waits_for_one_approval);
+    tcase_add_test(tc, refunds_are_listed_by_filter_a_page_at_a_time);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("the relay through a stripe refund API", TC_TIMEOUT_S, relay_up, relay_down);
+    tcase_add_test(tc, an_auto_refund_of_a_double_payment_succeeds_once_at_the_gateway);
+    tcase_add_test(tc, an_approved_refund_of_a_double_payment_succeeds_after_one_approval);
+    tcase_add_test(tc, a_pending_refund_is_asked_about_until_it_succeeds);
+    tcase_add_test(tc, a_refusal_fails_the_refund_alerts_and_frees_its_amount);
+    tcase_add_test(tc, a_5xx_leaves_the_refund_unknown_then_the_same_number_succeeds);
+    tcase_add_test(tc, a_timeout_leaves_the_refund_unknown_and_the_query_finds_the_one_refund);
+    tcase_add_test(tc, cancelling_a_paid_order_refunds_its_payment);
+    tcase_add_test(tc, a_backlog_of_refunds_drains_when_the_gateway_is_back);
+    tcase_add_test(tc, stripe_refund_notifications_move_the_refund_once);
+    tcase_add_test(tc, a_stripe_refund_failed_notification_fails_the_refund);
+    tcase_add_test(tc, a_refund_we_did_not_ask_for_is_recorded_and_alerted);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("alipay and wechat pay v3", TC_TIMEOUT_S, cn_up, cn_down);
+    tcase_add_test(tc, an_alipay_double_payment_is_refunded_once_signed_both_ways);
+    tcase_add_test(tc, an_alipay_answer_lost_is_found_by_the_refund_query);
+    tcase_add_test(tc, an_alipay_refusal_fails_the_refund_with_its_sub_code);
+    tcase_add_test(tc, a_wechat_refund_is_signed_checked_and_succeeds_once);
+    tcase_add_test(tc, a_processing_wechat_refund_is_asked_about_until_success);
+    tcase_add_test(tc, wechat_refusals_and_5xx_end_as_the_gateway_says);
+    tcase_add_test(tc, a_wechat_refund_notification_succeeds_the_refund_once);
+    tcase_add_test(tc, an_alipay_refund_notification_succeeds_the_refund);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("merchant keys", TC_TIMEOUT_S, gateway_up, gateway_down);
+    tcase_add_test(tc, a_merchant_key_readable_by_others_is_refused);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("a crash mid-submission", TC_TIMEOUT_S, gateway_up, gateway_down);
+    tcase_add_test(tc, a_kill_between_submission_and_answer_leaves_one_refund);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+CHECK_MAIN(refunds_suite, NULL, NULL);
