@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -489,6 +490,16 @@ out:
     return rc;
 }
 
+/* An amount in fen (the cents of CNY) as a JSON integer written from its
+ * integer text, never through cJSON's double. */
+static cJSON *add_fen(cJSON *o, const char *name, int64_t cents)
+{
+    char text[24];
+
+    snprintf(text, sizeof(text), "%" PRId64, cents);
+    return cJSON_AddRawToObject(o, name, text);
+}
+
 static int wechat_submit(const struct gateway *gw, const struct gwr_refund *r,
                          struct gwr_call *call, char *err, size_t errsz)
 {
@@ -501,8 +512,8 @@ static int wechat_submit(const struct gateway *gw, const struct gwr_refund *r,
     if (cJSON_AddStringToObject(o, "transaction_id", r->pay_no) == NULL ||
         cJSON_AddStringToObject(o, "out_refund_no", r->refund_no) == NULL ||
         (amount = cJSON_AddObjectToObject(o, "amount")) == NULL ||
-        cJSON_AddNumberToObject(amount, "refund", (double)r->amount_cents) == NULL ||
-        cJSON_AddNumberToObject(amount, "total", (double)r->pay_amount_cents) == NULL ||
+        add_fen(amount, "refund", r->amount_cents) == NULL ||
+        add_fen(amount, "total", r->pay_amount_cents) == NULL ||
         cJSON_AddStringToObject(amount, "currency", r->currency) == NULL ||
         (text = cJSON_PrintUnformatted(o)) == NULL || strlen(text) >= sizeof(call->body)) {
         snprintf(err, errsz, "the refund request does not fit");
