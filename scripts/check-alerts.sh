@@ -38,8 +38,10 @@ paycallback_reconcile_wait_pay_overdue > 0\tpaycallback_reconcile_wait_pay_overd
 paycallback_reconcile_refund_unsettled > 0\tpaycallback_reconcile_refund_unsettled > 1
 increase(paycallback_idempotency_busy_total[15m])) > 10\tincrease(paycallback_idempotency_busy_total[15m])) > 20
 rate(paycallback_http_quota_refusals_total[5m])) > 1\trate(paycallback_http_quota_refusals_total[5m])) > 5
-increase(paycallback_refunds_total{outcome="failed"}[15m]) > 0\tincrease(paycallback_refunds_total{outcome="failed"}[15m]) > 1
-paycallback_refund_oldest_unrefunded_seconds > 3600\tpaycallback_refund_oldest_unrefunded_seconds > 7200
+increase(paycallback_refunds_total{state="FAILED"}[15m])) > 0\tincrease(paycallback_refunds_total{state="FAILED"}[15m])) > 1
+increase(paycallback_refunds_total{state="FAILED"}[15m]))\tincrease(paycallback_refunds_total[15m]))
+paycallback_refund_oldest_unrefunded_seconds > paycallback_refund_unrefunded_alert_age_seconds\tpaycallback_refund_oldest_unrefunded_seconds > 7200
+increase(paycallback_refund_notifications_unsolicited_total[15m])) > 0\tincrease(paycallback_refund_notifications_unsolicited_total[15m])) > 1
 increase(paycallback_open_order_cap_refusals_total[15m]) > 20\tincrease(paycallback_open_order_cap_refusals_total[15m]) > 40
 severity: critical\tseverity: warning'
 tmp=$(mktemp -d)

@@ -242,6 +242,10 @@ static const struct cfg_key keys[] = {
       "how often each refund relay looks for payments to refund that have no refund "
       "yet (a canceled paid order's payment, a double payment whose refund a crash "
       "lost)"),
+    I("refunds", "unrefunded_alert_s", refunds_unrefunded_alert_s, 60, 2592000, "3600",
+      "a double payment not refunded this long after it arrived alerts "
+      "(paycallback_refund_unrefunded_alert_age_seconds, alert "
+      "PaycallbackDoublePaymentUnrefunded)"),
     I("orders", "max_open_per_user", orders_max_open_per_user, 0, 100000, "20",
       "WAIT_PAY orders one user_id may hold; then 409 TOO_MANY_OPEN_ORDERS; 0: no cap"),
     I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60",

@@ -671,14 +671,15 @@ enum db_status refund_sweep(struct db_conn *c, const struct shard_set *set, cons
 
 enum db_status refund_oldest_unrefunded(struct db_conn *c, int64_t *age_s)
 {
-    char req[DB_INT_BUF];
-    const char *p[] = { db_param_int(req, PAYMENT_REFUND_REQUIRED) };
+    char req[DB_INT_BUF], req2[DB_INT_BUF];
+    const char *p[] = { db_param_int(req, PAYMENT_REFUND_REQUIRED),
+                        db_param_int(req2, PAYMENT_REFUND_REQUIRED) };
     struct db_row row;
     enum db_status st;
     bool found = false;
 
     *age_s = 0;
-    if ((st = db_query_one(c, ST_RF_OLDEST, p, 1, &row, &found)) != DB_OK || !found)
+    if ((st = db_query_one(c, ST_RF_OLDEST, p, 2, &row, &found)) != DB_OK || !found)
         return st;
     if (db_row_int(&row, 0, 0, INT64_MAX, age_s) != 0)
         return db_fail(c, "refund: unreadable age of the oldest double payment");

@@ -192,8 +192,10 @@ enum db_status refund_finish(struct db_conn *c, const char *refund_no, int state
 enum db_status refund_sweep(struct db_conn *c, const struct shard_set *set, const struct shard *sh,
                             const struct gateways *gw, const char *request_id, int *made);
 
-/* The age in seconds of the oldest REFUND_REQUIRED payment (a double
- * payment, or a canceled order's, not refunded yet), 0 for none. */
+/* The age in seconds of the oldest double payment not refunded yet (a
+ * payment recorded REFUND_REQUIRED, still so), 0 for none. A canceled
+ * order's payment is left out: its age is the payment's, not the
+ * cancel's. */
 enum db_status refund_oldest_unrefunded(struct db_conn *c, int64_t *age_s);
 
 /* Hands back owner's leases (graceful stop). */

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,9 +172,10 @@ static void gwr_of(const struct refund *rf, struct gwr_refund *g)
     g->gateway_refund_id = rf->gateway_refund_id;
 }
 
-/* Records the answer a on the refund. A failure to record leaves the lease
- * to run out: the refund is asked about again, never lost. */
-static void record(struct rrelay *r, struct refund *rf, const struct gwr_answer *a)
+/* Records the answer a on the refund, counted under gateway index gwi
+ * (SIZE_MAX: no such profile). A failure to record leaves the lease to run
+ * out: the refund is asked about again, never lost. */
+static void record(struct rrelay *r, size_t gwi, struct refund *rf, const struct gwr_answer *a)
 {
     const struct config *cfg = r->rr->srv->cfg;
     struct db_conn *c = shard_acquire(r->sh, RELAY_DB_WAIT_MS);
@@ -196,8 +198,8 @@ static void record(struct rrelay *r, struct refund *rf, const struct gwr_answer 
                            a->outcome == GWR_SUCCEEDED ? REFUND_SUCCEEDED : REFUND_FAILED, gid,
                            a->outcome == GWR_FAILED ? a->code : NULL, a->message, &changed, &after);
         if (st == DB_OK && changed)
-            metrics_inc(r->rr->srv->m,
-                        a->outcome == GWR_FAILED ? M_REFUND_FAILED : M_REFUND_SUCCEEDED);
+            metrics_refund(r->rr->srv->m, gwi,
+                           a->outcome == GWR_FAILED ? REFUND_FAILED : REFUND_SUCCEEDED);
         if (st == DB_OK && changed && a->outcome == GWR_FAILED)
             log_alert("REFUND_FAILED",
                       "refund_no=%s pay_no=%s order_no=%s gateway=%s code=%s message=\"%s\"",
@@ -211,7 +213,7 @@ static void record(struct rrelay *r, struct refund *rf, const struct gwr_answer 
     case GWR_UNKNOWN:
     default:
         if (a->outcome != GWR_PENDING)
-            metrics_inc(r->rr->srv->m, M_REFUND_UNKNOWN);
+            metrics_refund(r->rr->srv->m, gwi, REFUND_UNKNOWN);
         st = refund_mark_waiting(c, rf->id, r->owner,
                                  a->outcome == GWR_PENDING ? REFUND_SUBMITTED : REFUND_UNKNOWN, gid,
                                  a->message, wait);
@@ -229,7 +231,7 @@ static void record(struct rrelay *r, struct refund *rf, const struct gwr_answer 
 
 /* Marks rf SUBMITTED before a call leaves. False when the lease is no
  * longer this relay's (or the database failed): nothing is sent. */
-static bool mark_submitting(struct rrelay *r, const struct refund *rf)
+static bool mark_submitting(struct rrelay *r, size_t gwi, const struct refund *rf)
 {
     struct db_conn *c = shard_acquire(r->sh, RELAY_DB_WAIT_MS);
     bool held = false;
@@ -240,6 +242,8 @@ static bool mark_submitting(struct rrelay *r, const struct refund *rf)
         log_warn("refund: cannot mark a submission", "refund_no=%s error=\"%s\"", rf->refund_no,
                  db_errstr(c));
     shard_release(r->sh, c);
+    if (held)
+        metrics_refund(r->rr->srv->m, gwi, REFUND_SUBMITTED);
     return held;
 }
 
@@ -281,10 +285,10 @@ static void work(struct rrelay *r, struct refund *rf)
         snprintf(a.message, sizeof(a.message), "gateway profile \"%s\" has no refund_url",
                  rf->gateway);
         log_alert("REFUND_NO_GATEWAY", "refund_no=%s gateway=%s", rf->refund_no, rf->gateway);
-        record(r, rf, &a);
+        record(r, SIZE_MAX, rf, &a);
         goto out;
     }
-    if (!mark_submitting(r, rf))
+    if (!mark_submitting(r, gw->index, rf))
         goto out;
     if (call(r, gw, rf, query, &a) != 0) {
         a.outcome = GWR_FAILED;
@@ -298,7 +302,7 @@ static void work(struct rrelay *r, struct refund *rf)
             snprintf(a.code, sizeof(a.code), "not_submittable");
         }
     }
-    record(r, rf, &a);
+    record(r, gw->index, rf, &a);
 out:
     keyring_release(kr);
 }
@@ -483,6 +487,7 @@ struct refund_relay *refund_relay_start(struct server *srv)
         return NULL;
     }
     rr->srv = srv;
+    metrics_set_gauge(srv->m, G_REFUND_ALERT_AGE_S, srv->cfg->refunds_unrefunded_alert_s);
     pthread_mutex_init(&rr->mu, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -244,6 +244,8 @@ static void apply_refund(struct server *srv, const struct gateway *gw,
     r = refund_route_notice(&rt, &rn, &changed, &e, &failure);
     switch (r) {
     case REFUND_OK:
+        if (changed)
+            metrics_refund(srv->m, gw->index, (int)rn.state);
         log_info("refund notification applied",
                  "gateway=%s refund_no=%s state=%s changed=%d request_id=%s", gw->cfg->name,
                  n->refund_no, refund_state_name(e.state), changed, req->request_id);
@@ -253,6 +255,7 @@ static void apply_refund(struct server *srv, const struct gateway *gw,
         k->ack(resp);
         break;
     case REFUND_NOT_FOUND:
+        metrics_refund_unsolicited(srv->m, gw->index);
         log_alert("REFUND_UNSOLICITED", "gateway=%s refund_no=%s refund_id=%s request_id=%s",
                   gw->cfg->name, n->refund_no, n->refund_id, req->request_id);
         k->ack(resp);

@@ -52,6 +52,8 @@ struct metrics {
     size_t ngw, ngw_results, ngw_reasons;
     atomic_ullong gateway_result[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
     atomic_ullong gateway_reject[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
+    atomic_ullong refund_state[METRICS_GATEWAYS_MAX][METRICS_REFUND_STATES];
+    atomic_ullong refund_unsolicited[METRICS_GATEWAYS_MAX];
     const char *const *shard_labels; /* set once before threads start */
     size_t nshards;
     atomic_ullong shard_count[METRICS_SHARDS_MAX][MS_COUNT];
@@ -164,10 +166,6 @@ static const struct {
     [M_REPLAY_CACHE_HITS] = { "paycallback_replay_cache_hits_total", NULL,
                               "Repeat callbacks answered from the replay cache, with no database "
                               "read." },
-    [M_REFUND_SUCCEEDED] = { "paycallback_refunds_total", "outcome=\"succeeded\"",
-                             "Refund answers the refund relay recorded, by outcome." },
-    [M_REFUND_FAILED] = { "paycallback_refunds_total", "outcome=\"failed\"", NULL },
-    [M_REFUND_UNKNOWN] = { "paycallback_refunds_total", "outcome=\"unknown\"", NULL },
 };
 
 static const struct {
@@ -197,6 +195,10 @@ static const struct {
                             "Age of the oldest double payment (REFUND_REQUIRED) not refunded yet, "
                             "over every shard (0 when none).",
                             0 },
+    [G_REFUND_ALERT_AGE_S] = { "paycallback_refund_unrefunded_alert_age_seconds",
+                               "refunds.unrefunded_alert_s: a double payment unrefunded this long "
+                               "alerts (PaycallbackDoublePaymentUnrefunded).",
+                               0 },
 };
 
 struct metrics *metrics_create(const struct metrics_route *routes, size_t nroutes)
@@ -581,6 +583,18 @@ void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason)
         atomic_fetch_add_explicit(&m->gateway_reject[gw][reason], 1, memory_order_relaxed);
 }
 
+void metrics_refund(struct metrics *m, size_t gw, int state)
+{
+    if (m != NULL && gw < m->ngw && state >= 0 && state < METRICS_REFUND_STATES)
+        atomic_fetch_add_explicit(&m->refund_state[gw][state], 1, memory_order_relaxed);
+}
+
+void metrics_refund_unsolicited(struct metrics *m, size_t gw)
+{
+    if (m != NULL && gw < m->ngw)
+        atomic_fetch_add_explicit(&m->refund_unsolicited[gw], 1, memory_order_relaxed);
+}
+
 void metrics_set_shards(struct metrics *m, const char *const *labels, size_t n)
 {
     if (m == NULL)
@@ -691,6 +705,32 @@ static void render_gateway_family(const struct metrics *m, struct buf *b, const 
                     values[v], ld(&count[g][v]));
 }
 
+/* Refunds by gateway and the state they entered: what the relay's calls
+ * and the gateways' notifications did (the states before a submission are
+ * the refund table's to count). Zeros included. */
+static void render_refunds(const struct metrics *m, struct buf *b)
+{
+    static const char *const states[METRICS_REFUND_STATES] = {
+        "AWAITING_APPROVAL", "REQUESTED", "SUBMITTED", "SUCCEEDED", "FAILED", "UNKNOWN"
+    };
+
+    if (m->ngw == 0)
+        return;
+    bprintf(b, "# HELP paycallback_refunds_total Refunds by gateway and the state the relay's "
+               "calls or the gateway's notifications put them in (UNKNOWN: each answer "
+               "lost).\n# TYPE paycallback_refunds_total counter\n");
+    for (size_t g = 0; g < m->ngw; g++)
+        for (int s = 2; s < METRICS_REFUND_STATES; s++)
+            bprintf(b, "paycallback_refunds_total{gateway=\"%s\",state=\"%s\"} %llu\n",
+                    m->gateway_names[g], states[s], ld(&m->refund_state[g][s]));
+    bprintf(b, "# HELP paycallback_refund_notifications_unsolicited_total Refund notifications "
+               "of a refund the service never asked for (recorded in audit_log).\n"
+               "# TYPE paycallback_refund_notifications_unsolicited_total counter\n");
+    for (size_t g = 0; g < m->ngw; g++)
+        bprintf(b, "paycallback_refund_notifications_unsolicited_total{gateway=\"%s\"} %llu\n",
+                m->gateway_names[g], ld(&m->refund_unsolicited[g]));
+}
+
 static void render_gateways(const struct metrics *m, struct buf *b)
 {
     render_gateway_family(m, b, "paycallback_gateway_notifications_total",
@@ -700,6 +740,7 @@ static void render_gateways(const struct metrics *m, struct buf *b)
     render_gateway_family(m, b, "paycallback_gateway_rejected_total",
                           "Gateway notifications refused before anything was written, by reason.",
                           "reason", m->gateway_reasons, m->ngw_reasons, m->gateway_reject);
+    render_refunds(m, b);
 }
 
 static void render_build_info(const struct metrics *m, struct buf *b)

@@ -60,9 +60,6 @@ enum metric_counter {
     M_ORDERS_EXPIRED,           /* WAIT_PAY orders closed past reconcile.payment_window_s */
     M_EXPIRY_DEFERRED,          /* ... left open: a gateway could not confirm them unpaid */
     M_REPLAY_CACHE_HITS,        /* repeat callbacks answered from memory, no database read */
-    M_REFUND_SUCCEEDED,         /* refunds the relay saw succeed at their gateway */
-    M_REFUND_FAILED,            /* ... refused by their gateway (FAILED) */
-    M_REFUND_UNKNOWN,           /* calls whose answer was lost or not decided (UNKNOWN) */
     M_COUNT
 };
 
@@ -78,7 +75,8 @@ enum metric_gauge {
                                      pass's expiry (0 when the window is off) */
     G_RECONCILE_LAST_RUN_S, /* unix time of the last successful pass */
     G_RELOAD_OK,            /* 1 when the last SIGHUP reload (or the start) succeeded */
-    G_REFUND_OLDEST_S,      /* age of the oldest REFUND_REQUIRED payment (not refunded) */
+    G_REFUND_OLDEST_S,      /* age of the oldest double payment (not refunded) */
+    G_REFUND_ALERT_AGE_S,   /* refunds.unrefunded_alert_s: the age that alerts */
     G_COUNT
 };
 
@@ -133,6 +131,16 @@ void metrics_set_gateways(struct metrics *m, const char *const *names, size_t n,
  * (indices into the arrays given to metrics_set_gateways). */
 void metrics_gateway_result(struct metrics *m, size_t gw, size_t result);
 void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason);
+
+/* Refund states as the refund table numbers them (label state="NAME"). */
+#define METRICS_REFUND_STATES 6
+
+/* Counts one refund of gateway gw (index as metrics_set_gateways named
+ * it) entering state (0..METRICS_REFUND_STATES-1), and one notification
+ * of a refund the service never asked for. Out-of-range indices count
+ * nothing. */
+void metrics_refund(struct metrics *m, size_t gw, int state);
+void metrics_refund_unsolicited(struct metrics *m, size_t gw);
 
 #define METRICS_SHARDS_MAX 8
 

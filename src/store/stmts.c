@@ -310,7 +310,7 @@ const char *const stmt_sql[ST_COUNT] = {
                       "refund r WHERE r.dedupe_key IN (CONCAT('double:', p.pay_no), "
                       "CONCAT('cancel:', p.pay_no))) ORDER BY p.create_time LIMIT ?",
     [ST_RF_OLDEST] = "SELECT COALESCE(TIMESTAMPDIFF(SECOND, MIN(create_time), NOW(3)), 0) "
-                     "FROM payment_record WHERE status = ?",
+                     "FROM payment_record WHERE status = ? AND outcome = ?",
     [ST_RF_RELEASE] = "UPDATE refund SET lease_owner = NULL, lease_until = NULL "
                       "WHERE lease_owner = ?",
     [ST_ORDER_PAGE] = "SELECT id, user_id, request_id, order_no, sku, quantity FROM orders "

@@ -576,6 +576,49 @@ START_TEST(a_timeout_leaves_the_refund_unknown_and_the_query_finds_the_one_refun
 }
 END_TEST
 
+/* The metrics by gateway and state, and the age of the oldest double
+ * payment not refunded: an approval-waiting double payment two hours old
+ * shows its age (a canceled order's older payment does not count), then 0
+ * once its refund succeeded. */
+START_TEST(refund_metrics_count_by_gateway_and_state_and_age_the_oldest_double_payment)
+{
+    const char *ok = "paycallback_refunds_total{gateway=\"stripe2\",state=\"SUCCEEDED\"}";
+    const char *sub = "paycallback_refunds_total{gateway=\"stripe2\",state=\"SUBMITTED\"}";
+    const char *age = "paycallback_refund_oldest_unrefunded_seconds";
+    long long ok0 = h_metric(ok), sub0 = h_metric(sub);
+    struct h_resp r = { 0 };
+    char *refund_no, path[160];
+
+    ck_assert_int_ge(ok0, 0);
+    ck_assert_int_eq(3600, h_metric("paycallback_refund_unrefunded_alert_age_seconds"));
+    h_db_insert_order("OM1", "u1", PRICE, 1);
+    stripe_paid("stripe2", "pi_m1", "OM1", &r);
+    h_resp_free(&r);
+    stripe_paid("stripe2", "pi_m2", "OM1", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    paid_payment("OM2", "pi_m3", "stripe2"); /* paid three hours ago, its order canceled now */
+    h_db_exec("UPDATE payment_record SET status = 2, create_time = NOW(3) - INTERVAL 3 HOUR "
+              "WHERE pay_no = 'pi_m3'");
+    h_db_exec("UPDATE payment_record SET create_time = NOW(3) - INTERVAL 2 HOUR "
+              "WHERE pay_no = 'pi_m2'");
+    h_await(h_metric(age) >= 7200, RELAY_WAIT_MS, "the oldest double payment's age never shown");
+    ck_assert_int_lt(h_metric(age), 7200 + 60); /* the double payment's, not the cancel's */
+
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_m2'");
+    ck_assert_ptr_nonnull(refund_no);
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/approve", refund_no);
+    h_http(h_port(), "POST", path, NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("pi_m2", 3);
+    h_await(h_metric(age) == 0, RELAY_WAIT_MS, "the refunded double payment still ages");
+    ck_assert_int_eq(ok0 + 1, h_metric(ok));
+    ck_assert_int_ge(h_metric(sub), sub0 + 1);
+    free(refund_no);
+}
+END_TEST
+
 /* Posts a Stripe event of type about a refund object (JSON), signed with
  * secret. */
 static void stripe_refund_event(const char *type, const char *object, const char *secret,
@@ -646,6 +689,8 @@ START_TEST(a_stripe_refund_failed_notification_fails_the_refund)
     struct h_resp r = { 0 };
     char *refund_no, *gid, obj[512];
 
+    long long failed0 = h_metric("paycallback_refunds_total{gateway=\"stripe\",state=\"FAILED\"}");
+
     pending_refund("ON2", "pi_n2", &refund_no, &gid);
     snprintf(obj, sizeof obj,
              "{\"id\":\"%s\",\"object\":\"refund\",\"status\":\"failed\",\"failure_reason\":"
@@ -660,6 +705,8 @@ START_TEST(a_stripe_refund_failed_notification_fails_the_refund)
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
                                        "'refund.failed' AND subject = '%s'",
                                        refund_no));
+    ck_assert_int_eq(failed0 + 1,
+                     h_metric("paycallback_refunds_total{gateway=\"stripe\",state=\"FAILED\"}"));
     free(refund_no);
     free(gid);
 }
@@ -669,6 +716,9 @@ START_TEST(a_refund_we_did_not_ask_for_is_recorded_and_alerted)
 {
     struct h_resp r = { 0 };
     const char *alert[] = { "alert=REFUND_UNSOLICITED", "re_console_1", NULL };
+    const char *unsolicited =
+        "paycallback_refund_notifications_unsolicited_total{gateway=\"stripe\"}";
+    long long before = h_metric(unsolicited);
     char *line;
 
     stripe_refund_event("refund.updated",
@@ -683,6 +733,7 @@ START_TEST(a_refund_we_did_not_ask_for_is_recorded_and_alerted)
     ck_assert_msg(line != NULL, "no REFUND_UNSOLICITED alert");
     free(line);
     ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+    ck_assert_int_eq(before + 1, h_metric(unsolicited));
 }
 END_TEST
 
@@ -1133,6 +1184,7 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, stripe_refund_notifications_move_the_refund_once);
     tcase_add_test(tc, a_stripe_refund_failed_notification_fails_the_refund);
     tcase_add_test(tc, a_refund_we_did_not_ask_for_is_recorded_and_alerted);
+    tcase_add_test(tc, refund_metrics_count_by_gateway_and_state_and_age_the_oldest_double_payment);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("alipay and wechat pay v3", TC_TIMEOUT_S, cn_up, cn_down);
