@@ -5,9 +5,11 @@
  * after an operator's approval; the listing and its pages. Every invariant
  * is checked with SQL on the refund table. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -190,6 +192,19 @@ static long long refunded_cents(const char *pay_no)
     return h_db_scalar_ll("SELECT COALESCE(SUM(amount * 100), 0) FROM refund "
                           "WHERE pay_no = '%s' AND state <> 4",
                           pay_no);
+}
+
+/* The outbox event of refund_no says which order, payment, refund, amount
+ * and currency: 1 when it does. */
+static long long event_complete(const char *type, const char *refund_no, const char *order_no,
+                                const char *pay_no, const char *amount)
+{
+    return h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = '%s' AND subject = '%s' "
+                          "AND order_no = '%s' AND payload LIKE '%%\"order_no\":\"%s\"%%' AND "
+                          "payload LIKE '%%\"pay_no\":\"%s\"%%' AND payload LIKE "
+                          "'%%\"refund_no\":\"%s\"%%' AND payload LIKE '%%\"amount\":\"%s\"%%' "
+                          "AND payload LIKE '%%\"currency\":\"CNY\"%%'",
+                          type, refund_no, order_no, order_no, pay_no, refund_no, amount);
 }
 
 START_TEST(partial_refunds_go_up_to_the_payment_and_not_a_cent_past)
@@ -684,6 +699,36 @@ START_TEST(stripe_refund_notifications_move_the_refund_once)
 }
 END_TEST
 
+START_TEST(a_charge_refunded_notification_succeeds_the_newest_refund_once)
+{
+    struct h_resp r = { 0 };
+    char *refund_no, *gid, obj[1024];
+
+    pending_refund("ON3", "pi_n3", &refund_no, &gid);
+    snprintf(obj, sizeof obj,
+             "{\"id\":\"ch_n3\",\"object\":\"charge\",\"payment_intent\":\"pi_n3\","
+             "\"amount_refunded\":" PRICE_MINOR ",\"refunded\":true,\"refunds\":{\"object\":"
+             "\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"refund\",\"status\":"
+             "\"succeeded\",\"metadata\":{\"refund_no\":\"%s\"}}]}}",
+             gid, refund_no);
+    stripe_refund_event("charge.refunded", obj, "whsec_forged", &r); /* not Stripe's */
+    h_assert_status(&r, 401);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, refund_state("pi_n3"));
+    for (int i = 0; i < 2; i++) { /* the event, then Stripe's resend */
+        stripe_refund_event("charge.refunded", obj, SECRET, &r);
+        h_assert_status(&r, 200);
+        h_resp_free(&r);
+        ck_assert_int_eq(3, refund_state("pi_n3"));
+    }
+    ck_assert_int_eq(1, event_complete("refund.succeeded", refund_no, "ON3", "pi_n3", PRICE));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox"));
+    ck_assert_int_eq(1, gateway_refunds("pi_n3"));
+    free(refund_no);
+    free(gid);
+}
+END_TEST
+
 START_TEST(a_stripe_refund_failed_notification_fails_the_refund)
 {
     struct h_resp r = { 0 };
@@ -696,10 +741,12 @@ START_TEST(a_stripe_refund_failed_notification_fails_the_refund)
              "{\"id\":\"%s\",\"object\":\"refund\",\"status\":\"failed\",\"failure_reason\":"
              "\"expired_or_canceled_card\",\"metadata\":{\"refund_no\":\"%s\"}}",
              gid, refund_no);
-    stripe_refund_event("refund.failed", obj, SECRET, &r);
-    h_assert_status(&r, 200);
-    h_resp_free(&r);
-    ck_assert_int_eq(4, refund_state("pi_n2"));
+    for (int i = 0; i < 2; i++) { /* the event, then Stripe's resend */
+        stripe_refund_event("refund.failed", obj, SECRET, &r);
+        h_assert_status(&r, 200);
+        h_resp_free(&r);
+        ck_assert_int_eq(4, refund_state("pi_n2"));
+    }
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE failure_code = "
                                        "'expired_or_canceled_card'"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
@@ -859,13 +906,24 @@ static void cn_config(char *cfg, size_t n, const char *key_file)
              " \"PLATFORM-SERIAL-1\", \"public_key_file\": \"%s/platform_pub.pem\"}],"
              " \"refund\": \"auto\", \"refund_url\": \"http://127.0.0.1:%d\","
              " \"merchant_key_file\": \"%s\", \"merchant_serial\": \"MERCHANT-SERIAL-1\","
+             " \"refund_timeout_ms\": 500},"
+             "{\"name\": \"alipay2\", \"kind\": \"alipay\", \"app_id\": \"" ALIPAY_APP_ID "\","
+             " \"public_key_file\": \"%s/platform_pub.pem\","
+             " \"refund_url\": \"http://127.0.0.1:%d\", \"merchant_key_file\": \"%s\","
+             " \"refund_timeout_ms\": 500},"
+             "{\"name\": \"wechat2\", \"kind\": \"wechatpay_v3\", \"mchid\": \"1900000001\","
+             " \"secret_env\": \"TEST_WECHAT_APIV3\", \"platform_keys\": [{\"serial\":"
+             " \"PLATFORM-SERIAL-1\", \"public_key_file\": \"%s/platform_pub.pem\"}],"
+             " \"refund_url\": \"http://127.0.0.1:%d\","
+             " \"merchant_key_file\": \"%s\", \"merchant_serial\": \"MERCHANT-SERIAL-1\","
              " \"refund_timeout_ms\": 500}]}",
-             gw.dir, gw.port, key_file, gw.dir, gw.port, key_file);
+             gw.dir, gw.port, key_file, gw.dir, gw.port, key_file, gw.dir, gw.port, key_file,
+             gw.dir, gw.port, key_file);
 }
 
 static void cn_up(void)
 {
-    char cfg[2048], key_file[128];
+    char cfg[4096], key_file[128];
 
     h_tool_start(&gw, "refund_gateway.py", NULL);
     snprintf(key_file, sizeof key_file, "%s/merchant_key.pem", gw.dir);
@@ -899,9 +957,12 @@ static char *platform_sign(const char *message)
     return sig;
 }
 
-/* Posts Alipay's notification that trade_no paid order_no (899.00). */
-static void alipay_paid(const char *trade_no, const char *order_no, struct h_resp *r)
+/* Posts Alipay's notification that trade_no paid order_no (899.00)
+ * through gateway. */
+static void alipay_paid_to(const char *gateway, const char *trade_no, const char *order_no,
+                           struct h_resp *r)
 {
+    char route[64];
     char content[1024], body[2048];
     char *sig, *esc;
     const char *headers[] = { "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
@@ -915,9 +976,15 @@ static void alipay_paid(const char *trade_no, const char *order_no, struct h_res
     sig = platform_sign(content);
     esc = testkey_form_escape(sig);
     snprintf(body, sizeof body, "%s&sign_type=RSA2&sign=%s", content, esc);
-    h_http(h_port(), "POST", "/pay/callback/alipay", headers, body, strlen(body), r);
+    snprintf(route, sizeof route, "/pay/callback/%s", gateway);
+    h_http(h_port(), "POST", route, headers, body, strlen(body), r);
     free(esc);
     free(sig);
+}
+
+static void alipay_paid(const char *trade_no, const char *order_no, struct h_resp *r)
+{
+    alipay_paid_to("alipay", trade_no, order_no, r);
 }
 
 START_TEST(an_alipay_double_payment_is_refunded_once_signed_both_ways)
@@ -1043,38 +1110,65 @@ START_TEST(wechat_refusals_and_5xx_end_as_the_gateway_says)
 }
 END_TEST
 
-/* Posts WeChat Pay's REFUND.<status> notification of out_refund_no,
- * encrypted with the APIv3 key and signed with the platform key. */
-static void wechat_refund_notice(const char *out_refund_no, const char *status, struct h_resp *r)
+/* Posts a WeChat Pay v3 notification of event_type to gateway: plain
+ * encrypted with the APIv3 key, the whole signed with the platform key
+ * (forged: with a signature of another text). */
+static void wechat_notice(const char *gateway, const char *event_type, const char *plain,
+                          bool forged, struct h_resp *r)
 {
-    char plain[512], body[2048], msg[2200], ts[24], h[4][1200];
+    char body[2048], msg[2200], ts[24], h[4][1200], route[64];
     const char *nonce = "593BEC0C930BF1AFEB40B4A08C8FB242";
     const char *headers[] = { "Content-Type: application/json", h[0], h[1], h[2], h[3], NULL };
     char *ct, *sig;
+
+    ct = testkey_gcm_encrypt_b64(APIV3_KEY, "6f9a2c4e8b1d", "refund", plain);
+    snprintf(body, sizeof body,
+             "{\"id\":\"EV-R1\",\"create_time\":\"2026-12-03T10:00:06+08:00\","
+             "\"resource_type\":\"encrypt-resource\",\"event_type\":\"%s\","
+             "\"summary\":\"refund\",\"resource\":{\"original_type\":\"refund\","
+             "\"algorithm\":\"AEAD_AES_256_GCM\",\"ciphertext\":\"%s\","
+             "\"associated_data\":\"refund\",\"nonce\":\"6f9a2c4e8b1d\"}}",
+             event_type, ct);
+    snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+    snprintf(msg, sizeof msg, "%s\n%s\n%s\n", ts, nonce, forged ? "{}" : body);
+    sig = platform_sign(msg);
+    snprintf(h[0], sizeof h[0], "Wechatpay-Timestamp: %s", ts);
+    snprintf(h[1], sizeof h[1], "Wechatpay-Nonce: %s", nonce);
+    snprintf(h[2], sizeof h[2], "Wechatpay-Serial: PLATFORM-SERIAL-1");
+    snprintf(h[3], sizeof h[3], "Wechatpay-Signature: %s", sig);
+    snprintf(route, sizeof route, "/pay/callback/%s", gateway);
+    h_http(h_port(), "POST", route, headers, body, strlen(body), r);
+    free(sig);
+    free(ct);
+}
+
+/* Posts WeChat Pay's REFUND.<status> notification of out_refund_no. */
+static void wechat_refund_notice(const char *out_refund_no, const char *status, struct h_resp *r)
+{
+    char plain[512], type[32];
 
     snprintf(plain, sizeof plain,
              "{\"mchid\":\"1900000001\",\"out_trade_no\":\"OWN\",\"transaction_id\":"
              "\"4200000001202612039999\",\"out_refund_no\":\"%s\",\"refund_id\":"
              "\"50000000382019052709732678859\",\"refund_status\":\"%s\"}",
              out_refund_no, status);
-    ct = testkey_gcm_encrypt_b64(APIV3_KEY, "6f9a2c4e8b1d", "refund", plain);
-    snprintf(body, sizeof body,
-             "{\"id\":\"EV-R1\",\"create_time\":\"2026-12-03T10:00:06+08:00\","
-             "\"resource_type\":\"encrypt-resource\",\"event_type\":\"REFUND.%s\","
-             "\"summary\":\"refund\",\"resource\":{\"original_type\":\"refund\","
-             "\"algorithm\":\"AEAD_AES_256_GCM\",\"ciphertext\":\"%s\","
-             "\"associated_data\":\"refund\",\"nonce\":\"6f9a2c4e8b1d\"}}",
-             status, ct);
-    snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
-    snprintf(msg, sizeof msg, "%s\n%s\n%s\n", ts, nonce, body);
-    sig = platform_sign(msg);
-    snprintf(h[0], sizeof h[0], "Wechatpay-Timestamp: %s", ts);
-    snprintf(h[1], sizeof h[1], "Wechatpay-Nonce: %s", nonce);
-    snprintf(h[2], sizeof h[2], "Wechatpay-Serial: PLATFORM-SERIAL-1");
-    snprintf(h[3], sizeof h[3], "Wechatpay-Signature: %s", sig);
-    h_http(h_port(), "POST", "/pay/callback/wechat", headers, body, strlen(body), r);
-    free(sig);
-    free(ct);
+    snprintf(type, sizeof type, "REFUND.%s", status);
+    wechat_notice("wechat", type, plain, false, r);
+}
+
+/* Posts WeChat Pay's TRANSACTION.SUCCESS: transaction_id paid order_no
+ * (899.00) through gateway. */
+static void wechat_paid(const char *gateway, const char *transaction_id, const char *order_no,
+                        struct h_resp *r)
+{
+    char plain[512];
+
+    snprintf(plain, sizeof plain,
+             "{\"mchid\":\"1900000001\",\"out_trade_no\":\"%s\",\"transaction_id\":\"%s\","
+             "\"trade_state\":\"SUCCESS\",\"amount\":{\"total\":" PRICE_MINOR
+             ",\"currency\":\"CNY\"}}",
+             order_no, transaction_id);
+    wechat_notice(gateway, "TRANSACTION.SUCCESS", plain, false, r);
 }
 
 START_TEST(a_wechat_refund_notification_succeeds_the_refund_once)
@@ -1102,12 +1196,199 @@ START_TEST(a_wechat_refund_notification_succeeds_the_refund_once)
 }
 END_TEST
 
-START_TEST(an_alipay_refund_notification_succeeds_the_refund)
+/* A double payment of order_no through a WeChat profile: first, then
+ * second, which Tencent resends. */
+static void wechat_paid_twice(const char *gateway, const char *order_no, const char *first,
+                              const char *second)
 {
     struct h_resp r = { 0 };
-    char *refund_no, content[1024], body[2048], *sig, *esc;
+
+    h_db_insert_order(order_no, "u1", PRICE, 1);
+    wechat_paid(gateway, first, order_no, &r);
+    h_assert_status(&r, 204);
+    h_resp_free(&r);
+    wechat_paid(gateway, second, order_no, &r); /* the customer paid twice */
+    h_assert_status(&r, 204);
+    h_resp_free(&r);
+    wechat_paid(gateway, second, order_no, &r); /* and WeChat Pay resent it */
+    h_assert_status(&r, 204);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = '%s' "
+                                       "AND outcome = 2",
+                                       second));
+}
+
+START_TEST(a_wechat_double_payment_is_refunded_by_itself_end_to_end)
+{
+    const char *pay = "4200000001202612030072";
+    char *refund_no;
+
+    wechat_paid_twice("wechat", "OW7", "4200000001202612030071", pay);
+    await_state(pay, 3);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = '%s'", pay);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+    ck_assert_int_eq(1, gateway_refunds(pay));
+    ck_assert_int_eq(0, gateway_refunds("4200000001202612030071"));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"sig_ok\": true", refund_no));
+    ck_assert_int_eq(0, h_tool_log_lines(&gw, "\"sig_ok\": false", NULL));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"amount\": 89900", refund_no));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = '%s' "
+                                       "AND status = 3 AND settle_reference = '%s'",
+                                       pay, refund_no));
+    ck_assert_int_eq(1, event_complete("refund.succeeded", refund_no, "OW7", pay, PRICE));
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(a_wechat_double_payment_is_refunded_after_one_approval)
+{
+    const char *pay = "4200000001202612030082";
+    struct h_resp r = { 0 };
+    char *refund_no, path[160];
+
+    wechat_paid_twice("wechat2", "OW8", "4200000001202612030081", pay);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = '%s'", pay);
+    ck_assert_ptr_nonnull(refund_no);
+    ck_assert_int_eq(0, refund_state(pay));
+    ck_assert_int_eq(0, gateway_refunds(pay)); /* nothing before the approval */
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/approve", refund_no);
+    h_http(h_port(), "POST", path, NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state(pay, 3);
+    ck_assert_int_eq(1, gateway_refunds(pay));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"sig_ok\": true", refund_no));
+    ck_assert_int_eq(1, event_complete("refund.succeeded", refund_no, "OW8", pay, PRICE));
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(an_alipay_double_payment_is_refunded_after_one_approval)
+{
+    const char *pay = "2026120322001400012";
+    struct h_resp r = { 0 };
+    char *refund_no, path[160];
+
+    h_db_insert_order("OA9", "u1", PRICE, 1);
+    alipay_paid_to("alipay2", "2026120322001400011", "OA9", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    alipay_paid_to("alipay2", pay, "OA9", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = '%s'", pay);
+    ck_assert_ptr_nonnull(refund_no);
+    ck_assert_int_eq(0, refund_state(pay));
+    ck_assert_int_eq(0, gateway_refunds(pay));
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/approve", refund_no);
+    h_http(h_port(), "POST", path, NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state(pay, 3);
+    ck_assert_int_eq(1, gateway_refunds(pay));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"sig_ok\": true", refund_no));
+    ck_assert_int_eq(1, event_complete("refund.succeeded", refund_no, "OA9", pay, PRICE));
+    free(refund_no);
+}
+END_TEST
+
+/* A WeChat refund left PROCESSING at the gateway; its number (malloc'd). */
+static char *wechat_pending_refund(const char *order_no, const char *pay_no)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    paid_payment(order_no, pay_no, "wechat");
+    plant(pay_no, "stay_pending");
+    ask_refund(pay_no, pay_no, "{}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    h_await(refund_state(pay_no) == 2 && gateway_refunds(pay_no) == 1, RELAY_WAIT_MS,
+            "the refund of %s never went pending", pay_no);
+    return refund_no;
+}
+
+START_TEST(wechat_abnormal_closed_forged_and_unsolicited_refund_notifications)
+{
+    const char *unsolicited =
+        "paycallback_refund_notifications_unsolicited_total{gateway=\"wechat\"}";
+    long long before = h_metric(unsolicited);
+    char *abnormal = wechat_pending_refund("OW10", "4200000001202612030100");
+    char *closed = wechat_pending_refund("OW11", "4200000001202612030110");
+    char plain[512];
+    struct h_resp r = { 0 };
+
+    snprintf(plain, sizeof plain,
+             "{\"mchid\":\"1900000001\",\"out_refund_no\":\"%s\",\"refund_id\":\"5001\","
+             "\"refund_status\":\"SUCCESS\"}",
+             abnormal);
+    wechat_notice("wechat", "REFUND.SUCCESS", plain, true, &r); /* not WeChat's signature */
+    ck_assert_int_ge(r.status, 400);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, refund_state("4200000001202612030100"));
+
+    for (int i = 0; i < 2; i++) { /* each one, then replayed */
+        wechat_refund_notice(abnormal, "ABNORMAL", &r);
+        h_assert_status(&r, 204);
+        h_resp_free(&r);
+        wechat_refund_notice(closed, "CLOSED", &r);
+        h_assert_status(&r, 204);
+        h_resp_free(&r);
+    }
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE refund_no = '%s' AND "
+                                       "state = 4 AND failure_code = 'ABNORMAL'",
+                                       abnormal));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE refund_no = '%s' AND "
+                                       "state = 4 AND failure_code = 'CLOSED'",
+                                       closed));
+    ck_assert_int_eq(
+        1, event_complete("refund.failed", abnormal, "OW10", "4200000001202612030100", PRICE));
+    ck_assert_int_eq(
+        1, event_complete("refund.failed", closed, "OW11", "4200000001202612030110", PRICE));
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM outbox"));
+
+    wechat_refund_notice("RCONSOLE0000001", "SUCCESS", &r); /* refunded at the console */
+    h_assert_status(&r, 204);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.unsolicited' AND actor = 'wechat'"));
+    ck_assert_int_eq(before + 1, h_metric(unsolicited));
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+    free(abnormal);
+    free(closed);
+}
+END_TEST
+
+/* Posts Alipay's trade notify with the refund fields of out_biz_no
+ * (forged: signed over another text). */
+static void alipay_refund_notice(const char *out_biz_no, const char *trade_no, const char *order_no,
+                                 bool forged, struct h_resp *r)
+{
+    char content[1024], body[2048], *sig, *esc;
     const char *headers[] = { "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
                               NULL };
+
+    snprintf(content, sizeof content,
+             "app_id=" ALIPAY_APP_ID "&charset=utf-8&notify_type=trade_status_sync&out_biz_no=%s"
+             "&out_trade_no=%s&refund_fee=1.00&total_amount=" PRICE
+             "&trade_no=%s&trade_status=TRADE_SUCCESS",
+             out_biz_no, order_no, trade_no);
+    sig = platform_sign(forged ? "refund_fee=899.00" : content);
+    esc = testkey_form_escape(sig);
+    snprintf(body, sizeof body, "%s&sign_type=RSA2&sign=%s", content, esc);
+    h_http(h_port(), "POST", "/pay/callback/alipay", headers, body, strlen(body), r);
+    free(esc);
+    free(sig);
+}
+
+START_TEST(alipay_refund_notifications_replayed_forged_and_unsolicited)
+{
+    const char *unsolicited =
+        "paycallback_refund_notifications_unsolicited_total{gateway=\"alipay\"}";
+    long long before = h_metric(unsolicited);
+    struct h_resp r = { 0 };
+    char *refund_no;
 
     paid_payment("OA5", "2026120322001400005", "alipay");
     plant("2026120322001400005", "stay_pending");
@@ -1117,23 +1398,71 @@ START_TEST(an_alipay_refund_notification_succeeds_the_refund)
     h_resp_free(&r);
     h_await(h_tool_log_lines(&gw, "\"made\"", "2026120322001400005") == 1, RELAY_WAIT_MS,
             "never submitted");
-    snprintf(content, sizeof content,
-             "app_id=" ALIPAY_APP_ID "&charset=utf-8&notify_type=trade_status_sync&out_biz_no=%s"
-             "&out_trade_no=OA5&refund_fee=1.00&total_amount=" PRICE
-             "&trade_no=2026120322001400005&trade_status=TRADE_SUCCESS",
-             refund_no);
-    sig = platform_sign(content);
-    esc = testkey_form_escape(sig);
-    snprintf(body, sizeof body, "%s&sign_type=RSA2&sign=%s", content, esc);
-    h_http(h_port(), "POST", "/pay/callback/alipay", headers, body, strlen(body), &r);
-    h_assert_status(&r, 200);
-    ck_assert_str_eq("success", r.body);
+    alipay_refund_notice(refund_no, "2026120322001400005", "OA5", true, &r); /* forged */
+    ck_assert_int_ge(r.status, 400);
     h_resp_free(&r);
-    ck_assert_int_eq(3, refund_state("2026120322001400005"));
+    ck_assert_int_ne(3, refund_state("2026120322001400005"));
+    for (int i = 0; i < 2; i++) { /* the notify, then Alipay's resend */
+        alipay_refund_notice(refund_no, "2026120322001400005", "OA5", false, &r);
+        h_assert_status(&r, 200);
+        ck_assert_str_eq("success", r.body);
+        h_resp_free(&r);
+        ck_assert_int_eq(3, refund_state("2026120322001400005"));
+    }
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = "
                                        "'2026120322001400005'")); /* not a payment again */
-    free(esc);
-    free(sig);
+    ck_assert_int_eq(
+        1, event_complete("refund.succeeded", refund_no, "OA5", "2026120322001400005", "1.00"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox"));
+    ck_assert_int_eq(1, gateway_refunds("2026120322001400005"));
+
+    alipay_refund_notice("RCONSOLE0000002", "2026120322001400005", "OA5", false, &r);
+    h_assert_status(&r, 200); /* recorded, and acknowledged */
+    ck_assert_str_eq("success", r.body);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.unsolicited' AND actor = 'alipay'"));
+    ck_assert_int_eq(before + 1, h_metric(unsolicited));
+    free(refund_no);
+}
+END_TEST
+
+/* SIGHUP loads the merchant key again: after the gateway's key changed,
+ * a file open to others is refused (the running key stays), then the new
+ * key, owner-only, signs the next refund, which the gateway accepts. */
+START_TEST(merchant_keys_reload_on_sighup_and_an_open_file_is_refused)
+{
+    const char *ok = "paycallback_config_reloads_total{result=\"ok\"}";
+    const char *failed = "paycallback_config_reloads_total{result=\"failed\"}";
+    const char *why[] = { "reload refused", "chmod 600", NULL };
+    long long ok0 = h_metric(ok), failed0 = h_metric(failed);
+    char key_file[128], rotated[160], *line, *refund_no;
+    struct h_resp r = { 0 };
+
+    snprintf(key_file, sizeof key_file, "%s/merchant_key.pem", gw.dir);
+    snprintf(rotated, sizeof rotated, "%s/merchant_key_rotated.pem", gw.dir);
+    h_http(gw.port, "POST", "/_rotate_merchant", NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(0, chmod(rotated, 0644));
+    ck_assert_int_eq(0, rename(rotated, key_file));
+    ck_assert_int_eq(0, kill(h_server_pid(h_srv), SIGHUP));
+    h_await(h_metric(failed) == failed0 + 1, RELAY_WAIT_MS, "the open key file was not refused");
+    line = h_log_find(why, 5000);
+    ck_assert_msg(line != NULL, "no reload refusal naming the key file's mode");
+    free(line);
+
+    ck_assert_int_eq(0, chmod(key_file, 0600));
+    ck_assert_int_eq(0, kill(h_server_pid(h_srv), SIGHUP));
+    h_await(h_metric(ok) == ok0 + 1, RELAY_WAIT_MS, "the new merchant key was not loaded");
+    paid_payment("OW12", "4200000001202612030120", "wechat");
+    ask_refund("4200000001202612030120", "w12", "{\"amount\":\"3.00\"}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    await_state("4200000001202612030120", 3);
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"sig_ok\": true", refund_no));
+    ck_assert_int_eq(0, h_tool_log_lines(&gw, "\"sig_ok\": false", NULL));
     free(refund_no);
 }
 END_TEST
@@ -1141,7 +1470,7 @@ END_TEST
 /* A merchant key that others can read stops the start. */
 START_TEST(a_merchant_key_readable_by_others_is_refused)
 {
-    char cfg[2048], key_file[128], copy[160], cmd[600];
+    char cfg[4096], key_file[128], copy[160], cmd[600];
     const char *args[] = { "-c", config_path, "--check-config", NULL };
     struct h_run run;
 
@@ -1183,6 +1512,7 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, a_backlog_of_refunds_drains_when_the_gateway_is_back);
     tcase_add_test(tc, stripe_refund_notifications_move_the_refund_once);
     tcase_add_test(tc, a_stripe_refund_failed_notification_fails_the_refund);
+    tcase_add_test(tc, a_charge_refunded_notification_succeeds_the_newest_refund_once);
     tcase_add_test(tc, a_refund_we_did_not_ask_for_is_recorded_and_alerted);
     tcase_add_test(tc, refund_metrics_count_by_gateway_and_state_and_age_the_oldest_double_payment);
     suite_add_tcase(s, tc);
@@ -1195,7 +1525,12 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, a_processing_wechat_refund_is_asked_about_until_success);
     tcase_add_test(tc, wechat_refusals_and_5xx_end_as_the_gateway_says);
     tcase_add_test(tc, a_wechat_refund_notification_succeeds_the_refund_once);
-    tcase_add_test(tc, an_alipay_refund_notification_succeeds_the_refund);
+    tcase_add_test(tc, alipay_refund_notifications_replayed_forged_and_unsolicited);
+    tcase_add_test(tc, a_wechat_double_payment_is_refunded_by_itself_end_to_end);
+    tcase_add_test(tc, a_wechat_double_payment_is_refunded_after_one_approval);
+    tcase_add_test(tc, an_alipay_double_payment_is_refunded_after_one_approval);
+    tcase_add_test(tc, wechat_abnormal_closed_forged_and_unsolicited_refund_notifications);
+    tcase_add_test(tc, merchant_keys_reload_on_sighup_and_an_open_file_is_refused); /* last */
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("merchant keys", TC_TIMEOUT_S, gateway_up, gateway_down);

@@ -9,7 +9,9 @@ public key, or WeChat's platform key with serial PLATFORM-SERIAL-1).
 Requests are checked with the merchant's public key; answers are signed
 with the platform key. POST /_sign {"message": "..."} answers
 {"signature": base64} signed with the platform key, for test
-notifications.
+notifications. POST /_rotate_merchant makes a new merchant key pair,
+writes its private key to merchant_key_rotated.pem (0600) and checks
+requests with its public key from then on (a merchant key rotation).
   Alipay: POST /gateway.do, alipay.trade.refund and
       alipay.trade.fastpay.refund.query (RSA2 over the sorted parameters);
       the out_request_no is remembered.
@@ -74,10 +76,18 @@ def verify(pub, msg, sig_b64):
         return False
 
 
+def write_merchant_key(key, path):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+
+
 class State:
     def __init__(self, key, log_path, args):
         self.key = key
         self.args = args
+        self.dir = None     # where the key files are written
         self.merchant = new_key()
         self.platform = new_key()
         self.log = open(log_path, "a", buffering=1, encoding="utf-8")
@@ -157,6 +167,13 @@ def make_handler(st):
             if path == "/_sign":
                 self.reply(200, json.dumps({"signature": sign(st.platform,
                                                               json.loads(raw)["message"])}))
+                return
+            if path == "/_rotate_merchant":
+                with st.lock:
+                    st.merchant = new_key()
+                    write_merchant_key(st.merchant, os.path.join(st.dir,
+                                                                 "merchant_key_rotated.pem"))
+                self.reply(200, "{}")
                 return
             if path == "/gateway.do":
                 self.do_alipay(raw)
@@ -398,11 +415,8 @@ def main():
     args = ap.parse_args()
     st = State(args.stripe_key, args.log, args)
     d = os.path.dirname(os.path.abspath(args.port_file))
-    fd = os.open(os.path.join(d, "merchant_key.pem"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(st.merchant.private_bytes(serialization.Encoding.PEM,
-                                          serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
+    st.dir = d
+    write_merchant_key(st.merchant, os.path.join(d, "merchant_key.pem"))
     with open(os.path.join(d, "platform_pub.pem"), "wb") as f:
         f.write(st.platform.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
