@@ -40,6 +40,13 @@ static char *read_owner_only(const char *path, char *err, size_t errsz)
         snprintf(err, errsz, "%s is not a regular file", path);
         goto out;
     }
+    if (st.st_uid != geteuid()) {
+        snprintf(err, errsz,
+                 "%s is owned by uid %u, not by the service's user (uid %u): its owner can read "
+                 "it too; chown it to the service's user and chmod 600 it",
+                 path, (unsigned)st.st_uid, (unsigned)geteuid());
+        goto out;
+    }
     if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
         snprintf(err, errsz, "%s is accessible to others than its owner (mode %03o): chmod 600 it",
                  path, (unsigned)(st.st_mode & 0777));

@@ -1,8 +1,9 @@
 /* privkey.h - the merchant's RSA private keys, which sign refund requests
  * to Alipay and WeChat Pay (SHA256withRSA, PKCS#1 v1.5, base64). A key is
  * read from a file only, and refused when the file is readable or writable
- * by anyone but its owner: a merchant key that others can read is a key
- * that others can use. A loaded key is read-only and may be shared by any
+ * by anyone but its owner, or owned by another user than the service's
+ * (effective uid): a merchant key that others can read is a key that
+ * others can use. A loaded key is read-only and may be shared by any
  * number of threads. */
 #ifndef PAYCALLBACK_PRIVKEY_H
 #define PAYCALLBACK_PRIVKEY_H

@@ -1484,6 +1484,15 @@ START_TEST(a_merchant_key_readable_by_others_is_refused)
     ck_assert_int_ne(0, run.status);
     ck_assert_msg(strstr(run.err, "chmod 600") != NULL, "stderr: %s", run.err);
     h_run_free(&run);
+    if (geteuid() != 0)
+        return; /* only root can give a file to another user */
+    /* owner-only, but the owner is another user: refused too */
+    ck_assert_int_eq(0, chmod(copy, 0600));
+    ck_assert_int_eq(0, chown(copy, 65534, 65534));
+    h_run(args, cn_env, 20000, &run);
+    ck_assert_int_ne(0, run.status);
+    ck_assert_msg(strstr(run.err, "not by the service's user") != NULL, "stderr: %s", run.err);
+    h_run_free(&run);
 }
 END_TEST
 
