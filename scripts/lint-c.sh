@@ -31,11 +31,14 @@ srcs=()
 for l in $layers; do srcs+=(src/"$l"/*.c); done
 
 rc=0
+# The two analysers run side by side (each uses one core); cppcheck's
+# findings are printed after clang-tidy's.
 cppcheck --quiet --std=c11 --error-exitcode=1 --inline-suppr \
 	--enable=warning,style,performance,portability \
 	--suppress=variableScope --suppress=missingIncludeSystem \
 	--template='{file}:{line}: {severity}: {message} [{id}]' \
-	-D_DEFAULT_SOURCE "${inc[@]}" "${srcs[@]}" || rc=1
+	-D_DEFAULT_SOURCE "${inc[@]}" "${srcs[@]}" >"$gen/cppcheck.out" 2>&1 &
+cppcheck=$!
 
 out=$(clang-tidy --quiet "${srcs[@]}" -- -std=c11 -D_DEFAULT_SOURCE "${inc[@]}" \
 	"${pkg_cflags[@]}" 2>/dev/null) || rc=1
@@ -43,6 +46,8 @@ if grep -qE '(warning|error):' <<<"$out"; then
 	echo "$out"
 	rc=1
 fi
+wait "$cppcheck" || rc=1
+cat "$gen/cppcheck.out"
 
 mapfile -t cfiles < <(find src tests fuzz bench -name '*.[ch]' | sort)
 if ! fmt=$(clang-format --dry-run --Werror "${cfiles[@]}" 2>&1); then

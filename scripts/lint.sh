@@ -28,7 +28,7 @@ python3 scripts/check-errorfiles.py --self-test || rc=1
 python3 scripts/check-docs.py --self-test || rc=1
 python3 scripts/gen-layout.py --check || rc=1   # docs/layout.md names every source file
 # docs/configuration.md is generated from the binary's key table.
-if make --no-print-directory -s all >/dev/null; then
+if make --no-print-directory -s -j"$(nproc)" all >/dev/null; then
 	python3 scripts/gen-config-doc.py build/paycallback docs/configuration.md --check || rc=1
 else
 	echo "lint: the binary does not build, docs/configuration.md not checked" >&2; rc=1
