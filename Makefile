@@ -200,8 +200,10 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man8/paycallback.8 \
 		$(DESTDIR)$(MANDIR)/man5/paycallback.json.5 $(DESTDIR)$(UNITDIR)/paycallback.service
 	rm -rf $(DESTDIR)$(DATADIR)
+# DPKG_BUILDPACKAGE_FLAGS=--no-pre-clean keeps what build/pkg holds
+# (make test-install's newer build compiles only what changed).
 deb:
-	dpkg-buildpackage -us -uc -b
+	dpkg-buildpackage -us -uc -b $(DPKG_BUILDPACKAGE_FLAGS)
 	@mkdir -p $(BUILD)/deb && mv ../paycallback_$(VERSION)_* ../paycallback-dbgsym_$(VERSION)_* $(BUILD)/deb/
 test-deb:
 	@scripts/check-deb.sh

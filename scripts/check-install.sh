@@ -54,15 +54,31 @@ trap cleanup EXIT
 # --- the two packages --------------------------------------------------------
 # PCB_INSTALL_KEEP=1 leaves the root and its systemd running for a look
 # (nsenter -t PID -a); PCB_INSTALL_DEBS=DIR takes old.deb and newer.deb
-# from DIR instead of building them.
+# from DIR instead of building them; PCB_INSTALL_OLD_DEB=FILE takes the
+# release's package as FILE (.ci/run: the one make test-deb has just built
+# from this tree) and builds only the newer one.
 if [[ -n ${PCB_INSTALL_DEBS:-} ]]; then
 	cp "$PCB_INSTALL_DEBS/old.deb" "$PCB_INSTALL_DEBS/newer.deb" "$tmp/"
 else
-echo "check-install: building $version and $newer"
-make --no-print-directory deb >"$tmp/deb.log" 2>&1 || { tail -20 "$tmp/deb.log"; exit 1; }
-cp "build/deb/paycallback_${version}_$arch.deb" "$tmp/old.deb"
+if [[ -n ${PCB_INSTALL_OLD_DEB:-} ]]; then
+	echo "check-install: $version is $PCB_INSTALL_OLD_DEB; building $newer"
+	cp "$PCB_INSTALL_OLD_DEB" "$tmp/old.deb"
+else
+	echo "check-install: building $version and $newer"
+	make --no-print-directory deb >"$tmp/deb.log" 2>&1 || { tail -20 "$tmp/deb.log"; exit 1; }
+	cp "build/deb/paycallback_${version}_$arch.deb" "$tmp/old.deb"
+fi
+# The newer build starts from the release's package build (build/pkg, with
+# the tree's times kept): only what the version, the commit and the added
+# migration change is compiled again.
 mkdir "$tmp/src"
-git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tmp/src"
+git ls-files -co --exclude-standard -z | xargs -0 cp -p --parents -t "$tmp/src"
+noclean=
+if [[ -d build/pkg ]]; then
+	mkdir -p "$tmp/src/build"
+	cp -a build/pkg "$tmp/src/build/"
+	noclean=--no-pre-clean
+fi
 (
 	cd "$tmp/src"
 	n=$(find sql/migrations -name '[0-9]*.sql' | wc -l)
@@ -73,7 +89,8 @@ git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tmp/src"
 			"$newer" "$(date -R)"
 		cat debian/changelog
 	} >debian/changelog.new && mv debian/changelog.new debian/changelog
-	make --no-print-directory deb VERSION="$newer" COMMIT=upgrade-check >"$tmp/deb-newer.log" 2>&1
+	make --no-print-directory deb VERSION="$newer" COMMIT=upgrade-check DPKG_BUILDPACKAGE_FLAGS="$noclean" \
+		>"$tmp/deb-newer.log" 2>&1
 ) || { tail -20 "$tmp/deb-newer.log"; exit 1; }
 cp "$tmp/src/build/deb/paycallback_${newer}_$arch.deb" "$tmp/newer.deb"
 fi
