@@ -7,7 +7,8 @@ With a Docker engine (`docker info` answers): builds the stack with
 
 Without one (this is what runs on a machine with only the docker client, or
 none): the Dockerfile's own instructions, executed in clean Debian 12 roots.
-Each stage's FROM is a fresh `mmdebstrap --variant=minbase bookworm` root,
+Each stage's FROM is a fresh `mmdebstrap --variant=minbase bookworm` root
+(unpacked from the one scripts/debian-root.sh makes once, apt lists removed),
 its RUN instructions run as written with /bin/sh -c in that root (chroot,
 the host's network), COPY copies from the tree (or, --from, another stage's
 root), WORKDIR, ENV and USER apply as Docker applies them. The root of each
@@ -91,6 +92,24 @@ def in_root(root, command, workdir="/", env=None, user=None):
     return run(["unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c", inner])
 
 
+def minbase_root(root):
+    """root as `mmdebstrap --variant=minbase bookworm` makes it: the root of
+    scripts/debian-root.sh (made once, shared with make test-install)
+    without the apt lists it keeps."""
+    r = subprocess.run([os.path.join(ROOT, "scripts", "debian-root.sh")], stdout=subprocess.PIPE,
+                       text=True)
+    if not check(r.returncode == 0, "scripts/debian-root.sh failed"):
+        return False
+    r = run(["tar", "--numeric-owner", "-C", root, "-xf", r.stdout.strip()])
+    if not check(r.returncode == 0, f"unpacking the minbase root: {r.stderr}"):
+        return False
+    lists = os.path.join(root, "var", "lib", "apt", "lists")
+    for f in os.listdir(lists):
+        if f != "lock" and os.path.isfile(os.path.join(lists, f)):
+            os.remove(os.path.join(lists, f))
+    return True
+
+
 def make_root(image, pre_runs, cache_dir, tmp, name):
     """A stage's root: minbase bookworm with its first RUN instructions, cached."""
     key = hashlib.sha256("\n".join([image] + pre_runs).encode()).hexdigest()[:16]
@@ -98,11 +117,10 @@ def make_root(image, pre_runs, cache_dir, tmp, name):
     root = os.path.join(tmp, name)
     os.makedirs(root)
     if not os.path.exists(cache):
-        print(f"check-image: {name}: mmdebstrap bookworm for {image}, then its apt steps "
-              f"(once; cached in {cache})")
+        print(f"check-image: {name}: minbase bookworm for {image}, then its apt steps "
+              f"(once; cached in {cache})", flush=True)
         os.makedirs(cache_dir, exist_ok=True)
-        r = run(["mmdebstrap", "--variant=minbase", "bookworm", root])
-        if not check(r.returncode == 0, f"mmdebstrap: {r.stderr[-2000:]}"):
+        if not minbase_root(root):
             return None
         for cmd in pre_runs:
             r = in_root(root, cmd, env={"DEBIAN_FRONTEND": "noninteractive"})

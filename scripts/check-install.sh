@@ -3,7 +3,8 @@
 # docs/operations.md as written, on a clean Debian 12 root.
 #
 # Builds the package (make deb) and a newer build of the same tree with one
-# more migration, makes a Debian 12 root with mmdebstrap (MariaDB, Redis,
+# more migration, makes a Debian 12 root (the minbase root of
+# scripts/debian-root.sh, shared with make test-image, and MariaDB, Redis,
 # systemd and the package's dependencies from apt; cached under var/), and
 # boots systemd as PID 1 of its own PID, mount, UTS, IPC, network and cgroup
 # namespaces there, so MariaDB and Redis run as its system services. Then it
@@ -96,16 +97,33 @@ cp "$tmp/src/build/deb/paycallback_${newer}_$arch.deb" "$tmp/newer.deb"
 fi
 
 # --- the clean root ------------------------------------------------------------
-if [[ ! -s $cache ]]; then
-	echo "check-install: mmdebstrap bookworm (once; cached in $cache)"
-	mkdir -p "$(dirname "$cache")"
-	mmdebstrap --variant=minbase --skip=cleanup/apt/lists --include="$PACKAGES" bookworm "${cache%.tar}.part.tar" >"$tmp/mmdebstrap.log" 2>&1 ||
-		{ tail -20 "$tmp/mmdebstrap.log"; exit 1; }
-	mv "${cache%.tar}.part.tar" "$cache"
-fi
+# The minbase root of scripts/debian-root.sh (shared with make test-image)
+# with $PACKAGES installed by apt, as mmdebstrap --include installs them: no
+# recommends, no service started meanwhile (policy-rc.d), apt lists kept.
 root=$tmp/root
 mkdir "$root"
-tar -xf "$cache" -C "$root"
+if [[ -s $cache ]]; then
+	tar --numeric-owner -xf "$cache" -C "$root"
+else
+	echo "check-install: Debian 12 with ${PACKAGES//,/ } (once; cached in $cache)"
+	base=$(scripts/debian-root.sh)
+	tar --numeric-owner -xf "$base" -C "$root"
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 755 "$root/usr/sbin/policy-rc.d"
+	unshare --mount --propagation private --fork env R="$root" P="${PACKAGES//,/ }" bash -c '
+		set -e
+		mount --rbind /dev "$R/dev"
+		mount -t proc proc "$R/proc"
+		mount -t sysfs sysfs "$R/sys"
+		cp /etc/resolv.conf "$R/etc/resolv.conf"
+		exec chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+			sh -c "apt-get update && apt-get install -y --no-install-recommends $P && apt-get clean"
+	' >"$tmp/apt.log" 2>&1 || { tail -20 "$tmp/apt.log"; exit 1; }
+	rm "$root/usr/sbin/policy-rc.d"
+	mkdir -p "$(dirname "$cache")"
+	tar --numeric-owner -C "$root" -cf "${cache%.tar}.part.tar" .
+	mv "${cache%.tar}.part.tar" "$cache"
+fi
 mkdir -p "$root/root/pkg"
 
 # --- systemd as PID 1 of its own namespaces ------------------------------------
