@@ -93,7 +93,7 @@ $(BUILD)/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(TESTKEYS) $(LIB_OBJS)
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 .SECONDARY:
 
-.PHONY: all deps services run test unit integration asan valgrind bench lint test-faults test-scale test-console fuzz fuzz-run clean stop
+.PHONY: all deps services run test test-bins unit integration asan valgrind bench lint test-faults test-scale test-console fuzz fuzz-bins fuzz-run clean stop
 deps:
 	@scripts/deps.sh
 services: deps
@@ -116,8 +116,12 @@ integration: $(BIN) $(INTEG)
 	@PCB_BIN=$(BIN) scripts/run-tests.sh tests/migrate/check-migrate.sh $(INTEG) \
 		tests/docs/check-webhooks.sh scripts/check-logfmt.py
 
+# The binaries are built first with one job per core, then the suites run
+# one after another.
 test: services
+	@$(MAKE) --no-print-directory -j$$(nproc) test-bins
 	@$(MAKE) --no-print-directory unit integration
+test-bins: $(BIN) $(UNIT) $(INTEG)
 
 asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test
@@ -147,7 +151,9 @@ test-faults: services
 	@PCB_BIN=$(BIN) timeout -k 10 900 tests/faults/faults.py
 
 fuzz:
+	@$(MAKE) --no-print-directory SANITIZE=fuzz -j$$(nproc) fuzz-bins
 	@$(MAKE) --no-print-directory SANITIZE=fuzz fuzz-run
+fuzz-bins: $(FUZZERS)
 fuzz-run: $(FUZZERS)
 	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZERS)
 
