@@ -15,9 +15,13 @@ set -euo pipefail
 command -v mmdebstrap >/dev/null || { echo "debian-root: apt-get install mmdebstrap" >&2; exit 2; }
 
 tar=$VAR/debian-root/bookworm-minbase.tar
+mkdir -p "${tar%/*}"
+# One maker at a time: a second caller (.ci/run starts one early, in the
+# background) waits for the first and takes its tarball.
+exec 9>"${tar%/*}/lock"
+flock 9
 if [[ ! -s $tar ]]; then
 	echo "debian-root: mmdebstrap --variant=minbase bookworm (once; cached in $tar)" >&2
-	mkdir -p "${tar%/*}"
 	log=$(mktemp)
 	trap 'rm -f "$log"' EXIT
 	mmdebstrap --variant=minbase --skip=cleanup/apt/lists bookworm "${tar%.tar}.part.tar" >"$log" 2>&1 ||
