@@ -524,6 +524,72 @@ enum db_status outbox_list(struct db_conn *c, int state, uint64_t after_id,
     return st;
 }
 
+enum db_status outbox_deliveries(struct db_conn *c, struct outbox_entry *e)
+{
+    char idb[DB_INT_BUF];
+    const char *p[] = { db_param_int(idb, (int64_t)e->id) };
+    struct db_row rows[WEBHOOKS_MAX];
+    size_t got = 0;
+    enum db_status st = db_query_retry(c, ST_OUTBOX_DELIVERIES, p, 1, rows, WEBHOOKS_MAX, &got);
+
+    e->ndeliveries = 0;
+    for (size_t i = 0; st == DB_OK && i < got; i++) {
+        struct outbox_delivery *d = &e->deliveries[i];
+        int64_t state, attempts;
+
+        memset(d, 0, sizeof(*d));
+        if (db_row_str(&rows[i], ODC_ENDPOINT, d->endpoint, sizeof(d->endpoint)) != 0 ||
+            db_row_int(&rows[i], ODC_STATE, OUTBOX_PENDING, OUTBOX_DEAD, &state) != 0 ||
+            db_row_int(&rows[i], ODC_ATTEMPTS, 0, INT32_MAX, &attempts) != 0 ||
+            db_row_str(&rows[i], ODC_NEXT_ATTEMPT, d->next_attempt_at,
+                       sizeof(d->next_attempt_at)) != 0 ||
+            opt_str(&rows[i], ODC_PUBLISHED, d->delivered_at, sizeof(d->delivered_at)) != 0 ||
+            opt_str(&rows[i], ODC_LAST_ERROR, d->last_error, sizeof(d->last_error)) != 0) {
+            st = db_fail(c, "outbox: malformed delivery row");
+            break;
+        }
+        d->state = (int)state;
+        d->attempts = (int)attempts;
+        e->ndeliveries = i + 1;
+    }
+    return st;
+}
+
+enum db_status outbox_list_filtered(struct db_conn *c, const struct outbox_filter *f,
+                                    uint64_t after_id, struct outbox_entry *out, size_t max,
+                                    size_t *n)
+{
+    char stb[DB_INT_BUF], after[DB_INT_BUF], lim[DB_INT_BUF];
+    const char *state = f->state < 0 ? NULL : db_param_int(stb, f->state);
+    const char *po[] = { f->order_no, state, state, db_param_int(after, (int64_t)after_id),
+                         db_param_int(lim, (int64_t)max) };
+    const char *pe[] = { f->endpoint, state, after, lim };
+    struct db_row *rows;
+    enum db_status st;
+    size_t got = 0, i;
+
+    *n = 0;
+    if (f->order_no == NULL && f->endpoint == NULL) {
+        st = outbox_list(c, f->state, after_id, out, max, &got);
+    } else {
+        if ((rows = calloc(max ? max : 1, sizeof(*rows))) == NULL)
+            return db_fail(c, "outbox: out of memory");
+        if (f->order_no != NULL)
+            st = db_query_retry(c, ST_OUTBOX_LIST_ORDER, po, 5, rows, max, &got);
+        else
+            st = db_query_retry(c, ST_OUTBOX_LIST_AT, pe, 4, rows, max, &got);
+        for (i = 0; st == DB_OK && i < got; i++)
+            if (read_entry(&rows[i], &out[i], false) != 0)
+                st = db_fail(c, "outbox: malformed event row");
+        free(rows);
+    }
+    for (i = 0; st == DB_OK && i < got; i++)
+        st = outbox_deliveries(c, &out[i]);
+    if (st == DB_OK)
+        *n = got;
+    return st;
+}
+
 enum db_status outbox_get(struct db_conn *c, uint64_t id, struct outbox_entry *out, bool *found)
 {
     char idb[DB_INT_BUF];
@@ -589,21 +655,21 @@ int outbox_state_from_name(const char *name)
 
 /* ---- routed ---------------------------------------------------------------- */
 
-/* One listing over the shards: where it starts, and what it gathered. */
-struct list_job {
-    int state;
+/* One filtered listing over the shards. */
+struct filtered_job {
+    const struct outbox_filter *f;
     size_t first;
     uint64_t after;
     struct outbox_entry *items;
     size_t limit, n;
 };
 
-static enum route_step list_shard(struct db_conn *c, const struct shard *sh, void *arg)
+static enum route_step filtered_shard(struct db_conn *c, const struct shard *sh, void *arg)
 {
-    struct list_job *j = arg;
+    struct filtered_job *j = arg;
     size_t got = 0, i;
-    enum db_status st = outbox_list(c, j->state, sh->index == j->first ? j->after : 0,
-                                    j->items + j->n, j->limit - j->n, &got);
+    enum db_status st = outbox_list_filtered(c, j->f, sh->index == j->first ? j->after : 0,
+                                             j->items + j->n, j->limit - j->n, &got);
 
     if (st != DB_OK)
         return route_retryable(st) ? ROUTE_MISSED : ROUTE_ERROR;
@@ -613,14 +679,38 @@ static enum route_step list_shard(struct db_conn *c, const struct shard *sh, voi
     return j->n == j->limit ? ROUTE_STOP : ROUTE_NEXT;
 }
 
-enum route_result outbox_route_list(const struct route *rt, int state, size_t first, uint64_t after,
-                                    struct outbox_entry *items, size_t limit, size_t *n,
-                                    struct route_scan *sc)
+enum route_result outbox_route_list(const struct route *rt, const struct outbox_filter *f,
+                                    size_t first, uint64_t after, struct outbox_entry *items,
+                                    size_t limit, size_t *n, struct route_scan *sc)
 {
-    struct list_job j = { state, first, after, items, limit, 0 };
-    enum route_result r = route_scan(rt, first, "outbox_list", list_shard, &j, sc);
+    struct filtered_job j = { f, first, after, items, limit, 0 };
+    enum route_result r = ROUTE_OK;
+    const struct shard *sh;
+    struct route_hop h;
+    enum db_status st;
 
-    *n = j.n;
+    *n = 0;
+    if (f->order_no == NULL) {
+        r = route_scan(rt, first, "outbox_list", filtered_shard, &j, sc);
+        *n = j.n;
+        return r;
+    }
+    /* An order lives on one shard: only that one is read. */
+    memset(sc, 0, sizeof(*sc));
+    if ((sh = shard_of_order(rt->set, f->order_no)) == NULL)
+        return ROUTE_OK;
+    sc->asked = 1;
+    route_hop_init(&h, rt, &sc->fail);
+    if (route_hop_to(&h, sh, "outbox_list") == NULL)
+        return ROUTE_UNAVAILABLE;
+    if ((st = outbox_list_filtered(h.c, f, after, items, limit, n)) != DB_OK) {
+        route_failed(&h, route_retryable(st), "outbox_list");
+        r = route_retryable(st) ? ROUTE_UNAVAILABLE : ROUTE_FAILED;
+        *n = 0;
+    }
+    for (size_t i = 0; i < *n; i++)
+        items[i].shard = sh->index;
+    route_hop_release(&h);
     return r;
 }
 
@@ -635,7 +725,8 @@ enum route_result outbox_route_get(const struct route *rt, const struct shard *s
     route_hop_init(&h, rt, fail);
     if (route_hop_to(&h, sh, "outbox_get") == NULL)
         return ROUTE_UNAVAILABLE;
-    if ((st = outbox_get(h.c, id, e, found)) != DB_OK) {
+    if ((st = outbox_get(h.c, id, e, found)) != DB_OK ||
+        (*found && (st = outbox_deliveries(h.c, e)) != DB_OK)) {
         route_failed(&h, route_retryable(st), "outbox_get");
         r = route_retryable(st) ? ROUTE_UNAVAILABLE : ROUTE_FAILED;
     } else if (*found) {

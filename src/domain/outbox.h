@@ -49,6 +49,17 @@ struct outbox_event {
     char currency[4]; /* the order's ISO 4217 code; "" when the order is gone */
 };
 
+/* An event's delivery at one endpoint (webhook_delivery), as the operator
+ * API shows it. */
+struct outbox_delivery {
+    char endpoint[WEBHOOK_NAME_MAX + 1];
+    int state; /* enum outbox_state */
+    int attempts;
+    char next_attempt_at[OUTBOX_TIME_MAX];
+    char delivered_at[OUTBOX_TIME_MAX]; /* "" until delivered */
+    char last_error[OUTBOX_ERROR_MAX];  /* "" when none */
+};
+
 /* An event as the operator API lists it. */
 struct outbox_entry {
     uint64_t id;
@@ -62,6 +73,10 @@ struct outbox_entry {
     char last_error[OUTBOX_ERROR_MAX];  /* "" when none */
     char payload[OUTBOX_PAYLOAD_MAX];   /* outbox_get only */
     size_t shard; /* index in the shard set it was read from (set by the caller) */
+    /* Its deliveries, by endpoint name (the first WEBHOOKS_MAX): none
+     * before the relay hands it out, nor where no endpoint subscribes. */
+    struct outbox_delivery deliveries[WEBHOOKS_MAX];
+    size_t ndeliveries;
 };
 
 /* What is waiting, for /metrics and reconciliation. */
@@ -189,6 +204,24 @@ enum db_status outbox_replay_since(struct db_conn *c, const struct outbox_replay
 enum db_status outbox_list(struct db_conn *c, int state, uint64_t after_id,
                            struct outbox_entry *out, size_t max, size_t *n);
 
+/* What an operator listing selects: events in state (by id), or with
+ * order_no the order's events (state < 0: in any state), or with endpoint
+ * the events whose delivery at that endpoint is in state. */
+struct outbox_filter {
+    int state;
+    const char *order_no; /* NULL: any order */
+    const char *endpoint; /* NULL: by the event's own state */
+};
+
+/* Lists up to max events f selects with ids above after_id, by id, each
+ * with its deliveries. */
+enum db_status outbox_list_filtered(struct db_conn *c, const struct outbox_filter *f,
+                                    uint64_t after_id, struct outbox_entry *out, size_t max,
+                                    size_t *n);
+
+/* Reads e's deliveries (by e->id) into e->deliveries. */
+enum db_status outbox_deliveries(struct db_conn *c, struct outbox_entry *e);
+
 /* One event with its payload; *found false when there is none. */
 enum db_status outbox_get(struct db_conn *c, uint64_t id, struct outbox_entry *out, bool *found);
 
@@ -202,16 +235,18 @@ int outbox_state_from_name(const char *name);
 
 /* ---- routed (route.h): the operator API's reads and changes ---------------- */
 
-/* Lists up to limit events in state across the shards, by shard (in
- * configured order) then id: from shard index first, after row id after
- * there, then the next shards from their start, until limit are found.
- * Each item's shard is set. *n gets the count. ROUTE_OK (sc->missed names
- * the shards that did not answer), ROUTE_UNAVAILABLE or ROUTE_FAILED. */
-enum route_result outbox_route_list(const struct route *rt, int state, size_t first, uint64_t after,
-                                    struct outbox_entry *items, size_t limit, size_t *n,
-                                    struct route_scan *sc);
+/* Lists up to limit events f selects across the shards, each with its
+ * deliveries, by shard (in configured order) then id: from shard index
+ * first, after row id after there, then the next shards from their start,
+ * until limit are found; an order's events from its own shard only. Each
+ * item's shard is set. *n gets the count. ROUTE_OK (sc->missed names the
+ * shards that did not answer), ROUTE_UNAVAILABLE or ROUTE_FAILED. */
+enum route_result outbox_route_list(const struct route *rt, const struct outbox_filter *f,
+                                    size_t first, uint64_t after, struct outbox_entry *items,
+                                    size_t limit, size_t *n, struct route_scan *sc);
 
-/* outbox_get of row id on shard sh (*e's shard set when found). ROUTE_OK,
+/* outbox_get of row id on shard sh, with its deliveries (*e's shard set
+ * when found). ROUTE_OK,
  * ROUTE_UNAVAILABLE or ROUTE_FAILED with *fail set. */
 enum route_result outbox_route_get(const struct route *rt, const struct shard *sh, uint64_t id,
                                    struct outbox_entry *e, bool *found, struct route_failure *fail);

@@ -25,6 +25,7 @@
 #include "route.h"
 #include "server.h"
 #include "shard.h"
+#include "validate.h"
 
 #define OPS_LIST_MAX 100
 
@@ -89,23 +90,87 @@ static int after_or_reply(struct server *srv, const struct http_req *req, size_t
     return 0;
 }
 
+/* An endpoint's name as the configuration spells it: [a-z0-9_-]{1,32}. */
+static bool endpoint_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > WEBHOOK_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+              s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* "deliveries": the event's delivery at each endpoint it was handed to. */
+static void add_deliveries(cJSON *o, const struct outbox_entry *e)
+{
+    cJSON *arr = cJSON_AddArrayToObject(o, "deliveries");
+
+    for (size_t i = 0; i < e->ndeliveries; i++) {
+        const struct outbox_delivery *d = &e->deliveries[i];
+        cJSON *it = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(it, "endpoint", d->endpoint);
+        cJSON_AddStringToObject(it, "state", outbox_state_name(d->state));
+        cJSON_AddNumberToObject(it, "attempts", d->attempts);
+        cJSON_AddStringToObject(it, "next_attempt_at", d->next_attempt_at);
+        if (d->delivered_at[0] != '\0')
+            cJSON_AddStringToObject(it, "delivered_at", d->delivered_at);
+        else
+            cJSON_AddNullToObject(it, "delivered_at");
+        if (d->last_error[0] != '\0')
+            cJSON_AddStringToObject(it, "last_error", d->last_error);
+        else
+            cJSON_AddNullToObject(it, "last_error");
+        cJSON_AddItemToArray(arr, it);
+    }
+}
+
+/* The listing's filter from the query. 0, or -1 after a 400. */
+static int filter_or_reply(const struct http_req *req, struct outbox_filter *f,
+                           struct http_resp *resp)
+{
+    const char *sv = http_req_query(req, "state");
+
+    f->order_no = http_req_query(req, "order_no");
+    f->endpoint = http_req_query(req, "endpoint");
+    if (f->order_no != NULL && !validate_id(f->order_no)) {
+        api_reply(resp, API_BAD_REQUEST, "order_no must be an order number");
+        return -1;
+    }
+    if (f->endpoint != NULL && !endpoint_name_ok(f->endpoint)) {
+        api_reply(resp, API_BAD_REQUEST, "endpoint must be a webhook endpoint's name");
+        return -1;
+    }
+    if (f->order_no != NULL && f->endpoint != NULL) {
+        api_reply(resp, API_BAD_REQUEST, "order_no and endpoint are not given together");
+        return -1;
+    }
+    /* An order's events are all listed unless a state is asked for. */
+    f->state = sv != NULL ? outbox_state_from_name(sv) : f->order_no != NULL ? -1 : OUTBOX_DEAD;
+    if (sv != NULL && f->state < 0) {
+        api_reply(resp, API_BAD_REQUEST, "state must be PENDING, DELIVERED or DEAD");
+        return -1;
+    }
+    return 0;
+}
+
 void handle_ops_outbox_list(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
     const struct route rt = route_of(srv, req->request_id);
-    const char *sv = http_req_query(req, "state");
-    int state = sv == NULL ? OUTBOX_DEAD : outbox_state_from_name(sv);
     struct outbox_entry *items = NULL;
+    struct outbox_filter f;
     struct route_scan sc;
     uint64_t after = 0;
     int64_t limit = 0;
     size_t n = 0, first = 0;
     cJSON *o, *arr;
 
-    if (state < 0) {
-        api_reply(resp, API_BAD_REQUEST, "state must be PENDING, DELIVERED or DEAD");
-        return;
-    }
-    if (after_or_reply(srv, req, &first, &after, resp) != 0 ||
+    if (filter_or_reply(req, &f, resp) != 0 ||
+        after_or_reply(srv, req, &first, &after, resp) != 0 ||
         operator_query_int_or_reply(req, "limit", 1, OPS_LIST_MAX, OPS_LIST_DEFAULT, &limit,
                                     resp) != 0)
         return;
@@ -113,14 +178,18 @@ void handle_ops_outbox_list(struct server *srv, const struct http_req *req, stru
         api_reply(resp, API_INTERNAL, "out of memory");
         return;
     }
-    if (outbox_route_list(&rt, state, first, after, items, (size_t)limit, &n, &sc) != ROUTE_OK) {
+    if (outbox_route_list(&rt, &f, first, after, items, (size_t)limit, &n, &sc) != ROUTE_OK) {
         reply_route_failure(req, resp, &sc.fail);
         goto out;
     }
     o = cJSON_CreateObject();
     arr = cJSON_AddArrayToObject(o, "events");
-    for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, operator_event_json(srv, &items[i], false));
+    for (size_t i = 0; i < n; i++) {
+        cJSON *ev = operator_event_json(srv, &items[i], false);
+
+        add_deliveries(ev, &items[i]);
+        cJSON_AddItemToArray(arr, ev);
+    }
     if (n == (size_t)limit) {
         if (srv->shards.sharded) {
             cJSON *last = cJSON_GetArrayItem(arr, (int)n - 1);
@@ -155,6 +224,7 @@ void handle_ops_outbox_get(struct server *srv, const struct http_req *req, struc
         api_reply(resp, API_EVENT_NOT_FOUND, "no outbox event with this id");
     } else {
         o = operator_event_json(srv, &e, true);
+        add_deliveries(o, &e);
         http_reply_json(resp, 200, o);
         cJSON_Delete(o);
     }

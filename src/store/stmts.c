@@ -12,6 +12,13 @@
 #define OUTBOX_COLS                                                                      \
     "id, event_type, order_no, state, attempts, " ISO_TIME("create_time") ", " ISO_TIME( \
         "next_attempt_at") ", " ISO_TIME("published_at") ", last_error"
+/* OUTBOX_COLS of outbox o, in a join. */
+#define OUTBOX_COLS_O                                                                                \
+    "o.id, o.event_type, o.order_no, o.state, o.attempts, " ISO_TIME("o.create_time") ", " ISO_TIME( \
+        "o.next_attempt_at") ", " ISO_TIME("o.published_at") ", o.last_error"
+#define DELIVERY_COLS                                                        \
+    "endpoint, state, attempts, " ISO_TIME("next_attempt_at") ", " ISO_TIME( \
+        "published_at") ", last_error"
 #define REFUND_COLS                                \
     "pay_no, order_no, amount, status, " ISO_TIME( \
         "create_time") ", "                        \
@@ -122,6 +129,15 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_OUTBOX_LIST] =
         "SELECT " OUTBOX_COLS " FROM outbox WHERE state = ? AND id > ? ORDER BY id LIMIT ?",
     [ST_OUTBOX_GET] = "SELECT " OUTBOX_COLS ", payload FROM outbox WHERE id = ?",
+    /* An order's events: the unique key leads with order_no. */
+    [ST_OUTBOX_LIST_ORDER] = "SELECT " OUTBOX_COLS " FROM outbox WHERE order_no = ? "
+                             "AND (? IS NULL OR state = ?) AND id > ? ORDER BY id LIMIT ?",
+    /* The events whose delivery at one endpoint is in a state (idx_claim). */
+    [ST_OUTBOX_LIST_AT] = "SELECT " OUTBOX_COLS_O " FROM webhook_delivery d "
+                          "JOIN outbox o ON o.id = d.event_id WHERE d.endpoint = ? "
+                          "AND d.state = ? AND d.event_id > ? ORDER BY d.event_id LIMIT ?",
+    [ST_OUTBOX_DELIVERIES] = "SELECT " DELIVERY_COLS " FROM webhook_delivery WHERE event_id = ? "
+                             "ORDER BY endpoint",
     [ST_OUTBOX_STATS] =
         "SELECT COALESCE(SUM(state = ?), 0), COALESCE(SUM(state = ?), 0), "
         "COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(IF(state = ?, create_time, NULL)), NOW(3)) "

@@ -62,6 +62,11 @@ enum db_stmt {
     ST_OUTBOX_RETRY,       /* pending, id, dead */
     ST_OUTBOX_LIST,        /* state, after_id, limit -> enum outbox_list_col */
     ST_OUTBOX_GET,         /* id -> enum outbox_list_col, then payload */
+    ST_OUTBOX_LIST_ORDER,  /* order_no, state (NULL: any) x2, after_id, limit
+                              -> enum outbox_list_col */
+    ST_OUTBOX_LIST_AT,     /* endpoint, delivery state, after_id, limit
+                              -> enum outbox_list_col */
+    ST_OUTBOX_DELIVERIES,  /* event id -> enum outbox_delivery_col, by endpoint */
     ST_OUTBOX_STATS,       /* pending, dead, pending, lag_s -> enum outbox_stats_col */
     ST_OUTBOX_PURGE,       /* delivered, days, batch */
     ST_FANOUT_SELECT,      /* pending, max -> enum fanout_col */
@@ -304,6 +309,16 @@ enum outbox_list_col {
     OLS_PUBLISHED,
     OLS_LAST_ERROR,
     OLS_PAYLOAD
+};
+
+/* ST_OUTBOX_DELIVERIES: an event's delivery at each endpoint. */
+enum outbox_delivery_col {
+    ODC_ENDPOINT,
+    ODC_STATE,
+    ODC_ATTEMPTS,
+    ODC_NEXT_ATTEMPT,
+    ODC_PUBLISHED,
+    ODC_LAST_ERROR
 };
 
 /* ST_OUTBOX_STATS: counts and the age of the oldest pending event. */

@@ -7,6 +7,7 @@
  * limit under a backlog, and endpoints added and removed by a reload while
  * events flow. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -407,6 +408,119 @@ START_TEST(replay_sends_a_delivered_event_and_everything_since_a_time)
 }
 END_TEST
 
+/* The delivery of event i of body's "events" at endpoint, or NULL. */
+static const cJSON *delivery_at(const cJSON *body, int i, const char *endpoint)
+{
+    const cJSON *ev = cJSON_GetArrayItem(cJSON_GetObjectItem(body, "events"), i), *d;
+
+    ck_assert_ptr_nonnull(ev);
+    cJSON_ArrayForEach (d, cJSON_GetObjectItem(ev, "deliveries"))
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(d, "endpoint")), endpoint) == 0)
+            return d;
+    return NULL;
+}
+
+static cJSON *ops_get(const struct h_server *s, const char *path, int status)
+{
+    struct h_resp r;
+    cJSON *o;
+
+    h_http(h_server_port(s), "GET", path, NULL, NULL, 0, &r);
+    h_assert_status(&r, status);
+    o = cJSON_Parse(r.body);
+    ck_assert_ptr_nonnull(o);
+    h_resp_free(&r);
+    return o;
+}
+
+/* An order's events, each with its delivery at every endpoint it went
+ * to; and the events waiting at one endpoint. */
+START_TEST(the_outbox_lists_an_order_s_events_with_their_delivery_per_endpoint)
+{
+    struct h_server *s;
+    const cJSON *d;
+    cJSON *o;
+
+    write_config(
+        EP("a", "", SECRET_A, "") ", " EP("b", ", \"events\": [\"order.shipped\"]", SECRET_B, ""));
+    mode("/b", "500");
+    ck_assert_ptr_nonnull(s = h_server_start_config(cfg_path, NULL));
+    events("OL", 1, 2, 1);
+    h_await(delivered("/a") == 4, WAIT_MS, "a did not receive the four events");
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM webhook_delivery WHERE endpoint = 'b' "
+                           "AND attempts > 0 AND last_error IS NOT NULL") == 2,
+            WAIT_MS, "b was never tried");
+
+    o = ops_get(s, "/ops/outbox?order_no=OL1", 200); /* any state */
+    ck_assert_int_eq(2, cJSON_GetArraySize(cJSON_GetObjectItem(o, "events")));
+    ck_assert_str_eq("order.paid",
+                     cJSON_GetStringValue(cJSON_GetObjectItem(
+                         cJSON_GetArrayItem(cJSON_GetObjectItem(o, "events"), 0), "type")));
+    ck_assert_ptr_nonnull(d = delivery_at(o, 0, "a"));
+    ck_assert_str_eq("DELIVERED", cJSON_GetStringValue(cJSON_GetObjectItem(d, "state")));
+    ck_assert(cJSON_IsString(cJSON_GetObjectItem(d, "delivered_at")));
+    ck_assert_ptr_null(delivery_at(o, 0, "b")); /* b takes order.shipped only */
+    ck_assert_ptr_nonnull(d = delivery_at(o, 1, "a"));
+    ck_assert_str_eq("DELIVERED", cJSON_GetStringValue(cJSON_GetObjectItem(d, "state")));
+    ck_assert_ptr_nonnull(d = delivery_at(o, 1, "b"));
+    ck_assert_str_eq("PENDING", cJSON_GetStringValue(cJSON_GetObjectItem(d, "state")));
+    ck_assert_int_ge((int)cJSON_GetNumberValue(cJSON_GetObjectItem(d, "attempts")), 1);
+    ck_assert_ptr_nonnull(
+        strstr(cJSON_GetStringValue(cJSON_GetObjectItem(d, "last_error")), "500"));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(d, "delivered_at")));
+    cJSON_Delete(o);
+
+    /* by the event's own state: order.paid is settled DELIVERED (a was its
+     * only endpoint), order.shipped stays PENDING while b fails */
+    h_await(h_db_scalar_ll("SELECT state FROM outbox WHERE order_no = 'OL1' AND "
+                           "event_type = 'order.paid'") == 1,
+            WAIT_MS, "order.paid of OL1 never settled");
+    o = ops_get(s, "/ops/outbox?order_no=OL1&state=DELIVERED", 200);
+    ck_assert_int_eq(1, cJSON_GetArraySize(cJSON_GetObjectItem(o, "events")));
+    ck_assert_str_eq("order.paid",
+                     cJSON_GetStringValue(cJSON_GetObjectItem(
+                         cJSON_GetArrayItem(cJSON_GetObjectItem(o, "events"), 0), "type")));
+    cJSON_Delete(o);
+    o = ops_get(s, "/ops/outbox?order_no=OL1&state=PENDING", 200);
+    ck_assert_int_eq(1, cJSON_GetArraySize(cJSON_GetObjectItem(o, "events")));
+    ck_assert_str_eq("order.shipped",
+                     cJSON_GetStringValue(cJSON_GetObjectItem(
+                         cJSON_GetArrayItem(cJSON_GetObjectItem(o, "events"), 0), "type")));
+    cJSON_Delete(o);
+    o = ops_get(s, "/ops/outbox?order_no=NOSUCH", 200);
+    ck_assert_int_eq(0, cJSON_GetArraySize(cJSON_GetObjectItem(o, "events")));
+    cJSON_Delete(o);
+
+    /* by endpoint: what is pending at b, and what a received, one page */
+    o = ops_get(s, "/ops/outbox?endpoint=b&state=PENDING", 200);
+    ck_assert_int_eq(2, cJSON_GetArraySize(cJSON_GetObjectItem(o, "events")));
+    for (int i = 0; i < 2; i++)
+        ck_assert_str_eq("order.shipped",
+                         cJSON_GetStringValue(cJSON_GetObjectItem(
+                             cJSON_GetArrayItem(cJSON_GetObjectItem(o, "events"), i), "type")));
+    cJSON_Delete(o);
+    o = ops_get(s, "/ops/outbox?endpoint=a&state=DELIVERED&limit=3", 200);
+    ck_assert_int_eq(3, cJSON_GetArraySize(cJSON_GetObjectItem(o, "events")));
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(o, "next_after")));
+    cJSON_Delete(o);
+
+    /* the event alone carries its deliveries too */
+    {
+        char path[64];
+
+        snprintf(path, sizeof(path), "/ops/outbox/%lld",
+                 h_db_scalar_ll("SELECT id FROM outbox WHERE order_no = 'OL2' AND "
+                                "event_type = 'order.shipped'"));
+        o = ops_get(s, path, 200);
+        ck_assert_int_eq(2, cJSON_GetArraySize(cJSON_GetObjectItem(o, "deliveries")));
+        cJSON_Delete(o);
+    }
+    cJSON_Delete(ops_get(s, "/ops/outbox?endpoint=B%20C", 400));
+    cJSON_Delete(ops_get(s, "/ops/outbox?order_no=OL1&endpoint=a", 400));
+    h_server_stop(s);
+}
+END_TEST
+
 static Suite *webhooks_suite(void)
 {
     Suite *s = suite_create("webhooks");
@@ -419,6 +533,7 @@ static Suite *webhooks_suite(void)
     tcase_add_test(tc, a_reload_adds_and_removes_endpoints_without_losing_events);
     tcase_add_test(tc, kill_9_mid_delivery_reaches_every_endpoint);
     tcase_add_test(tc, replay_sends_a_delivered_event_and_everything_since_a_time);
+    tcase_add_test(tc, the_outbox_lists_an_order_s_events_with_their_delivery_per_endpoint);
     suite_add_tcase(s, tc);
     return s;
 }
