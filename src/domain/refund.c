@@ -448,6 +448,8 @@ enum db_status refund_list(struct db_conn *c, const struct refund_filter *f, uin
                         f->gateway,
                         older,
                         older,
+                        f->pay_no,
+                        f->pay_no,
                         db_param_int(after, (int64_t)after_id),
                         db_param_int(lim, (int64_t)max) };
     struct db_row *rows;
@@ -461,7 +463,7 @@ enum db_status refund_list(struct db_conn *c, const struct refund_filter *f, uin
         return DB_OK;
     if ((rows = calloc(max, sizeof(*rows))) == NULL)
         return db_fail(c, "refund: out of memory");
-    st = db_query_retry(c, ST_RF_LIST, p, 8, rows, max, &got);
+    st = db_query_retry(c, ST_RF_LIST, p, 10, rows, max, &got);
     for (i = 0; st == DB_OK && i < got; i++)
         if (read_refund(&rows[i], &out[i]) != 0)
             st = db_fail(c, "refund: malformed refund row");

@@ -143,6 +143,7 @@ struct refund_filter {
     int state;
     const char *gateway;
     int64_t older_s;
+    const char *pay_no; /* NULL: any payment's */
 };
 
 /* Lists up to max (<= REFUND_LIST_MAX) refunds matching f with ids above

@@ -225,7 +225,9 @@ void handle_ops_refund_list(struct server *srv, const struct http_req *req, stru
 {
     const struct route rt = route_of(srv, req->request_id);
     const char *sv = http_req_query(req, "state");
-    struct refund_filter f = { .state = -1, .gateway = http_req_query(req, "gateway") };
+    struct refund_filter f = { .state = -1,
+                               .gateway = http_req_query(req, "gateway"),
+                               .pay_no = http_req_query(req, "pay_no") };
     struct refund *items = NULL;
     struct route_scan sc;
     uint64_t after = 0;
@@ -241,6 +243,10 @@ void handle_ops_refund_list(struct server *srv, const struct http_req *req, stru
     }
     if (f.gateway != NULL && !validate_id(f.gateway)) {
         api_reply(resp, API_BAD_REQUEST, "gateway must be a gateway profile's name");
+        return;
+    }
+    if (f.pay_no != NULL && !validate_id(f.pay_no)) {
+        api_reply(resp, API_BAD_REQUEST, "pay_no must be a payment number");
         return;
     }
     if (after_or_reply(srv, req, &first, &after, resp) != 0 ||

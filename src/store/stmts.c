@@ -301,6 +301,7 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_RF_LIST] = "SELECT " RF_COLS " FROM refund r WHERE (? IS NULL OR r.state = ?) "
                    "AND (? IS NULL OR r.gateway = ?) "
                    "AND (? IS NULL OR r.create_time < NOW(3) - INTERVAL ? SECOND) "
+                   "AND (? IS NULL OR r.pay_no = ?) "
                    "AND r.id > ? ORDER BY r.id LIMIT ?",
     [ST_RF_CLAIM] =
         "UPDATE refund SET lease_owner = ?, lease_until = NOW(3) + INTERVAL ? SECOND "

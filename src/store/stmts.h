@@ -127,7 +127,7 @@ enum db_stmt {
     ST_RF_GET,          /* refund_no -> enum refund_row_col */
     ST_RF_APPROVE,      /* requested, approver, refund_no, awaiting */
     ST_RF_DUE_NOW,      /* refund_no, state x3: a waiting refund due now */
-    ST_RF_LIST,         /* state x2, gateway x2, age_s x2 (NULL: any), after_id, limit
+    ST_RF_LIST,         /* state x2, gateway x2, age_s x2, pay_no x2 (NULL: any), after_id, limit
                            -> enum refund_row_col */
     ST_RF_CLAIM,        /* owner, lease_s, state x3, limit */
     ST_RF_CLAIMED,      /* owner -> enum refund_row_col */

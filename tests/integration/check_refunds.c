@@ -439,6 +439,24 @@ START_TEST(refunds_are_listed_by_filter_a_page_at_a_time)
     h_assert_status(&r, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"refunds\":[]"));
     h_resp_free(&r);
+    /* one payment's refunds */
+    paid_payment("OR9", "pi_l9", "stripe");
+    ask_refund("pi_l9", "l9", "{\"amount\":\"2.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    h_http(h_port(), "GET", "/ops/refund-requests?pay_no=pi_l9", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"pay_no\":\"pi_l9\""));
+    ck_assert_ptr_null(strstr(r.body, "\"pay_no\":\"pi_l\""));
+    h_resp_free(&r);
+    h_http(h_port(), "GET", "/ops/refund-requests?pay_no=pi_l&limit=100", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ck_assert_ptr_null(strstr(r.body, "pi_l9"));
+    ck_assert_ptr_nonnull(strstr(r.body, "\"pay_no\":\"pi_l\""));
+    h_resp_free(&r);
+    h_http(h_port(), "GET", "/ops/refund-requests?pay_no=a%20b", NULL, NULL, 0, &r);
+    h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
     h_http(h_port(), "GET", "/ops/refund-requests?state=NOPE", NULL, NULL, 0, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
     h_resp_free(&r);
