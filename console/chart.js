@@ -31,6 +31,9 @@ export function lines(series, xLabel) {
   series.forEach((s, i) => {
     const pts = s.points.map((v, j) => `${pad + (w - pad) * j / (n - 1)},${h - (h - 4) * v / max}`).join(' ');
     g.append(svg('polyline', { points: pts, class: `line c${i % PALETTE}` }));
+    // a dot on each point: one reading is a point, not yet a line
+    s.points.forEach((v, j) => g.append(svg('circle', { cx: pad + (w - pad) * j / (n - 1), cy: h - (h - 4) * v / max, r: 2.5, class: `dot c${i % PALETTE}` })));
   });
-  return el('figure', {}, g, el('figcaption', {}, series.map((s, i) => el('span', { class: `key c${i % PALETTE}` }, s.label))));
+  const last = s => Math.round(s.points.at(-1) * 10) / 10;
+  return el('figure', {}, g, el('figcaption', {}, series.map((s, i) => el('span', { class: `key c${i % PALETTE}` }, `${s.label} ${last(s)}`))));
 }

@@ -1,9 +1,11 @@
 // order.js - one order found by order_no (or pay_no): its details, a
-// history built from its timestamps, payments and audit rows, and the
-// transitions its status allows, as buttons.
+// history built from its timestamps, payments and audit rows, its refunds,
+// its events with their delivery per endpoint, and the transitions its
+// status allows, as buttons.
 import { api, seg, query, session } from './api.js';
 import { el, clear, table, answer } from './dom.js';
 import { section, action, resultArea, when, link } from './ui.js';
+import { deliveries } from './events.js';
 
 // The state machine: WAIT_PAY=1 → PAID, CANCELED; PAID → SHIPPED, CANCELED; SHIPPED → FINISHED.
 const NEXT = { WAIT_PAY: ['cancel'], PAID: ['ship', 'cancel'], SHIPPED: ['finish'] };
@@ -44,15 +46,19 @@ async function load(q, out, area) {
   const o = res.body;
   // Audit rows name the order, or one of its payments (a settle).
   const subjects = [o.order_no, ...(o.payments || []).map(p => p.pay_no)];
-  const [audits, dead, pending] = await Promise.all([
+  const [audits, events, refunds] = await Promise.all([
     session.can('audit') ? Promise.all(subjects.map(x => api('GET', `/ops/audit${query({ subject: x, limit: 100 })}`))) : null,
-    api('GET', `/ops/outbox${query({ state: 'DEAD', limit: 100 })}`),
-    api('GET', `/ops/outbox${query({ state: 'PENDING', limit: 100 })}`)]);
-  // The events that need attention: the outbox lists by state, not by
-  // order, so these are the order's among the first 100 dead and pending.
+    api('GET', `/ops/outbox${query({ order_no: o.order_no, limit: 100 })}`),
+    Promise.all((o.payments || []).map(p => api('GET', `/ops/refund-requests${query({ pay_no: p.pay_no, limit: 100 })}`)))]);
+  // and the audit rows of its refunds (an approval, a retry)
+  const refundNos = refunds.filter(r => r.ok).flatMap(r => r.body.refunds.map(x => x.refund_no));
+  if (audits && refundNos.length) audits.push(...await Promise.all(refundNos.map(x => api('GET', `/ops/audit${query({ subject: x, limit: 100 })}`))));
   const failedAudit = audits && audits.find(r => !r.ok);
   const audit = audits === null ? null : failedAudit || { ok: true, body: { entries: audits.flatMap(r => r.body.entries).sort((a, b) => String(a.created_at).localeCompare(String(b.created_at))) } };
-  const stuck = [dead, pending].flatMap(r => (r.ok ? r.body.events : [])).filter(e => e.order_no === o.order_no);
+  // A service without refund records answers 404 NOT_FOUND on the route.
+  const noRecords = refunds.some(r => r.status === 404 && r.body && r.body.code === 'NOT_FOUND');
+  const failedRefunds = refunds.find(r => !r.ok);
+  const refundRows = noRecords || failedRefunds ? [] : refunds.flatMap(r => r.body.refunds);
   const reload = () => load(o.order_no, out, area);
   const buttons = (NEXT[o.status] || []).map(t => action('orders', VERB[t],
     { title: `${VERB[t]} order ${o.order_no}?`, text: `POST /order/${o.order_no}/${t}: ${o.status} → ${t === 'cancel' ? 'CANCELED' : t === 'ship' ? 'SHIPPED' : 'FINISHED'}.${t === 'cancel' && o.status === 'PAID' ? ' Its payment will need a refund.' : ''}` },
@@ -64,7 +70,7 @@ async function load(q, out, area) {
         fact('User', o.user_id), fact('SKU', `${o.sku} × ${o.quantity}`), fact('Checkout', o.request_id),
         fact('Created', when(o.create_time)), fact('Updated', when(o.update_time))),
       el('div', { class: 'actions' }, buttons.filter(Boolean).length ? buttons : el('span', { class: 'hint' }, NEXT[o.status] ? 'This key may not change orders.' : 'Final status: no transition.'))),
-    section('History', history(o, audit && audit.ok ? audit.body.entries : [])),
+    section('History', history(o, audit && audit.ok ? audit.body.entries : [], refundRows)),
     section('Payments', table([
       ['pay_no', p => p.pay_no], ['Amount', p => p.amount], ['Status', p => el('span', { class: `status s-${p.status}` }, p.status)],
       ['Recorded', p => when(p.create_time)],
@@ -73,18 +79,27 @@ async function load(q, out, area) {
     section('Audit rows', audit === null ? el('p', { class: 'hint' }, 'This key may not read the audit log.')
       : audit.ok ? table([['When', a => when(a.created_at)], ['Who', a => a.actor], ['Action', a => a.action], ['Subject', a => a.subject], ['Detail', a => a.detail]], audit.body.entries, 'No operator changed this order or its payments.')
       : answer(audit)),
-    section('Events not delivered', table([
+    section('Refunds', noRecords ? el('p', { class: 'hint' }, 'This service keeps no refund records: a double payment is settled by hand in the queue.')
+      : failedRefunds ? answer(failedRefunds)
+        : table([
+          ['Requested', x => when(x.created_at)], ['Refund', x => x.refund_no], ['pay_no', x => x.pay_no],
+          ['Amount', x => `${x.amount} ${x.currency || ''}`], ['Gateway', x => x.gateway || ''],
+          ['State', x => el('span', { class: `status s-${x.state}` }, x.state)], ['Why', x => x.failure_code || x.last_error || x.origin || ''],
+        ], refundRows, 'No refund of its payments.'),
+      link('queue', '', 'The refund queue')),
+    section('Events', events.ok ? table([
       ['id', e => String(e.id)], ['Type', e => e.type], ['State', e => el('span', { class: `status s-${e.state}` }, e.state)],
-      ['Attempts', e => String(e.attempts)], ['Last error', e => e.last_error || ''],
-    ], stuck, 'None dead or pending (among the first 100 of each).'), link('events', o.order_no, 'All its events')));
+      ['Created', e => when(e.created_at)], ['Per endpoint', e => deliveries(e)], ['Last error', e => e.last_error || ''],
+    ], events.body.events, 'No event of this order.') : answer(events), link('events', o.order_no, 'Send again or replay')));
 }
 
 function fact(k, v) {
   return [el('dt', {}, k), el('dd', {}, v)];
 }
 
-function history(o, audit) {
+function history(o, audit, refunds) {
   const rows = [{ t: o.create_time, what: 'created (WAIT_PAY)', who: o.user_id }];
+  for (const x of refunds) rows.push({ t: x.created_at, what: `refund ${x.refund_no} of ${x.pay_no} ${x.amount}: asked (${x.origin || 'refund'}), ${x.state} now`, who: x.requested_by || 'service' });
   for (const p of o.payments || []) rows.push({ t: p.create_time, what: `payment ${p.pay_no} ${p.amount}: ${p.status === 'PAID' ? 'paid' : 'charged again, REFUND_REQUIRED'}`, who: 'gateway' });
   for (const a of audit) rows.push({ t: a.created_at, what: `${a.action} ${a.detail}`, who: a.actor });
   rows.sort((a, b) => String(a.t).localeCompare(String(b.t)));

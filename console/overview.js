@@ -1,13 +1,15 @@
 // overview.js - what the money is doing: counts from GET /ops/summary
 // (this instance's counters) and GET /ops/reconcile (the databases now),
-// refreshed every REFRESH_MS. The per-minute chart is the difference
-// between reads, so it starts when the page opens.
+// read when the page opens, FIRST_MS later, then every REFRESH_MS. The
+// per-minute chart is the difference between reads, so it starts when the
+// page opens (its first point FIRST_MS later).
 import { api } from './api.js';
 import { el, clear } from './dom.js';
 import { bars, lines } from './chart.js';
 import { section } from './ui.js';
 
 const REFRESH_MS = 10000;
+const FIRST_MS = 2000; // the second read, so the rate shows soon
 const KEEP = 30; // reads kept for the rate chart
 
 export function show(main) {
@@ -46,7 +48,7 @@ export function show(main) {
   }
 
   function rateChart() {
-    if (samples.length < 2) return el('p', { class: 'empty' }, `The rate appears after the next read (${REFRESH_MS / 1000} s).`);
+    if (samples.length < 2) return el('p', { class: 'empty' }, `The rate appears after the next read (${FIRST_MS / 1000} s).`);
     const names = [...new Set(samples.flatMap(x => Object.keys(x.series)))];
     const series = names.map(name => ({
       label: name,
@@ -59,8 +61,11 @@ export function show(main) {
   }
 
   refresh();
-  timer = setInterval(refresh, REFRESH_MS);
-  return { stop() { stopped = true; clearInterval(timer); } };
+  timer = setTimeout(() => {
+    refresh();
+    if (!stopped) timer = setInterval(refresh, REFRESH_MS);
+  }, FIRST_MS);
+  return { stop() { stopped = true; clearTimeout(timer); clearInterval(timer); } };
 }
 
 function tile(label, value, sub, alert, href) {

@@ -4,8 +4,10 @@
 # tools/console-test/package-lock.json, installed there with `npm ci` and
 # never a browser download) through tests/console/console.test.mjs,
 # against the real service on a fresh database of its own, the private
-# MariaDB and Redis (make services), and tests/tools/webhook_receiver.js as
-# the shop. Screenshots of every view go to build/console/.
+# MariaDB and Redis (make services), tests/tools/webhook_receiver.js as
+# the shop, and tests/tools/refund_gateway.py as Stripe's refund API (a
+# "stripe" profile whose refunds wait for an operator's approval).
+# Screenshots of every view go to build/console/.
 # usage: check-console.sh [BINARY]
 set -euo pipefail
 # shellcheck source=scripts/env.sh
@@ -21,9 +23,9 @@ PUPPETEER_SKIP_DOWNLOAD=1 "$ROOT/scripts/npm-ci.sh" "$dir"
 "$ROOT/scripts/npm-ci.sh" "$ROOT/tests/tools/webhook-verify"
 
 tmp=$(mktemp -d)
-pid= rpid=
+pid= rpid= gpid=
 cleanup() {
-	for p in $pid $rpid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+	for p in $pid $rpid $gpid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -46,13 +48,29 @@ rpid=$!
 for _ in $(seq 200); do [[ -s $tmp/wport ]] && break; sleep 0.05; done
 [[ -s $tmp/wport ]] || { cat "$tmp/receiver.log" >&2; echo "check-console: the receiver did not start" >&2; exit 1; }
 
+python3 "$ROOT/tests/tools/refund_gateway.py" --port-file "$tmp/gport" --log "$tmp/refunds.jsonl" \
+	--stripe-key sk_test_console 2>"$tmp/gateway.log" &
+gpid=$!
+for _ in $(seq 200); do [[ -s $tmp/gport ]] && break; sleep 0.05; done
+[[ -s $tmp/gport ]] || { cat "$tmp/gateway.log" >&2; echo "check-console: the refund gateway did not start" >&2; exit 1; }
+python3 - "$ROOT/config/paycallback.json" "$(cat "$tmp/gport")" >"$tmp/paycallback.json" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+cfg["gateways"] = [{"name": "stripe", "kind": "stripe", "secret_env": "PCB_CONSOLE_STRIPE_SECRET",
+                    "refund": "approval", "refund_url": f"http://127.0.0.1:{sys.argv[2]}",
+                    "refund_key_env": "PCB_CONSOLE_STRIPE_KEY", "refund_timeout_ms": 2000}]
+json.dump(cfg, sys.stdout)
+PY
+
 # Two keys: ops may do everything, viewer may only read.
 PAYCALLBACK_MYSQL_PORT=$MYSQL_PORT PAYCALLBACK_REDIS_PORT=$REDIS_PORT PAYCALLBACK_REDIS_DB=7 \
 	PAYCALLBACK_MYSQL_DATABASE=$db PAYCALLBACK_LISTEN_PORT=0 PAYCALLBACK_CONSOLE_DIR="$ROOT/console" \
 	PAYCALLBACK_AUTH_KEYS="ops:console-suite-ops-key-0001,viewer:console-suite-viewer-key-01:read" \
 	PAYCALLBACK_WEBHOOK_URL="http://127.0.0.1:$(cat "$tmp/wport")/hook" PAYCALLBACK_WEBHOOK_SECRET=$secret \
 	PAYCALLBACK_WEBHOOK_POLL_MS=50 PAYCALLBACK_RECONCILE_WAIT_PAY_AGE_S=600 \
-	"$bin" -c "$ROOT/config/paycallback.json" --dev --port-file "$tmp/port" 2>"$tmp/server.log" &
+	PAYCALLBACK_REFUNDS_POLL_MS=50 PCB_CONSOLE_STRIPE_SECRET=whsec_console_stripe \
+	PCB_CONSOLE_STRIPE_KEY=sk_test_console \
+	"$bin" -c "$tmp/paycallback.json" --dev --port-file "$tmp/port" 2>"$tmp/server.log" &
 pid=$!
 for _ in $(seq 200); do [[ -s $tmp/port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 [[ -s $tmp/port ]] || { cat "$tmp/server.log" >&2; echo "check-console: the service did not start" >&2; exit 1; }
@@ -61,7 +79,8 @@ mkdir -p "$ROOT/build/console"
 rc=0
 PCB_URL="http://127.0.0.1:$(cat "$tmp/port")" PCB_MYSQL_SOCK=$MYSQL_SOCK PCB_DB=$db \
 	PCB_OPS_KEY=console-suite-ops-key-0001 PCB_VIEWER_KEY=console-suite-viewer-key-01 \
-	PCB_HOOKS_LOG="$tmp/hooks.jsonl" PCB_SHOTS="$ROOT/build/console" PCB_CONSOLE_DIR="$ROOT/console" \
+	PCB_HOOKS_LOG="$tmp/hooks.jsonl" PCB_REFUNDS_LOG="$tmp/refunds.jsonl" \
+	PCB_STRIPE_SECRET=whsec_console_stripe PCB_REFUND_GATEWAY="http://127.0.0.1:$(cat "$tmp/gport")" PCB_SHOTS="$ROOT/build/console" PCB_CONSOLE_DIR="$ROOT/console" \
 	CHROMIUM="$chromium" NODE_PATH="$dir/node_modules" \
 	timeout -k 10 300 node "$ROOT/tests/console/console.test.mjs" || rc=$?
 if ((rc != 0)); then
