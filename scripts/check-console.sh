@@ -5,8 +5,9 @@
 # never a browser download) through tests/console/console.test.mjs,
 # against the real service on a fresh database of its own, the private
 # MariaDB and Redis (make services), tests/tools/webhook_receiver.js as
-# the shop, and tests/tools/refund_gateway.py as Stripe's refund API (a
-# "stripe" profile whose refunds wait for an operator's approval).
+# the shop, tests/tools/refund_gateway.py as Stripe's refund API (a
+# "stripe" profile whose refunds wait for an operator's approval) and
+# tests/tools/query_responder.py as its query endpoint for stale orders.
 # Screenshots of every view go to build/console/.
 # usage: check-console.sh [BINARY]
 set -euo pipefail
@@ -23,9 +24,9 @@ PUPPETEER_SKIP_DOWNLOAD=1 "$ROOT/scripts/npm-ci.sh" "$dir"
 "$ROOT/scripts/npm-ci.sh" "$ROOT/tests/tools/webhook-verify"
 
 tmp=$(mktemp -d)
-pid= rpid= gpid=
+pid= rpid= gpid= qpid=
 cleanup() {
-	for p in $pid $rpid $gpid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+	for p in $pid $rpid $gpid $qpid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -53,12 +54,19 @@ python3 "$ROOT/tests/tools/refund_gateway.py" --port-file "$tmp/gport" --log "$t
 gpid=$!
 for _ in $(seq 200); do [[ -s $tmp/gport ]] && break; sleep 0.05; done
 [[ -s $tmp/gport ]] || { cat "$tmp/gateway.log" >&2; echo "check-console: the refund gateway did not start" >&2; exit 1; }
-python3 - "$ROOT/config/paycallback.json" "$(cat "$tmp/gport")" >"$tmp/paycallback.json" <<'PY'
+python3 "$ROOT/tests/tools/query_responder.py" --port-file "$tmp/qport" --log "$tmp/queries.jsonl" \
+	--token console-suite-query-token 2>"$tmp/query.log" &
+qpid=$!
+for _ in $(seq 200); do [[ -s $tmp/qport ]] && break; sleep 0.05; done
+[[ -s $tmp/qport ]] || { cat "$tmp/query.log" >&2; echo "check-console: the query endpoint did not start" >&2; exit 1; }
+python3 - "$ROOT/config/paycallback.json" "$(cat "$tmp/gport")" "$(cat "$tmp/qport")" >"$tmp/paycallback.json" <<'PY'
 import json, sys
 cfg = json.load(open(sys.argv[1]))
 cfg["gateways"] = [{"name": "stripe", "kind": "stripe", "secret_env": "PCB_CONSOLE_STRIPE_SECRET",
                     "refund": "approval", "refund_url": f"http://127.0.0.1:{sys.argv[2]}",
-                    "refund_key_env": "PCB_CONSOLE_STRIPE_KEY", "refund_timeout_ms": 2000}]
+                    "refund_key_env": "PCB_CONSOLE_STRIPE_KEY", "refund_timeout_ms": 2000,
+                    "query_url": f"http://127.0.0.1:{sys.argv[3]}/stripe",
+                    "query_token_env": "PCB_CONSOLE_QUERY_TOKEN"}]
 json.dump(cfg, sys.stdout)
 PY
 
@@ -69,7 +77,8 @@ PAYCALLBACK_MYSQL_PORT=$MYSQL_PORT PAYCALLBACK_REDIS_PORT=$REDIS_PORT PAYCALLBAC
 	PAYCALLBACK_WEBHOOK_URL="http://127.0.0.1:$(cat "$tmp/wport")/hook" PAYCALLBACK_WEBHOOK_SECRET=$secret \
 	PAYCALLBACK_WEBHOOK_POLL_MS=50 PAYCALLBACK_RECONCILE_WAIT_PAY_AGE_S=600 \
 	PAYCALLBACK_REFUNDS_POLL_MS=50 PCB_CONSOLE_STRIPE_SECRET=whsec_console_stripe \
-	PCB_CONSOLE_STRIPE_KEY=sk_test_console \
+	PCB_CONSOLE_STRIPE_KEY=sk_test_console PCB_CONSOLE_QUERY_TOKEN=console-suite-query-token \
+	PAYCALLBACK_RECONCILE_INTERVAL_S=3600 \
 	"$bin" -c "$tmp/paycallback.json" --dev --port-file "$tmp/port" 2>"$tmp/server.log" &
 pid=$!
 for _ in $(seq 200); do [[ -s $tmp/port ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
@@ -80,11 +89,12 @@ rc=0
 PCB_URL="http://127.0.0.1:$(cat "$tmp/port")" PCB_MYSQL_SOCK=$MYSQL_SOCK PCB_DB=$db \
 	PCB_OPS_KEY=console-suite-ops-key-0001 PCB_VIEWER_KEY=console-suite-viewer-key-01 \
 	PCB_HOOKS_LOG="$tmp/hooks.jsonl" PCB_REFUNDS_LOG="$tmp/refunds.jsonl" \
-	PCB_STRIPE_SECRET=whsec_console_stripe PCB_REFUND_GATEWAY="http://127.0.0.1:$(cat "$tmp/gport")" PCB_SHOTS="$ROOT/build/console" PCB_CONSOLE_DIR="$ROOT/console" \
+	PCB_STRIPE_SECRET=whsec_console_stripe PCB_REFUND_GATEWAY="http://127.0.0.1:$(cat "$tmp/gport")" \
+	PCB_QUERY_ENDPOINT="http://127.0.0.1:$(cat "$tmp/qport")" PCB_SHOTS="$ROOT/build/console" PCB_CONSOLE_DIR="$ROOT/console" \
 	CHROMIUM="$chromium" NODE_PATH="$dir/node_modules" \
 	timeout -k 10 300 node "$ROOT/tests/console/console.test.mjs" || rc=$?
 if ((rc != 0)); then
 	echo "--- service log (last 40 lines)" >&2
-	tail -n 40 "$tmp/server.log" >&2
+	grep -v "msg=\"request\"" "$tmp/server.log" | tail -n 40 >&2
 fi
 exit "$rc"
