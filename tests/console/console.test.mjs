@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -180,13 +180,26 @@ test('first view: the page and the overview, timed from navigation (measured, no
   const client = await page.createCDPSession();
   await client.send('Network.enable');
   await client.send('Network.setCacheDisabled', { cacheDisabled: true });
-  let bytes = 0;
-  client.on('Network.loadingFinished', e => { bytes += e.encodedDataLength; });
+  let bytes = 0, consoleBytes = 0;
+  const urls = {};
+  client.on('Network.responseReceived', e => { urls[e.requestId] = e.response.url; });
+  client.on('Network.loadingFinished', e => {
+    bytes += e.encodedDataLength;
+    if ((urls[e.requestId] || '').startsWith(CONSOLE)) consoleBytes += e.encodedDataLength;
+  });
   await page.goto(CONSOLE, { waitUntil: 'domcontentloaded' });
   await page.waitForFunction(() => document.querySelectorAll('.tiles .tile').length >= 6);
   const ms = await page.evaluate(() => performance.now());
   await page.waitForNetworkIdle({ idleTime: 200 });
   console.log(`  measured: first view usable ${Math.round(ms)} ms after navigation start; ${bytes} bytes transferred (console documents and API answers, headers included, cache off)`);
+  // every other view once: the whole console as one tab loads it
+  for (const v of ['order', 'queue', 'events', 'stale', 'audit']) {
+    await page.evaluate(h => { location.hash = h; }, `#/${v}`);
+    await page.waitForNetworkIdle({ idleTime: 200 });
+  }
+  const files = readdirSync(env('PCB_CONSOLE_DIR')).length;
+  check(new Set(Object.values(urls).filter(u => u.startsWith(CONSOLE))).size >= files - 1, `not every console file was loaded: ${JSON.stringify(Object.values(urls))}`);
+  console.log(`  measured: the whole console, every view visited: ${consoleBytes} bytes of console files transferred (headers included, cache off)`);
   await page.close();
 });
 
