@@ -399,7 +399,7 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
     struct route_hop h;
     struct db_conn *c;
     enum db_status st;
-    size_t got = 0, i;
+    size_t got = 0, kept = 0, i;
 
     *n = 0;
     route_hop_init(&h, &rt, &fail);
@@ -409,10 +409,21 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
         return QUERY_ROUND_UNAVAILABLE;
     }
     st = db_query_retry(c, ST_WAIT_PAY_QUERY, p, 6, rows, max, &got);
-    for (i = 0; st == DB_OK && i < got; i++)
-        if (db_row_str(&rows[i], QOC_ORDER_NO, order_nos[i], ID_BUF) != 0 ||
-            !validate_id(order_nos[i]))
-            st = db_fail(c, "order query: malformed order row");
+    /* An order_no that is no identifier (only a direct write makes one)
+     * cannot be put in a gateway's query: it is skipped, logged by row id,
+     * and the other orders are asked; the cursor still moves past it. */
+    for (i = 0; st == DB_OK && i < got; i++) {
+        char id[DB_INT_BUF] = "?";
+
+        if (db_row_str(&rows[i], QOC_ORDER_NO, order_nos[kept], ID_BUF) == 0 &&
+            validate_id(order_nos[kept])) {
+            kept++;
+            continue;
+        }
+        (void)db_row_str(&rows[i], QOC_ID, id, sizeof(id));
+        log_warn("order query: an order_no that is no identifier, skipped",
+                 "shard=%s id=%s request_id=%s", sh->label, id, run->request_id);
+    }
     if (st != DB_OK) {
         log_warn("order query: cannot list stale orders",
                  "shard=%s status=%s error=\"%s\" "
@@ -424,11 +435,11 @@ static enum query_round_result list_shard(struct query *q, struct server *srv,
     } else if (run->rotate && got == max &&
                db_row_str(&rows[got - 1], QOC_CURSOR_TIME, cur->time, sizeof(cur->time)) == 0 &&
                db_row_str(&rows[got - 1], QOC_ID, cur->id, sizeof(cur->id)) == 0) {
-        *n = got; /* the next round goes on after these */
+        *n = kept; /* the next round goes on after these */
     } else {
         if (run->rotate) /* the end of the list: start again */
             cursor_reset(cur);
-        *n = got;
+        *n = kept;
     }
     route_hop_release(&h);
     return res;

@@ -194,6 +194,27 @@ START_TEST(stale_order_answered_paid_is_paid_once_through_the_callback_path)
 }
 END_TEST
 
+START_TEST(an_order_no_that_is_no_identifier_is_skipped_and_the_others_asked)
+{
+    struct h_resp r;
+
+    /* Only a direct write makes such an order; it is the oldest of the round. */
+    stale_order("<b>QB</b>", "1.00");
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR WHERE order_no = "
+              "'<b>QB</b>'");
+    stale_order("QB1", "899.00");
+    plant("/q", "QB1", "PAID", "QP-B1", "899.00", "CNY");
+    query_now(NULL, &r);
+    h_assert_status(&r, 200);
+    ck_assert_msg(strstr(r.body, "\"order_no\":\"QB1\"") != NULL, "%s", r.body);
+    ck_assert_msg(strstr(r.body, "<b>") == NULL, "%s", r.body);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, h_order_status("QB1"));
+    ck_assert_int_eq(1, h_order_status("<b>QB</b>"));
+    ck_assert_int_eq(0, log_lines("<b>", NULL));
+}
+END_TEST
+
 START_TEST(orders_not_paid_at_the_gateway_stay_waiting)
 {
     long long before = answers("not_paid");
@@ -576,6 +597,7 @@ static Suite *query_suite(void)
 
     tcase_add_test(tc, stale_order_answered_paid_is_paid_once_through_the_callback_path);
     tcase_add_test(tc, orders_not_paid_at_the_gateway_stay_waiting);
+    tcase_add_test(tc, an_order_no_that_is_no_identifier_is_skipped_and_the_others_asked);
     tcase_add_test(tc, failed_and_malformed_answers_change_nothing_and_are_counted);
     tcase_add_test(tc, a_paid_answer_with_another_amount_is_a_mismatch_that_writes_nothing);
     tcase_add_test(tc, a_fresh_order_is_not_queried);
