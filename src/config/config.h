@@ -134,7 +134,8 @@ struct config {
     char callback_secret[CFG_STR_MAX];          /* current; never empty after cfg_load */
     char callback_previous_secret[CFG_STR_MAX]; /* still accepted while rotating, or "" */
     int signature_tolerance_s;
-    int http_replays_inline;           /* 1: repeats answered from memory on the polling thread */
+    int http_replays_inline; /* 1: repeats answered from memory on the polling thread */
+    int http_event_loop; /* 1: event loops own the connections; /pay/callback never blocks one */
     int callback_replay_cache_entries; /* repeats answered from memory (replays.h); 0: off */
     int callback_replay_cache_ttl_s;   /* how long such an answer is kept */
     /* Active query of stale orders in the native format: "" = not asked. */

@@ -47,28 +47,38 @@ struct pay_call {
 /* Reads the record of req->pay_no into out->stored_*, out->outcome and
  * out->order_status, and its age into *age_s. *found is false when there
  * is none. */
+static enum db_status record_from_row(struct db_conn *c, const struct pay_request *req,
+                                      const struct db_row *row, struct pay_outcome *out,
+                                      int64_t *age_s)
+{
+    int64_t outcome = 0, status = 0;
+
+    if (db_row_str(row, PSC_ORDER_NO, out->stored_order_no, sizeof(out->stored_order_no)) != 0 ||
+        db_row_cents(row, PSC_AMOUNT, &out->stored_amount_cents) != 0 ||
+        db_row_int(row, PSC_OUTCOME, PAYMENT_PAID, PAYMENT_REFUND_REQUIRED, &outcome) != 0 ||
+        (!db_row_is_null(row, PSC_ORDER_STATUS) &&
+         (db_row_int(row, PSC_ORDER_STATUS, 0, 99, &status) != 0 ||
+          !order_state_valid((int)status))) ||
+        db_row_int(row, PSC_AGE_S, INT64_MIN, INT64_MAX, age_s) != 0)
+        return db_fail(c, "payment_record of pay_no %s is malformed", req->pay_no);
+    out->outcome = (int)outcome;
+    out->order_status = (int)status;
+    return DB_OK;
+}
+
 static enum db_status load_record(struct db_conn *c, const struct pay_request *req,
                                   struct pay_outcome *out, bool *found, int64_t *age_s)
 {
     const char *p[] = { req->pay_no };
     struct db_row row;
-    int64_t outcome = 0, status = 0;
     size_t n = 0;
     enum db_status st = db_query_retry(c, ST_PAY_SELECT, p, 1, &row, 1, &n);
 
     *found = false;
     if (st != DB_OK || n == 0)
         return st;
-    if (db_row_str(&row, PSC_ORDER_NO, out->stored_order_no, sizeof(out->stored_order_no)) != 0 ||
-        db_row_cents(&row, PSC_AMOUNT, &out->stored_amount_cents) != 0 ||
-        db_row_int(&row, PSC_OUTCOME, PAYMENT_PAID, PAYMENT_REFUND_REQUIRED, &outcome) != 0 ||
-        (!db_row_is_null(&row, PSC_ORDER_STATUS) &&
-         (db_row_int(&row, PSC_ORDER_STATUS, 0, 99, &status) != 0 ||
-          !order_state_valid((int)status))) ||
-        db_row_int(&row, PSC_AGE_S, INT64_MIN, INT64_MAX, age_s) != 0)
-        return db_fail(c, "payment_record of pay_no %s is malformed", req->pay_no);
-    out->outcome = (int)outcome;
-    out->order_status = (int)status;
+    if ((st = record_from_row(c, req, &row, out, age_s)) != DB_OK)
+        return st;
     *found = true;
     return DB_OK;
 }
@@ -89,6 +99,17 @@ static enum pay_result record_result(const struct pay_request *req, const struct
  * rolled back by the procedure and comes out as DB_RETRY, so the retry
  * re-runs the CALL; a lost link before the answer is re-run too, and the
  * insert-first makes a re-run of a committed call answer as a replay. */
+static void call_params(const struct pay_request *req, char amount[MONEY_STR_MAX],
+                        char payload[OUTBOX_PAYLOAD_MAX])
+{
+    money_format(req->amount_cents, amount, MONEY_STR_MAX);
+    /* The order's currency is added at delivery (it never changes once the
+     * order is made): the procedure reads nothing more for the event. */
+    snprintf(payload, OUTBOX_PAYLOAD_MAX,
+             "{\"order_no\":\"%s\",\"pay_no\":\"%s\",\"gateway\":\"%s\",\"amount\":\"%s\"}",
+             req->order_no, req->pay_no, req->gateway != NULL ? req->gateway : "native", amount);
+}
+
 static enum db_status pay_call_body(struct db_conn *c, void *arg)
 {
     struct pay_call *j = arg;
@@ -97,12 +118,7 @@ static enum db_status pay_call_body(struct db_conn *c, void *arg)
     const char *p[] = { req->pay_no, req->order_no, amount, payload };
     enum db_status st;
 
-    money_format(req->amount_cents, amount, sizeof(amount));
-    /* The order's currency is added at delivery (it never changes once the
-     * order is made): the procedure reads nothing more for the event. */
-    snprintf(payload, sizeof(payload),
-             "{\"order_no\":\"%s\",\"pay_no\":\"%s\",\"gateway\":\"%s\",\"amount\":\"%s\"}",
-             req->order_no, req->pay_no, req->gateway != NULL ? req->gateway : "native", amount);
+    call_params(req, amount, payload);
     st = db_query_one(c, ST_PAY_CALL, p, 4, &j->row, &j->found);
     if (st == DB_DUPLICATE) /* the record's own 1062 is caught inside */
         return db_fail(c, "order %s already has an order.paid event", req->order_no);
@@ -183,6 +199,20 @@ static enum pay_result check_currency(struct db_conn *c, const struct pay_reques
     return PAY_MISMATCH;
 }
 
+/* A record read committed fills the replay cache, which keeps it only as
+ * long as replays.h allows. */
+static void remember(const struct pay_memory *mem, const struct pay_request *req,
+                     const struct pay_outcome *out, int64_t age_s)
+{
+    struct replay rec;
+
+    memcpy(rec.order_no, out->stored_order_no, sizeof(rec.order_no));
+    rec.amount_cents = out->stored_amount_cents;
+    rec.outcome = out->outcome;
+    rec.order_status = out->order_status;
+    replays_put(mem->answers, req->pay_no, &rec, age_s, monotime_ms());
+}
+
 /* The cheap path of a pay_no this process saw recorded: one indexed read.
  * True when the record answered (a replay or a conflict) or the read
  * failed, with the result in *r; false when there is no record, so the
@@ -194,7 +224,6 @@ static bool hinted(struct db_conn *c, const struct pay_memory *mem, const struct
     enum db_status st;
     bool found = false;
     int64_t age_s = 0;
-    struct replay rec;
 
     if ((st = load_record(c, req, out, &found, &age_s)) != DB_OK) {
         *r = DB_FAILURE(st, PAY_UNAVAILABLE, PAY_ERROR);
@@ -203,11 +232,7 @@ static bool hinted(struct db_conn *c, const struct pay_memory *mem, const struct
     if (!found)
         return false;
     *r = record_result(req, out);
-    memcpy(rec.order_no, out->stored_order_no, sizeof(rec.order_no));
-    rec.amount_cents = out->stored_amount_cents;
-    rec.outcome = out->outcome;
-    rec.order_status = out->order_status;
-    replays_put(mem->answers, req->pay_no, &rec, age_s, monotime_ms());
+    remember(mem, req, out, age_s);
     return true;
 }
 
@@ -229,6 +254,20 @@ static bool remembered(const struct pay_memory *mem, const struct pay_request *r
     return true;
 }
 
+/* The answer of the one call's row; a record it found or wrote is
+ * remembered as seen. */
+static enum pay_result called(struct db_conn *c, const struct pay_memory *mem,
+                              const struct pay_request *req, const struct db_row *row,
+                              struct pay_outcome *out)
+{
+    enum pay_result r = from_call(c, req, row, out);
+
+    if (r == PAY_PAID || r == PAY_REFUND_REQUIRED || r == PAY_REPLAY ||
+        (r == PAY_CONFLICT && !out->released))
+        seen_add(mem->recent, req->pay_no); /* a record exists, committed */
+    return r;
+}
+
 /* The currency check and the one call, which inserts first. */
 static enum pay_result call(struct db_conn *c, const struct pay_memory *mem,
                             const struct pay_request *req, struct pay_outcome *out)
@@ -245,11 +284,7 @@ static enum pay_result call(struct db_conn *c, const struct pay_memory *mem,
         db_fail(c, "%s answered no row", DB_PROC_PAY_CALLBACK);
         return PAY_ERROR;
     }
-    r = from_call(c, req, &j.row, out);
-    if (r == PAY_PAID || r == PAY_REFUND_REQUIRED || r == PAY_REPLAY ||
-        (r == PAY_CONFLICT && !out->released))
-        seen_add(mem->recent, req->pay_no); /* a record exists, committed */
-    return r;
+    return called(c, mem, req, &j.row, out);
 }
 
 enum pay_result pay_apply(struct db_conn *c, const struct pay_memory *mem,
@@ -566,4 +601,142 @@ const char *pay_result_str(enum pay_result r)
                                          "NOT_FOUND", "MISMATCH",        "UNAVAILABLE", "ERROR" };
 
     return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "UNKNOWN";
+}
+
+/* ---- non-blocking (http.event_loop) -------------------------------------- */
+
+enum pay_async_phase {
+    PA_NONE,
+    PA_HINT, /* the hinted read of a pay_no seen before */
+    PA_CALL  /* the one CALL */
+};
+
+/* The answer is r: the connection goes back, a failure is recorded as
+ * pay_route records it. */
+static enum pay_step async_done(struct pay_async *a, enum pay_result r)
+{
+    struct route_hop h;
+
+    a->r = r;
+    if (r == PAY_UNAVAILABLE || r == PAY_ERROR) {
+        route_hop_init(&h, &a->rt, &a->fail);
+        h.sh = a->sh;
+        h.c = a->c;
+        route_failed(&h, r == PAY_UNAVAILABLE, "pay_apply");
+    }
+    shard_release(a->sh, a->c);
+    a->c = NULL;
+    return PAY_STEP_DONE;
+}
+
+/* Back to pay_route on a thread: nothing was answered. */
+static enum pay_step async_blocking(struct pay_async *a)
+{
+    shard_release(a->sh, a->c);
+    a->c = NULL;
+    memset(&a->out, 0, sizeof(a->out));
+    return PAY_STEP_BLOCKING;
+}
+
+static enum pay_step async_wait(struct pay_async *a, int w)
+{
+    a->wait = w;
+    return PAY_STEP_WAIT;
+}
+
+static enum pay_step async_finish(struct pay_async *a);
+
+/* Starts statement id of phase on the held connection. */
+static enum pay_step async_run(struct pay_async *a, int phase)
+{
+    enum db_stmt id = phase == PA_HINT ? ST_PAY_SELECT : ST_PAY_CALL;
+    int w;
+
+    if (!db_call_ready(a->c, id))
+        return async_blocking(a); /* the blocking calls connect and prepare */
+    a->phase = phase;
+    memset(&a->out, 0, sizeof(a->out));
+    if (phase == PA_HINT) {
+        a->p[0] = a->req.pay_no;
+        w = db_call_start(&a->q, a->c, id, a->p, 1, &a->row);
+    } else {
+        call_params(&a->req, a->amount, a->payload);
+        a->p[0] = a->req.pay_no;
+        a->p[1] = a->req.order_no;
+        a->p[2] = a->amount;
+        a->p[3] = a->payload;
+        w = db_call_start(&a->q, a->c, id, a->p, 4, &a->row);
+    }
+    return w != 0 ? async_wait(a, w) : async_finish(a);
+}
+
+/* The statement is done: its row answered as pay_apply answers it. */
+static enum pay_step async_finish(struct pay_async *a)
+{
+    enum db_status st = a->q.st;
+    int64_t age_s = 0;
+
+    if (st != DB_OK) {
+        if (a->phase == PA_CALL && st == DB_DUPLICATE) {
+            db_fail(a->c, "order %s already has an order.paid event", a->req.order_no);
+            return async_done(a, PAY_ERROR);
+        }
+        if (db_unreachable(a->c))
+            return async_done(a, PAY_UNAVAILABLE);
+        return async_blocking(a); /* its retries re-run it */
+    }
+    if (a->phase == PA_HINT) {
+        if (a->q.nrows == 0)
+            return async_run(a, PA_CALL); /* the hint was wrong */
+        if (record_from_row(a->c, &a->req, &a->row, &a->out, &age_s) != DB_OK)
+            return async_done(a, PAY_ERROR);
+        remember(a->mem, &a->req, &a->out, age_s);
+        return async_done(a, record_result(&a->req, &a->out));
+    }
+    if (a->q.nrows == 0) {
+        db_fail(a->c, "%s answered no row", DB_PROC_PAY_CALLBACK);
+        return async_done(a, PAY_ERROR);
+    }
+    return async_done(a, called(a->c, a->mem, &a->req, &a->row, &a->out));
+}
+
+enum pay_step pay_async_begin(struct pay_async *a)
+{
+    enum db_refusal why = DB_REFUSED_NONE;
+    enum pay_result r;
+
+    memset(&a->out, 0, sizeof(a->out));
+    a->sh = shard_of_order(a->rt.set, a->req.order_no);
+    if (a->sh == NULL) {
+        a->r = PAY_NOT_FOUND; /* names no shard of ours: nothing written anywhere */
+        return PAY_STEP_DONE;
+    }
+    if (pay_remembered(&a->rt, a->mem, &a->req, false, &a->out, &r)) {
+        a->r = r;
+        return PAY_STEP_DONE;
+    }
+    if (a->rt.set->sharded || a->req.currency[0] != '\0')
+        return PAY_STEP_BLOCKING;
+    if ((a->c = db_try_acquire(a->sh->pool, &why)) == NULL)
+        return why == DB_REFUSED_WAIT ? PAY_STEP_BUSY : PAY_STEP_BLOCKING;
+    /* pay_apply's order: the hinted read of a pay_no seen before, else
+     * the call, which inserts first. */
+    return async_run(a, seen_has(a->mem->recent, a->req.pay_no) ? PA_HINT : PA_CALL);
+}
+
+enum pay_step pay_async_cont(struct pay_async *a, int events)
+{
+    int w = db_call_cont(&a->q, events);
+
+    return w != 0 ? async_wait(a, w) : async_finish(a);
+}
+
+int pay_async_fd(const struct pay_async *a)
+{
+    return db_call_fd(&a->q);
+}
+
+int pay_async_timeout_ms(const struct pay_async *a)
+{
+    return db_call_timeout_ms(&a->q);
 }

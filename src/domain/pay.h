@@ -17,6 +17,9 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "money.h"
+#include "outbox.h"
+#include "route.h"
 #include "validate.h"
 
 struct gateways;
@@ -166,5 +169,57 @@ const char *pay_result_str(enum pay_result r);
  * (enum gateway_status from GATEWAY_MALFORMED on, counted at st - 1). Call
  * once before the HTTP threads start; g must outlive m's use of it. */
 void pay_register_gateway_metrics(const struct gateways *g, struct metrics *m);
+
+/* ---- non-blocking (http.event_loop) --------------------------------------
+ * pay_route's unsharded path as steps an event loop drives, each returning
+ * at once: the replay cache, then the hinted read or the one CALL on a
+ * connection borrowed without waiting (db_try_acquire), run with the
+ * non-blocking API (db_call_*). The same statements, the same rows, the
+ * same mapping to a result as pay_apply. Whatever that path does not
+ * cover goes back to the caller as PAY_STEP_BLOCKING, to run pay_route on
+ * a thread that may block: a sharded set, a stated currency, a guard's
+ * refusal, a connection not yet connected or prepared, a failure other
+ * than an unreachable server (a deadlock, a lost procedure: pay_route's
+ * retries re-run them; the insert-first CALL makes a re-run safe). A
+ * server that does not answer within mysql.io_timeout_s is PAY_UNAVAILABLE
+ * at once, as pay_route's first attempt would find it. */
+
+enum pay_step {
+    PAY_STEP_DONE,    /* a->r, a->out, a->fail hold the answer; no connection held */
+    PAY_STEP_WAIT,    /* waiting on pay_async_fd for a->wait (DB_IO_*) */
+    PAY_STEP_BUSY,    /* no connection free: begin again later */
+    PAY_STEP_BLOCKING /* run pay_route instead; no connection held */
+};
+
+/* One payment on the way: the caller fills req (and rt, mem) and zeroes
+ * the rest before pay_async_begin. */
+struct pay_async {
+    struct pay_request req;
+    struct route rt;
+    const struct pay_memory *mem;
+    enum pay_result r;
+    struct pay_outcome out;
+    struct route_failure fail;
+    int wait; /* DB_IO_* while PAY_STEP_WAIT */
+    /* private */
+    const struct shard *sh;
+    struct db_conn *c;
+    int phase;
+    char amount[MONEY_STR_MAX];
+    char payload[OUTBOX_PAYLOAD_MAX];
+    const char *p[4];
+    struct db_row row;
+    struct db_call q;
+};
+
+enum pay_step pay_async_begin(struct pay_async *a);
+
+/* After the events a->wait asked for happened (DB_IO_TIMEOUT when its
+ * bound ran out). */
+enum pay_step pay_async_cont(struct pay_async *a, int events);
+
+/* The socket and, with DB_IO_TIMEOUT in a->wait, the bound in ms. */
+int pay_async_fd(const struct pay_async *a);
+int pay_async_timeout_ms(const struct pay_async *a);
 
 #endif

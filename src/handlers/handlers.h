@@ -14,6 +14,9 @@ void handle_pay_callback(struct server *srv, const struct http_req *req, struct 
 /* The answer of a repeat from memory, on the polling thread (http_first):
  * a replay only, which logs nothing; anything else goes to the handler. */
 bool first_pay_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
+/* POST /pay/callback on an event loop (http.event_loop): the same
+ * answers, the database reached with the non-blocking API. */
+extern const struct http_async pay_callback_async;
 bool first_gateway_callback(struct server *srv, const struct http_req *req, struct http_resp *resp);
 void handle_gateway_callback(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);

@@ -11,6 +11,7 @@
 #include "common.h"
 #include "config.h"
 #include "handlers.h"
+#include "http_route.h"
 #include "json_reply.h"
 #include "keyring.h"
 #include "log.h"
@@ -140,3 +141,55 @@ void handle_pay_callback(struct server *srv, const struct http_req *req, struct 
     pay_report(srv->m, &pr, r, &out, req->request_id);
     render(req, resp, &fail, &pr, r, &out);
 }
+
+/* ---- on an event loop (http.event_loop) ---------------------------------- */
+
+_Static_assert(HTTP_IO_READ == DB_IO_READ && HTTP_IO_WRITE == DB_IO_WRITE &&
+                   HTTP_IO_EXCEPT == DB_IO_EXCEPT && HTTP_IO_TIMEOUT == DB_IO_TIMEOUT,
+               "the loop's events are the database's");
+
+struct pay_callback_state {
+    bool parsed;  /* signature and body checked, a.req filled */
+    bool waiting; /* a statement is in flight */
+    struct pay_async a;
+};
+
+/* handle_pay_callback in steps: the signature and the body, then
+ * pay_async's steps; what they leave to a thread goes to the handler. */
+static enum http_step pay_callback_step(struct server *srv, const struct http_req *req,
+                                        struct http_resp *resp, void *state, int events,
+                                        struct http_wait *w)
+{
+    struct pay_callback_state *s = state;
+    enum pay_step ps;
+
+    if (s->waiting) {
+        ps = pay_async_cont(&s->a, events);
+    } else {
+        if (!s->parsed) {
+            if (verify_or_reply(srv, req, resp) != 0 || parse_or_reply(req, &s->a.req, resp) != 0)
+                return HTTP_STEP_DONE;
+            s->parsed = true;
+            s->a.rt = route_of(srv, req->request_id);
+            s->a.mem = srv->paid;
+        }
+        ps = pay_async_begin(&s->a);
+    }
+    s->waiting = ps == PAY_STEP_WAIT;
+    switch (ps) {
+    case PAY_STEP_WAIT:
+        w->fd = pay_async_fd(&s->a);
+        w->events = s->a.wait;
+        w->timeout_ms = (s->a.wait & DB_IO_TIMEOUT) ? pay_async_timeout_ms(&s->a) : -1;
+        return HTTP_STEP_WAIT;
+    case PAY_STEP_BUSY: return HTTP_STEP_BUSY;
+    case PAY_STEP_BLOCKING: return HTTP_STEP_QUEUE;
+    case PAY_STEP_DONE: break;
+    }
+    pay_report(srv->m, &s->a.req, s->a.r, &s->a.out, req->request_id);
+    render(req, resp, &s->a.fail, &s->a.req, s->a.r, &s->a.out);
+    return HTTP_STEP_DONE;
+}
+
+const struct http_async pay_callback_async = { sizeof(struct pay_callback_state),
+                                               pay_callback_step };

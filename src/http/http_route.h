@@ -36,6 +36,43 @@ typedef int (*http_guard)(const struct http_route *route, struct http_req *req,
  * not block, log or touch a database. */
 typedef bool (*http_first)(struct server *srv, const struct http_req *req, struct http_resp *resp);
 
+/* ---- a route's non-blocking form (http.event_loop) ----------------------
+ * Run on the event loop that read the request, in steps that never block:
+ * the first call has events 0 and a zeroed state of state_size bytes, kept
+ * until the request ends. A step that must wait says on what in *w (a
+ * socket, the HTTP_IO_* events, a bound in ms or -1 for none); the loop
+ * calls it again with the events that happened (HTTP_IO_TIMEOUT when the
+ * bound ran out). HTTP_STEP_BUSY asks to be called again with events 0
+ * when the loop has a moment (a shared resource was taken); past
+ * http.queue_wait_ms of that, and on HTTP_STEP_QUEUE, the route's
+ * handler runs on the work pool as without the switch. */
+#define HTTP_IO_READ 1
+#define HTTP_IO_WRITE 2
+#define HTTP_IO_EXCEPT 4
+#define HTTP_IO_TIMEOUT 8
+
+enum http_step {
+    HTTP_STEP_DONE,  /* resp holds the answer */
+    HTTP_STEP_WAIT,  /* wait as *w says, then call again */
+    HTTP_STEP_BUSY,  /* call again later with events 0 */
+    HTTP_STEP_QUEUE, /* run the handler on the work pool instead */
+};
+
+struct http_wait {
+    int fd;
+    int events;     /* HTTP_IO_* */
+    int timeout_ms; /* with HTTP_IO_TIMEOUT; -1: no bound */
+};
+
+typedef enum http_step (*http_step_fn)(struct server *srv, const struct http_req *req,
+                                       struct http_resp *resp, void *state, int events,
+                                       struct http_wait *w);
+
+struct http_async {
+    size_t state_size;
+    http_step_fn step;
+};
+
 #define HTTP_ROUTE_QUOTA_TOKEN (1u << 0) /* counted in the client's quota.token_* bucket */
 #define HTTP_ROUTE_QUOTA_ORDER (1u << 1) /* counted in the client's quota.order_* bucket */
 #define HTTP_ROUTE_NO_HEAD (1u << 2)     /* a GET that writes: HEAD is not GET without a body */
@@ -49,9 +86,10 @@ struct http_route {
     const char *pattern; /* "/order/{order_no}/ship": {x} is one segment */
     http_handler fn;
     enum http_lane lane;
-    http_guard guard; /* NULL: the route takes any caller */
-    unsigned flags;   /* HTTP_ROUTE_* */
-    http_first first; /* NULL, or an answer from memory tried before queueing */
+    http_guard guard;               /* NULL: the route takes any caller */
+    unsigned flags;                 /* HTTP_ROUTE_* */
+    http_first first;               /* NULL, or an answer from memory tried before queueing */
+    const struct http_async *async; /* NULL, or its form for http.event_loop */
 };
 
 /* The index of the route of routes[0..n) for method and a decoded path,

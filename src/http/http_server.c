@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
@@ -52,9 +54,15 @@
 #define HTTP_ACCEPT_POLL_MS 100   /* the acceptor checks for a stop this often */
 #define HTTP_ACCEPT_BACKOFF_MS 50 /* pause after running out of descriptors */
 
+struct http_loop;
+
 struct http_state {
-    struct MHD_Daemon *d;
-    int listen_fd; /* ours: the acceptor hands connections to the daemon */
+    struct MHD_Daemon *d; /* the library's own polling threads; NULL with loops */
+    /* http.event_loop: each loop thread drives a daemon of its own */
+    struct http_loop *loops;
+    size_t nloops;
+    atomic_size_t next_loop; /* round robin of accepted connections */
+    int listen_fd;           /* ours: the acceptor hands connections to the daemon */
     pthread_t acceptor;
     bool acceptor_running;
     atomic_bool accept_stop; /* quiesced: the acceptor returns */
@@ -104,7 +112,14 @@ struct req_state {
     struct http_resp resp;
     size_t route;
     char allow[64];
-    char paths[]; /* path and dpath, each as long as this request's path */
+    /* On an event loop, while the route's non-blocking form runs: */
+    struct http_loop *loop;
+    void *astate;                    /* its state (http_async.state_size) */
+    struct req_state *lprev, *lnext; /* in the loop's waiting or busy list */
+    int lwhere;                      /* LW_* */
+    int wfd;                         /* the socket registered in the loop's epoll; -1 none */
+    long long deadline_ms;           /* of the wait (0: none), or when it first was busy */
+    char paths[];                    /* path and dpath, each as long as this request's path */
 };
 
 /* splitmix64's finalizer: a bijection of 64-bit values that looks random. */
@@ -331,6 +346,21 @@ static int prepare_request(struct req_state *rs, const char *method)
     return (int)r->lane;
 }
 
+static void loop_wake(struct http_loop *L);
+
+/* Hands a connection back to its polling thread from another thread. The
+ * library wakes its own polling threads; an event loop (whose daemon runs
+ * in external mode, where a resume writes to no descriptor) is woken
+ * here. */
+static void resume_from_pool(struct req_state *rs)
+{
+    struct http_loop *L = rs->loop;
+
+    MHD_resume_connection(rs->conn);
+    if (L != NULL)
+        loop_wake(L);
+}
+
 /* Pool thread: runs the handler, then hands the connection back to its
  * polling thread, which calls the access callback again to send. */
 static void job_run(struct workq_job *job)
@@ -339,7 +369,7 @@ static void job_run(struct workq_job *job)
 
     rs->srv->http->routes[rs->route].fn(rs->srv, &rs->req, &rs->resp);
     atomic_store(&rs->phase, RS_DONE);
-    MHD_resume_connection(rs->conn);
+    resume_from_pool(rs);
 }
 
 /* Pool or watchdog thread: the request waited past http.queue_wait_ms for
@@ -352,14 +382,20 @@ static void job_expire(struct workq_job *job)
     metrics_inc(rs->srv->m, M_HTTP_QUEUE_EXPIRED);
     http_reply_unavailable(&rs->resp, "server busy: no handler free within http.queue_wait_ms");
     atomic_store(&rs->phase, RS_DONE);
-    MHD_resume_connection(rs->conn);
+    resume_from_pool(rs);
 }
+
+static bool loop_begin(struct server *srv, struct req_state *rs, enum MHD_Result *ret);
+static struct http_loop *loop_of(const struct http_state *hs, struct MHD_Connection *conn);
+static bool loop_hand(struct http_state *hs, int fd, const struct sockaddr_storage *ss,
+                      socklen_t len);
 
 static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection *conn,
                                       struct req_state *rs, const char *method)
 {
     struct workq *q;
     int lane = prepare_request(rs, method);
+    enum MHD_Result ret;
 
     connguard_phase(rs->guard, CONNGUARD_BUSY);
     if (lane < 0)
@@ -372,6 +408,8 @@ static enum MHD_Result handle_request(struct server *srv, struct MHD_Connection 
     if (srv->cfg->http_replays_inline && srv->http->routes[rs->route].first != NULL &&
         srv->http->routes[rs->route].first(srv, &rs->req, &rs->resp))
         return send_reply(srv, conn, rs);
+    if (loop_begin(srv, rs, &ret))
+        return ret;
     q = lane == HTTP_LANE_OPS ? srv->http->ops : srv->http->work;
     rs->job.run = job_run;
     rs->job.expire = job_expire;
@@ -453,6 +491,8 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *conn)
     rs->conn = conn;
     rs->route = rs->srv->http->nroutes;
     rs->resp.status = 500;
+    rs->wfd = -1;
+    rs->loop = loop_of(rs->srv->http, conn);
     ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     rs->guard = ci != NULL ? ci->socket_context : NULL;
     clock_gettime(CLOCK_MONOTONIC, &rs->start);
@@ -614,6 +654,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
         atomic_fetch_sub(&srv->http->inflight, 1);
     }
     connguard_phase(rs->guard, CONNGUARD_HEADERS);
+    free(rs->astate);
     free(rs->resp.body);
     free(rs->body);
     free(rs);
@@ -678,7 +719,12 @@ static void *acceptor_main(void *arg)
             /* A handle left under this descriptor belonged to a connection
              * the library closed before it ever started: forget it. */
             connguard_close(hs->guard, atomic_exchange(&hs->pending[fd], c));
-            if (MHD_add_connection(hs->d, fd, (const struct sockaddr *)&ss, len) != MHD_YES)
+            if (hs->nloops > 0) {
+                if (!loop_hand(hs, fd, &ss, len)) {
+                    connguard_close(hs->guard, atomic_exchange(&hs->pending[fd], NULL));
+                    close(fd);
+                }
+            } else if (MHD_add_connection(hs->d, fd, (const struct sockaddr *)&ss, len) != MHD_YES)
                 connguard_close(hs->guard, atomic_exchange(&hs->pending[fd], NULL));
             /* (the library closed the socket) */
         }
@@ -733,6 +779,429 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
     log_warn("microhttpd", "detail=\"%s\"", log_safe(msg, safe, sizeof(safe)));
+}
+
+/* ---- event loops (http.event_loop) ----------------------------------------
+ * Each loop thread drives one daemon in the library's external mode: it
+ * waits in one epoll on the daemon's descriptor, its own eventfd (new
+ * connections from the acceptor, a stop) and the database sockets its
+ * requests wait on, so a request whose route has a non-blocking form is
+ * read, run and answered by one thread that sleeps only when nothing is
+ * ready. Handlers of every other route run on the work pool as before:
+ * their resume wakes the loop through the daemon's descriptor. A loop
+ * never blocks: a frozen database leaves its requests waiting on their
+ * sockets (each bounded by mysql.io_timeout_s), never the loop. */
+
+#define HTTP_LOOP_EVENTS 64
+#define HTTP_LOOP_IDLE_MS 1000 /* the longest sleep: the stop flag is also signalled */
+#define HTTP_LOOP_BUSY_MS 1    /* a request waiting for a connection looks again this often */
+
+enum loop_where {
+    LW_NONE,
+    LW_WAIT, /* waiting on its socket */
+    LW_BUSY  /* waiting for a connection */
+};
+
+struct loop_conn {
+    int fd;
+    struct sockaddr_storage ss;
+    socklen_t len;
+};
+
+struct http_loop {
+    struct server *srv;
+    struct MHD_Daemon *d;
+    pthread_t th;
+    bool running;
+    int ep;  /* epoll */
+    int efd; /* eventfd: connections in the inbox, or stop */
+    char tag_efd, tag_mhd;
+    pthread_mutex_t mu; /* the inbox */
+    struct loop_conn *inbox;
+    size_t ninbox, capinbox;
+    atomic_bool stop;
+    /* this loop's thread only: */
+    struct req_state *wait_head, *busy_head, *busy_tail;
+    int nwait;
+    bool kick; /* a connection was resumed here: run the daemon before sleeping */
+};
+
+static void loop_unlink(struct http_loop *L, struct req_state *rs)
+{
+    if (rs->lwhere == LW_NONE)
+        return;
+    if (rs->lprev != NULL)
+        rs->lprev->lnext = rs->lnext;
+    else if (rs->lwhere == LW_WAIT)
+        L->wait_head = rs->lnext;
+    else
+        L->busy_head = rs->lnext;
+    if (rs->lnext != NULL)
+        rs->lnext->lprev = rs->lprev;
+    else if (rs->lwhere == LW_BUSY)
+        L->busy_tail = rs->lprev;
+    if (rs->lwhere == LW_WAIT)
+        L->nwait--;
+    rs->lprev = rs->lnext = NULL;
+    rs->lwhere = LW_NONE;
+}
+
+static void loop_unwatch(struct http_loop *L, struct req_state *rs)
+{
+    if (rs->wfd >= 0)
+        epoll_ctl(L->ep, EPOLL_CTL_DEL, rs->wfd, NULL); /* gone with a closed link: fine */
+    rs->wfd = -1;
+}
+
+static void loop_watch(struct http_loop *L, struct req_state *rs, const struct http_wait *w)
+{
+    struct epoll_event ev = { 0 };
+
+    ev.events = ((w->events & HTTP_IO_READ) ? EPOLLIN : 0) |
+                ((w->events & HTTP_IO_WRITE) ? EPOLLOUT : 0) |
+                ((w->events & HTTP_IO_EXCEPT) ? EPOLLPRI : 0);
+    ev.data.ptr = rs;
+    if (rs->wfd >= 0 && rs->wfd != w->fd)
+        loop_unwatch(L, rs);
+    if (epoll_ctl(L->ep, rs->wfd == w->fd ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, w->fd, &ev) != 0 &&
+        errno == EEXIST)
+        epoll_ctl(L->ep, EPOLL_CTL_MOD, w->fd, &ev);
+    rs->wfd = w->fd;
+    loop_unlink(L, rs);
+    rs->deadline_ms =
+        (w->events & HTTP_IO_TIMEOUT) && w->timeout_ms >= 0 ? monotime_ms() + w->timeout_ms : 0;
+    rs->lwhere = LW_WAIT;
+    rs->lnext = L->wait_head;
+    if (L->wait_head != NULL)
+        L->wait_head->lprev = rs;
+    L->wait_head = rs;
+    L->nwait++;
+}
+
+/* The answer is in rs->resp: the library sends it on its next run. */
+static void loop_answer(struct req_state *rs)
+{
+    atomic_store(&rs->phase, RS_DONE);
+    MHD_resume_connection(rs->conn);
+    rs->loop->kick = true;
+}
+
+/* The route's handler on the work pool, as without the switch. */
+static void loop_queue(struct server *srv, struct req_state *rs)
+{
+    rs->job.run = job_run;
+    rs->job.expire = job_expire;
+    if (workq_push(srv->http->work, &rs->job) != 0) {
+        http_reply_unavailable(&rs->resp, "server stopping");
+        loop_answer(rs);
+    }
+}
+
+/* Runs one step of rs's non-blocking form (suspended) and files it by
+ * the step's answer. */
+static void loop_step(struct http_loop *L, struct req_state *rs, int events)
+{
+    struct server *srv = L->srv;
+    struct http_wait w = { -1, 0, -1 };
+    enum http_step st =
+        srv->http->routes[rs->route].async->step(srv, &rs->req, &rs->resp, rs->astate, events, &w);
+
+    if (st == HTTP_STEP_WAIT) {
+        loop_watch(L, rs, &w);
+        return;
+    }
+    loop_unwatch(L, rs);
+    if (st == HTTP_STEP_BUSY) {
+        if (rs->lwhere == LW_BUSY)
+            return; /* stays first in line */
+        loop_unlink(L, rs);
+        rs->deadline_ms = monotime_ms() + srv->cfg->http_queue_wait_ms;
+        rs->lwhere = LW_BUSY;
+        rs->lprev = L->busy_tail;
+        if (L->busy_tail != NULL)
+            L->busy_tail->lnext = rs;
+        else
+            L->busy_head = rs;
+        L->busy_tail = rs;
+        return;
+    }
+    loop_unlink(L, rs);
+    metrics_inc(srv->m, st == HTTP_STEP_QUEUE ? M_LOOP_HANDED : M_LOOP_ANSWERED);
+    if (st == HTTP_STEP_QUEUE)
+        loop_queue(srv, rs);
+    else
+        loop_answer(rs);
+}
+
+/* The loop whose daemon serves conn, or NULL. */
+static struct http_loop *loop_of(const struct http_state *hs, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+
+    for (size_t i = 0; ci != NULL && i < hs->nloops; i++)
+        if (hs->loops[i].d == ci->daemon)
+            return &hs->loops[i];
+    return NULL;
+}
+
+/* A request of a route with a non-blocking form, on a loop: its first
+ * step runs now. True with *ret when the request is taken care of
+ * (answered, waiting, or queued); false to queue it as usual. */
+static bool loop_begin(struct server *srv, struct req_state *rs, enum MHD_Result *ret)
+{
+    const struct http_route *r = &srv->http->routes[rs->route];
+    struct http_loop *L;
+    struct http_wait w = { -1, 0, -1 };
+    enum http_step st;
+
+    if (r->async == NULL || (L = rs->loop) == NULL)
+        return false;
+    if (rs->astate == NULL && (rs->astate = calloc(1, r->async->state_size)) == NULL)
+        return false;
+    st = r->async->step(srv, &rs->req, &rs->resp, rs->astate, 0, &w);
+    if (st == HTTP_STEP_DONE || st == HTTP_STEP_QUEUE)
+        metrics_inc(srv->m, st == HTTP_STEP_QUEUE ? M_LOOP_HANDED : M_LOOP_ANSWERED);
+    if (st == HTTP_STEP_DONE) {
+        *ret = send_reply(srv, rs->conn, rs);
+        return true;
+    }
+    if (st == HTTP_STEP_QUEUE)
+        return false;
+    atomic_store(&rs->phase, RS_QUEUED);
+    MHD_suspend_connection(rs->conn);
+    if (st == HTTP_STEP_WAIT) {
+        loop_watch(L, rs, &w);
+    } else { /* busy: in line */
+        rs->deadline_ms = monotime_ms() + srv->cfg->http_queue_wait_ms;
+        rs->lwhere = LW_BUSY;
+        rs->lprev = L->busy_tail;
+        if (L->busy_tail != NULL)
+            L->busy_tail->lnext = rs;
+        else
+            L->busy_head = rs;
+        L->busy_tail = rs;
+    }
+    *ret = MHD_YES;
+    return true;
+}
+
+/* Hands the accepted connections of the inbox to the daemon. */
+static void loop_take_inbox(struct http_loop *L)
+{
+    struct http_state *hs = L->srv->http;
+    uint64_t n;
+    size_t i;
+
+    if (read(L->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+        return;
+    pthread_mutex_lock(&L->mu);
+    for (i = 0; i < L->ninbox; i++) {
+        struct loop_conn *c = &L->inbox[i];
+
+        if (MHD_add_connection(L->d, c->fd, (const struct sockaddr *)&c->ss, c->len) != MHD_YES)
+            connguard_close(hs->guard, atomic_exchange(&hs->pending[c->fd], NULL));
+    }
+    L->ninbox = 0;
+    pthread_mutex_unlock(&L->mu);
+}
+
+/* Requests in line for a connection try again in order; one still busy
+ * keeps the rest behind it. Past http.queue_wait_ms a request goes to
+ * the work pool, whose handler waits for a connection as usual. */
+static void loop_retry_busy(struct http_loop *L, long long now)
+{
+    struct req_state *rs;
+
+    while ((rs = L->busy_head) != NULL) {
+        if (now >= rs->deadline_ms || atomic_load(&L->stop)) {
+            loop_unlink(L, rs);
+            metrics_inc(L->srv->m, M_LOOP_HANDED);
+            loop_queue(L->srv, rs);
+            continue;
+        }
+        loop_step(L, rs, 0);
+        if (rs->lwhere == LW_BUSY)
+            return;
+    }
+}
+
+/* Waits whose bound ran out continue with HTTP_IO_TIMEOUT. */
+static void loop_expire(struct http_loop *L, long long now)
+{
+    struct req_state *rs, *next;
+
+    for (rs = L->wait_head; rs != NULL; rs = next) {
+        next = rs->lnext;
+        if (rs->deadline_ms > 0 && now >= rs->deadline_ms)
+            loop_step(L, rs, HTTP_IO_TIMEOUT);
+    }
+}
+
+/* How long the loop may sleep. */
+static int loop_timeout(struct http_loop *L, long long now)
+{
+    MHD_UNSIGNED_LONG_LONG mhd = 0;
+    long long t = HTTP_LOOP_IDLE_MS;
+
+    if (L->kick)
+        return 0;
+    if (MHD_get_timeout(L->d, &mhd) == MHD_YES && (long long)mhd < t)
+        t = (long long)mhd;
+    if (L->busy_head != NULL && t > HTTP_LOOP_BUSY_MS)
+        t = HTTP_LOOP_BUSY_MS;
+    for (struct req_state *rs = L->wait_head; rs != NULL; rs = rs->lnext)
+        if (rs->deadline_ms > 0 && rs->deadline_ms - now < t)
+            t = rs->deadline_ms - now;
+    return t < 0 ? 0 : (int)t;
+}
+
+static int from_epoll(uint32_t e)
+{
+    int ev = ((e & EPOLLIN) ? HTTP_IO_READ : 0) | ((e & EPOLLOUT) ? HTTP_IO_WRITE : 0) |
+             ((e & EPOLLPRI) ? HTTP_IO_EXCEPT : 0);
+
+    /* An error or hang-up: the library reads it and says what happened. */
+    return (e & (EPOLLERR | EPOLLHUP)) ? ev | HTTP_IO_READ | HTTP_IO_WRITE : ev;
+}
+
+/* The loop thread. On a stop it goes on until its requests on the
+ * database are answered (each bounded by mysql.io_timeout_s). */
+static void *loop_main(void *arg)
+{
+    struct http_loop *L = arg;
+    struct epoll_event ev[HTTP_LOOP_EVENTS];
+    long long now;
+    int n;
+
+    for (;;) {
+        if (atomic_load(&L->stop) && L->wait_head == NULL && L->busy_head == NULL)
+            break;
+        n = epoll_wait(L->ep, ev, HTTP_LOOP_EVENTS, loop_timeout(L, monotime_ms()));
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.ptr == &L->tag_efd)
+                loop_take_inbox(L);
+            else if (ev[i].data.ptr != &L->tag_mhd)
+                loop_step(L, ev[i].data.ptr, from_epoll(ev[i].events));
+        }
+        now = monotime_ms();
+        loop_expire(L, now);
+        loop_retry_busy(L, now);
+        L->kick = false;
+        MHD_run(L->d);
+    }
+    return NULL;
+}
+
+/* Starts loop L's daemon (external mode, epoll) and thread. 0 or -1. */
+static int loop_start(struct server *srv, struct http_loop *L, unsigned int flags,
+                      unsigned int idle_s, long lib_limit)
+{
+    const union MHD_DaemonInfo *di;
+    struct epoll_event ev = { .events = EPOLLIN };
+
+    L->srv = srv;
+    L->ep = L->efd = -1;
+    pthread_mutex_init(&L->mu, NULL);
+    L->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)lib_limit,
+        MHD_OPTION_NOTIFY_COMPLETED, completed_cb, srv, MHD_OPTION_NOTIFY_CONNECTION, connection_cb,
+        srv, MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv, MHD_OPTION_END);
+    if (L->d == NULL || (di = MHD_get_daemon_info(L->d, MHD_DAEMON_INFO_EPOLL_FD)) == NULL ||
+        (L->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+        (L->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        return -1;
+    ev.data.ptr = &L->tag_mhd;
+    if (epoll_ctl(L->ep, EPOLL_CTL_ADD, di->epoll_fd, &ev) != 0)
+        return -1;
+    ev.data.ptr = &L->tag_efd;
+    if (epoll_ctl(L->ep, EPOLL_CTL_ADD, L->efd, &ev) != 0)
+        return -1;
+    if (pthread_create(&L->th, NULL, loop_main, L) != 0)
+        return -1;
+    L->running = true;
+    return 0;
+}
+
+static void loop_wake(struct http_loop *L)
+{
+    uint64_t one = 1;
+
+    if (write(L->efd, &one, sizeof(one)) < 0) {
+        /* the counter is already set: the loop wakes anyway */
+    }
+}
+
+/* Hands an accepted connection to the next loop. False when it could not
+ * (out of memory): the caller closes it. */
+static bool loop_hand(struct http_state *hs, int fd, const struct sockaddr_storage *ss,
+                      socklen_t len)
+{
+    struct http_loop *L = &hs->loops[atomic_fetch_add(&hs->next_loop, 1) % hs->nloops];
+    bool ok = true;
+
+    pthread_mutex_lock(&L->mu);
+    if (L->ninbox == L->capinbox) {
+        size_t ncap = L->capinbox ? L->capinbox * 2 : 64;
+        struct loop_conn *n = realloc(L->inbox, ncap * sizeof(*n));
+
+        if (n == NULL)
+            ok = false;
+        else {
+            L->inbox = n;
+            L->capinbox = ncap;
+        }
+    }
+    if (ok) {
+        L->inbox[L->ninbox].fd = fd;
+        L->inbox[L->ninbox].ss = *ss;
+        L->inbox[L->ninbox].len = len;
+        L->ninbox++;
+    }
+    pthread_mutex_unlock(&L->mu);
+    if (ok)
+        loop_wake(L);
+    return ok;
+}
+
+/* Stops every loop (each finishes its requests on the database first). */
+static void loops_stop(struct http_state *hs)
+{
+    for (size_t i = 0; i < hs->nloops; i++) {
+        atomic_store(&hs->loops[i].stop, true);
+        if (hs->loops[i].efd >= 0)
+            loop_wake(&hs->loops[i]);
+    }
+    for (size_t i = 0; i < hs->nloops; i++)
+        if (hs->loops[i].running) {
+            pthread_join(hs->loops[i].th, NULL);
+            hs->loops[i].running = false;
+        }
+}
+
+/* Frees the loops' daemons (after the pools: a handler still running
+ * resumes its connection on one) and descriptors. */
+static void loops_free(struct http_state *hs)
+{
+    for (size_t i = 0; i < hs->nloops; i++) {
+        struct http_loop *L = &hs->loops[i];
+
+        if (L->d != NULL)
+            MHD_stop_daemon(L->d);
+        for (size_t j = 0; j < L->ninbox; j++) { /* handed over, never added */
+            close(L->inbox[j].fd);
+            connguard_close(hs->guard, atomic_exchange(&hs->pending[L->inbox[j].fd], NULL));
+        }
+        free(L->inbox);
+        if (L->ep >= 0)
+            close(L->ep);
+        if (L->efd >= 0)
+            close(L->efd);
+        pthread_mutex_destroy(&L->mu);
+    }
+    free(hs->loops);
+    hs->loops = NULL;
+    hs->nloops = 0;
 }
 
 /* Descriptors the process needs besides client connections. */
@@ -872,16 +1341,30 @@ int http_start(struct server *srv, const struct http_route *routes, size_t nrout
                             999) /
                  1000 +
              1;
-    srv->http->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)io_threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        idle_s,
-        /* Above our own cap, so the library never refuses what the guard
+    if (cfg->http_event_loop) {
+        flags &= ~(unsigned int)(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL);
+        flags |= MHD_USE_EPOLL;
+        if ((srv->http->loops = calloc((size_t)io_threads, sizeof(*srv->http->loops))) == NULL)
+            return -1;
+        for (int i = 0; i < io_threads; i++) {
+            srv->http->nloops++;
+            if (loop_start(srv, &srv->http->loops[i], flags, idle_s, lib_limit) != 0) {
+                log_error("cannot start the http event loops (see the microhttpd line above)", "%s",
+                          "");
+                return -1;
+            }
+        }
+    } else
+        srv->http->d = MHD_start_daemon(
+            flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+            MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)io_threads, MHD_OPTION_CONNECTION_TIMEOUT,
+            idle_s,
+            /* Above our own cap, so the library never refuses what the guard
          * admitted: the guard decides. */
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)lib_limit, MHD_OPTION_NOTIFY_COMPLETED,
-        completed_cb, srv, MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
-        MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv, MHD_OPTION_END);
-    if (srv->http->d == NULL) {
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned int)lib_limit, MHD_OPTION_NOTIFY_COMPLETED,
+            completed_cb, srv, MHD_OPTION_NOTIFY_CONNECTION, connection_cb, srv,
+            MHD_OPTION_URI_LOG_CALLBACK, uri_cb, srv, MHD_OPTION_END);
+    if (srv->http->d == NULL && srv->http->nloops == 0) {
         log_error("cannot start the http threads (see the microhttpd line above)", "%s", "");
         return -1;
     }
@@ -898,7 +1381,7 @@ int http_start(struct server *srv, const struct http_route *routes, size_t nrout
  * can bind the port) and is closed by http_stop. */
 void http_quiesce(struct server *srv)
 {
-    if (srv->http == NULL || srv->http->d == NULL)
+    if (srv->http == NULL || (srv->http->d == NULL && srv->http->nloops == 0))
         return;
     atomic_store(&srv->http->stopping, true);
     atomic_store(&srv->http->accept_stop, true);
@@ -932,10 +1415,12 @@ void http_stop(struct server *srv)
         pthread_join(srv->http->acceptor, NULL);
         srv->http->acceptor_running = false;
     }
+    loops_stop(srv->http);
     workq_destroy(srv->http->work);
     workq_destroy(srv->http->ops);
     if (srv->http->d != NULL)
         MHD_stop_daemon(srv->http->d);
+    loops_free(srv->http);
     if (srv->http->listen_fd >= 0)
         close(srv->http->listen_fd);
     for (size_t i = 0; i < srv->http->npending; i++) /* handed over, never started */

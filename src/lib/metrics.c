@@ -166,6 +166,13 @@ static const struct {
     [M_REPLAY_CACHE_HITS] = { "paycallback_replay_cache_hits_total", NULL,
                               "Repeat callbacks answered from the replay cache, with no database "
                               "read." },
+    [M_LOOP_ANSWERED] = { "paycallback_http_loop_answered_total", NULL,
+                          "Requests answered on an event loop with the non-blocking database "
+                          "API, no handler thread (http.event_loop)." },
+    [M_LOOP_HANDED] = { "paycallback_http_loop_handed_total", NULL,
+                        "Requests of a route with a non-blocking form that an event loop handed "
+                        "to a handler thread (a connection not yet prepared, a retry, a "
+                        "sharded set)." },
 };
 
 static const struct {

@@ -60,6 +60,8 @@ enum metric_counter {
     M_ORDERS_EXPIRED,           /* WAIT_PAY orders closed past reconcile.payment_window_s */
     M_EXPIRY_DEFERRED,          /* ... left open: a gateway could not confirm them unpaid */
     M_REPLAY_CACHE_HITS,        /* repeat callbacks answered from memory, no database read */
+    M_LOOP_ANSWERED,            /* requests answered by an event loop's non-blocking form */
+    M_LOOP_HANDED,              /* ... handed by the loop to a handler thread instead */
     M_COUNT
 };
 

@@ -29,7 +29,7 @@
 #include "monotime.h"
 #include "slots.h"
 
-#define DB_PARAMS_MAX 12
+#define DB_PARAMS_MAX DB_PARAMS_MAX_PUBLIC
 #define DB_BACKOFF_BASE_MS 20 /* 20, 40, 80 ms between attempts */
 #define DB_LOCK_WAIT_S 3      /* innodb_lock_wait_timeout per session */
 
@@ -230,6 +230,8 @@ static void session_options(MYSQL *my, const struct config *cfg)
     mysql_options(my, MYSQL_INIT_COMMAND, init);
     if (cfg->mysql_init_command[0] != '\0')
         mysql_options(my, MYSQL_INIT_COMMAND, cfg->mysql_init_command);
+    if (cfg->http_event_loop) /* a context for the non-blocking calls */
+        mysql_options(my, MYSQL_OPT_NONBLOCK, 0);
 }
 
 static enum db_status connect_conn(struct db_conn *c)
@@ -1079,4 +1081,244 @@ const char *db_refusal_str(enum db_refusal why)
     static const char *const names[] = { "none", "wait", "outage", "busy", "map" };
 
     return (unsigned)why < ARRAY_SIZE(names) ? names[why] : "unknown";
+}
+
+/* ---- non-blocking -------------------------------------------------------- */
+
+struct db_conn *db_try_acquire(struct db_pool *p, enum db_refusal *why)
+{
+    enum db_refusal r;
+    bool trial = false;
+    int i;
+
+    *why = DB_REFUSED_NONE;
+    if (p->g.on) {
+        pthread_mutex_lock(&p->g.mu);
+        r = guard_admit(p, &trial);
+        pthread_mutex_unlock(&p->g.mu);
+        if (r != DB_REFUSED_NONE) {
+            *why = r;
+            return NULL;
+        }
+    }
+    if ((i = slots_take(p->free, 0, NULL)) < 0) {
+        if (p->g.on) { /* not a failure: the caller waits its turn */
+            pthread_mutex_lock(&p->g.mu);
+            p->g.inflight--;
+            if (trial)
+                p->g.trial_out = false;
+            pthread_mutex_unlock(&p->g.mu);
+        }
+        *why = DB_REFUSED_WAIT;
+        return NULL;
+    }
+    p->conns[i].err = 0;
+    p->conns[i].errstr[0] = '\0';
+    p->conns[i].guarded = p->g.on;
+    p->conns[i].trial = trial;
+    p->conns[i].reached = false;
+    p->conns[i].unreachable = false;
+    return &p->conns[i];
+}
+
+bool db_call_ready(const struct db_conn *c, enum db_stmt id)
+{
+    return c->my != NULL && c->st[id] != NULL && c->pool->cfg->http_event_loop;
+}
+
+bool db_unreachable(const struct db_conn *c)
+{
+    return c->unreachable;
+}
+
+enum db_call_step {
+    DC_EXEC,
+    DC_FETCH,
+    DC_FREE,
+    DC_NEXT,
+    DC_DONE
+};
+
+static int to_io(int w)
+{
+    return ((w & MYSQL_WAIT_READ) ? DB_IO_READ : 0) | ((w & MYSQL_WAIT_WRITE) ? DB_IO_WRITE : 0) |
+           ((w & MYSQL_WAIT_EXCEPT) ? DB_IO_EXCEPT : 0) |
+           ((w & MYSQL_WAIT_TIMEOUT) ? DB_IO_TIMEOUT : 0);
+}
+
+static int from_io(int e)
+{
+    return ((e & DB_IO_READ) ? MYSQL_WAIT_READ : 0) | ((e & DB_IO_WRITE) ? MYSQL_WAIT_WRITE : 0) |
+           ((e & DB_IO_EXCEPT) ? MYSQL_WAIT_EXCEPT : 0) |
+           ((e & DB_IO_TIMEOUT) ? MYSQL_WAIT_TIMEOUT : 0);
+}
+
+static int call_done(struct db_call *q, enum db_status st)
+{
+    q->st = st;
+    q->step = DC_DONE;
+    return 0;
+}
+
+/* Binds the result columns as strings into q->scratch (db_query's way). */
+static int bind_results(struct db_call *q, MYSQL_STMT *s)
+{
+    MYSQL_BIND bind[DB_COLS_MAX];
+    MYSQL_RES *meta = mysql_stmt_result_metadata(s);
+
+    if (meta == NULL)
+        return call_done(q,
+                         fail(q->c, mysql_stmt_errno(s), "result_metadata", mysql_stmt_error(s))) -
+               1;
+    q->ncols = mysql_num_fields(meta);
+    mysql_free_result(meta);
+    if (q->ncols > DB_COLS_MAX)
+        return call_done(q, db_fail(q->c, "%.60s: %u columns, at most %d", stmt_sql[q->id],
+                                    q->ncols, DB_COLS_MAX)) -
+               1;
+    memset(bind, 0, sizeof(bind));
+    for (unsigned int i = 0; i < q->ncols; i++) {
+        bind[i].buffer_type = MYSQL_TYPE_STRING;
+        bind[i].buffer = q->scratch.col[i];
+        bind[i].buffer_length = DB_COL_MAX - 1;
+        bind[i].length = &q->rlen[i];
+        bind[i].is_null = (my_bool *)&q->rnull[i];
+        bind[i].error = (my_bool *)&q->rerr[i];
+    }
+    if (mysql_stmt_bind_result(s, bind) != 0)
+        return call_done(q, fail(q->c, mysql_stmt_errno(s), "bind_result", mysql_stmt_error(s))) -
+               1;
+    return 0;
+}
+
+/* The copy db_query makes of a fetched row. */
+static void keep_row(struct db_call *q)
+{
+    struct db_row *r = q->row;
+
+    r->ncols = q->ncols;
+    for (unsigned int i = 0; i < q->ncols; i++) {
+        size_t n = q->rnull[i] ? 0 : q->rlen[i];
+
+        r->is_null[i] = q->rnull[i] != 0;
+        memcpy(r->col[i], q->scratch.col[i], n);
+        r->col[i][n] = '\0';
+    }
+}
+
+/* Runs the steps of q until one must wait (its MYSQL_WAIT_* events) or
+ * the statement is done (0). wait: the events that happened, 0 to start
+ * the current step. */
+static int call_run(struct db_call *q, int wait)
+{
+    MYSQL_STMT *s = q->stmt;
+    int w, ret = 0;
+    my_bool bret = 0;
+
+    for (;;) {
+        switch (q->step) {
+        case DC_EXEC:
+            w = wait ? mysql_stmt_execute_cont(&ret, s, wait) : mysql_stmt_execute_start(&ret, s);
+            if (w != 0)
+                return w;
+            if (ret != 0)
+                return call_done(
+                    q, fail(q->c, mysql_stmt_errno(s), stmt_sql[q->id], mysql_stmt_error(s)));
+            q->c->reached = true;
+            q->c->unreachable = false;
+            if (bind_results(q, s) != 0)
+                return 0;
+            q->step = DC_FETCH;
+            break;
+        case DC_FETCH:
+            w = wait ? mysql_stmt_fetch_cont(&ret, s, wait) : mysql_stmt_fetch_start(&ret, s);
+            if (w != 0)
+                return w;
+            if (ret == 0) {
+                if (q->nrows++ == 0)
+                    keep_row(q);
+                break;
+            }
+            if (ret == MYSQL_DATA_TRUNCATED) { /* the rest of the result is unread */
+                disconnect(q->c);
+                return call_done(q, db_fail(q->c, "%.60s: a result column is longer than %d bytes",
+                                            stmt_sql[q->id], DB_COL_MAX - 1));
+            }
+            if (ret != MYSQL_NO_DATA)
+                return call_done(q, fail(q->c, mysql_stmt_errno(s), "fetch", mysql_stmt_error(s)));
+            q->step = DC_FREE;
+            break;
+        case DC_FREE:
+            w = wait ? mysql_stmt_free_result_cont(&bret, s, wait)
+                     : mysql_stmt_free_result_start(&bret, s);
+            if (w != 0)
+                return w;
+            q->step = DC_NEXT;
+            break;
+        case DC_NEXT:
+            /* A CALL ends with a status result after its rows. */
+            w = wait ? mysql_stmt_next_result_cont(&ret, s, wait)
+                     : mysql_stmt_next_result_start(&ret, s);
+            if (w != 0)
+                return w;
+            if (ret > 0)
+                return call_done(
+                    q, fail(q->c, mysql_stmt_errno(s), "next_result", mysql_stmt_error(s)));
+            if (ret < 0)
+                return call_done(q, DB_OK);
+            q->step = DC_FREE;
+            break;
+        default: return 0;
+        }
+        wait = 0;
+    }
+}
+
+int db_call_start(struct db_call *q, struct db_conn *c, enum db_stmt id, const char *const *params,
+                  size_t nparams, struct db_row *row)
+{
+    MYSQL_BIND bind[DB_PARAMS_MAX];
+    MYSQL_STMT *s = c->st[id];
+
+    q->c = c;
+    q->id = id;
+    q->step = DC_EXEC;
+    q->stmt = s;
+    q->row = row;
+    q->nrows = 0;
+    q->ncols = 0;
+    q->st = DB_ERROR;
+    if (nparams > DB_PARAMS_MAX || mysql_stmt_param_count(s) != nparams)
+        return call_done(q, db_fail(c, "%.60s: wants %lu parameters, got %zu", stmt_sql[id],
+                                    mysql_stmt_param_count(s), nparams));
+    memset(bind, 0, sizeof(bind));
+    for (size_t i = 0; i < nparams; i++) {
+        q->pnull[i] = params[i] == NULL;
+        q->plen[i] = params[i] ? strlen(params[i]) : 0;
+        bind[i].buffer_type = MYSQL_TYPE_STRING;
+        bind[i].buffer = (void *)(params[i] ? params[i] : "");
+        bind[i].buffer_length = q->plen[i];
+        bind[i].length = &q->plen[i];
+        bind[i].is_null = (my_bool *)&q->pnull[i];
+    }
+    if (nparams > 0 && mysql_stmt_bind_param(s, bind) != 0)
+        return call_done(q, fail(c, mysql_stmt_errno(s), stmt_sql[id], mysql_stmt_error(s)));
+    return to_io(call_run(q, 0));
+}
+
+int db_call_cont(struct db_call *q, int events)
+{
+    if (q->step == DC_DONE)
+        return 0;
+    return to_io(call_run(q, from_io(events)));
+}
+
+int db_call_fd(const struct db_call *q)
+{
+    return q->c->my != NULL ? (int)mysql_get_socket(q->c->my) : -1;
+}
+
+int db_call_timeout_ms(const struct db_call *q)
+{
+    return q->c->my != NULL ? (int)mysql_get_timeout_value_ms(q->c->my) : 0;
 }

@@ -39,10 +39,11 @@ enum db_status {
 #define DB_RETRY_MAX 4 /* attempts of one transaction or read */
 #define DB_COLS_MAX 24
 #define DB_COL_MAX \
-    600                   /* bytes per result column, NUL included: an outbox
+    600                         /* bytes per result column, NUL included: an outbox
                                      payload (OUTBOX_PAYLOAD_MAX) fits */
-#define DB_ERRSTR_MAX 256 /* db_errstr text, NUL included */
-#define DB_INT_BUF 24     /* db_param_int text: any int64 and the NUL */
+#define DB_ERRSTR_MAX 256       /* db_errstr text, NUL included */
+#define DB_INT_BUF 24           /* db_param_int text: any int64 and the NUL */
+#define DB_PARAMS_MAX_PUBLIC 12 /* parameters of one statement */
 
 /* One result row: every column as a NUL-terminated string. Read it with
  * the db_row_* accessors, by the column enum of its statement (stmts.h). */
@@ -292,5 +293,69 @@ bool db_retryable(enum db_status st);
 /* A module's failure result for a failed st: its unavailable value when
  * db_retryable(st), its error value otherwise. */
 #define DB_FAILURE(st, unavailable, error) (db_retryable(st) ? (unavailable) : (error))
+
+/* ---- non-blocking (http.event_loop) ---------------------------------------
+ * One statement at a time on a borrowed connection, driven by an event
+ * loop with MariaDB's non-blocking API (MYSQL_OPT_NONBLOCK, set on every
+ * connection of a pool whose config has http.event_loop on; blocking calls
+ * still work on it). The caller waits on db_call_fd for the events the
+ * start or continue call returned, or until db_call_timeout_ms passes
+ * when DB_IO_TIMEOUT is among them, and continues with what happened.
+ * No retry here: a failure is reported like db_query's (db_errno,
+ * db_errstr, the link dropped where the error table says so), and the
+ * caller decides. */
+
+#define DB_IO_READ 1    /* wait until the socket is readable */
+#define DB_IO_WRITE 2   /* wait until the socket is writable */
+#define DB_IO_EXCEPT 4  /* wait for out-of-band data */
+#define DB_IO_TIMEOUT 8 /* wait at most db_call_timeout_ms (the read timeout) */
+
+/* A statement in flight. The params strings must live until it is done. */
+struct db_call {
+    struct db_conn *c;
+    enum db_stmt id;
+    int step;
+    void *stmt;         /* the connection's prepared MYSQL_STMT */
+    struct db_row *row; /* where the first row goes */
+    size_t nrows;       /* rows the statement answered */
+    enum db_status st;  /* when done */
+    unsigned int ncols;
+    unsigned long plen[DB_PARAMS_MAX_PUBLIC];
+    char pnull[DB_PARAMS_MAX_PUBLIC];
+    unsigned long rlen[DB_COLS_MAX];
+    char rnull[DB_COLS_MAX];
+    char rerr[DB_COLS_MAX];
+    struct db_row scratch;
+};
+
+/* db_acquire without waiting and without a miss counting against the
+ * shard: NULL with *why DB_REFUSED_WAIT when every connection is lent
+ * out, or the guard's refusal. */
+struct db_conn *db_try_acquire(struct db_pool *pool, enum db_refusal *why);
+
+/* True when c is connected with the non-blocking API on and statement id
+ * prepared: db_call_start can run it. Otherwise the blocking calls
+ * (which connect and prepare) must run first. */
+bool db_call_ready(const struct db_conn *c, enum db_stmt id);
+
+/* Starts statement id on c (db_call_ready) with string params, the first
+ * result row into *row. Returns the DB_IO_* events to wait for, or 0
+ * when done: then q->st is DB_OK (q->nrows rows, the first in *row) or
+ * the failure, classified as db_query's. */
+int db_call_start(struct db_call *q, struct db_conn *c, enum db_stmt id, const char *const *params,
+                  size_t nparams, struct db_row *row);
+
+/* Continues after the DB_IO_* events that happened (DB_IO_TIMEOUT when
+ * the wait ran out). Same returns as db_call_start. */
+int db_call_cont(struct db_call *q, int events);
+
+/* The socket to wait on, and the wait's bound in ms when DB_IO_TIMEOUT
+ * was asked for. */
+int db_call_fd(const struct db_call *q);
+int db_call_timeout_ms(const struct db_call *q);
+
+/* True when the last failure on c was a connect, read or write failure
+ * or timeout: the server did not answer. */
+bool db_unreachable(const struct db_conn *c);
 
 #endif
