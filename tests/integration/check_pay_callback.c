@@ -1023,6 +1023,99 @@ START_TEST(callback_behind_a_held_order_lock_is_retried_and_pays_once)
 }
 END_TEST
 
+/* ---- on the event loops (http.event_loop) ------------------------------- */
+
+/* The server of these tests answers /pay/callback on its event loops. */
+static void loop_server_up(void)
+{
+    static const char *const env[] = { "PAYCALLBACK_HTTP_EVENT_LOOP=1", NULL };
+
+    h_fixture_server_up_env(env);
+}
+
+/* One callback of the sequence below. */
+struct seq_step {
+    const char *order_no, *pay_no, *amount;
+};
+
+/* Every answer the route gives, in an order that reaches each: a first
+ * payment, repeats (read back through the hint), a second charge, a
+ * conflict, a mismatch, the pay_no it left unused, an unknown order, a
+ * canceled order. */
+static const struct seq_step answer_seq[] = { { "OS1", "PS1", PRICE },   { "OS1", "PS1", PRICE },
+                                              { "OS1", "PS1", "899" },   { "OS1", "PS2", PRICE },
+                                              { "OS1", "PS2", PRICE },   { "OS2", "PS1", PRICE },
+                                              { "OS2", "PS3", "1.00" },  { "OS2", "PS3", PRICE },
+                                              { "OS2", "PS3", PRICE },   { "NOPE", "PS4", PRICE },
+                                              { "OS3", "PS5", PRICE },   { "OS3", "PS5", PRICE },
+                                              { "OS2", "PS3", "900.00" } };
+#define ANSWER_SEQ_N (sizeof answer_seq / sizeof answer_seq[0])
+
+/* Runs answer_seq on a fresh database against the running server, with
+ * fixed request ids, keeping each status and body (malloc'd). */
+static void run_answer_seq(int status[ANSWER_SEQ_N], char *body[ANSWER_SEQ_N])
+{
+    char b[256], ts[32], sig[H_SIG_HEX_LEN + 1], h_ts[64], h_sig[128], h_id[64];
+    const char *hdrs[] = { h_ts, h_sig, h_id, "Content-Type: application/json", NULL };
+    struct h_resp r;
+    size_t len;
+
+    h_fixture_clean();
+    h_db_insert_order("OS1", "u1", PRICE, 1);
+    h_db_insert_order("OS2", "u2", PRICE, 1);
+    h_db_insert_order("OS3", "u3", PRICE, 9);
+    for (size_t i = 0; i < ANSWER_SEQ_N; i++) {
+        len = h_callback_body(b, sizeof b, answer_seq[i].order_no, answer_seq[i].pay_no,
+                              answer_seq[i].amount);
+        snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+        h_sign(H_SECRET, ts, b, len, sig);
+        snprintf(h_ts, sizeof h_ts, "X-Timestamp: %s", ts);
+        snprintf(h_sig, sizeof h_sig, "X-Signature: %s", sig);
+        snprintf(h_id, sizeof h_id, "X-Request-Id: seq-%zu", i);
+        h_http(h_port(), "POST", "/pay/callback", hdrs, b, len, &r);
+        status[i] = r.status;
+        body[i] = strdup(r.body);
+        h_resp_free(&r);
+    }
+}
+
+/* The same callbacks get the same answers, byte for byte, from a handler
+ * thread and from the event loop; the loop answered them itself. */
+START_TEST(event_loop_answers_byte_for_byte_as_the_handler_threads)
+{
+    static const char *const off[] = { "PAYCALLBACK_HTTP_EVENT_LOOP=0", NULL };
+    static const char *const on[] = { "PAYCALLBACK_HTTP_EVENT_LOOP=1", NULL };
+    int st_off[ANSWER_SEQ_N], st_on[ANSWER_SEQ_N];
+    char *b_off[ANSWER_SEQ_N], *b_on[ANSWER_SEQ_N];
+    long long answered;
+
+    h_fixture_server_up_env(off);
+    run_answer_seq(st_off, b_off);
+    h_fixture_server_down();
+    h_fixture_server_up_env(on);
+    /* The first use of each pooled connection runs on a handler thread,
+     * which prepares its statements; the last run is compared. */
+    for (int run = 0; run < 3; run++) {
+        if (run > 0)
+            for (size_t i = 0; i < ANSWER_SEQ_N; i++)
+                free(b_on[i]);
+        run_answer_seq(st_on, b_on);
+    }
+    answered = h_metric("paycallback_http_loop_answered_total");
+    h_fixture_server_down();
+    for (size_t i = 0; i < ANSWER_SEQ_N; i++) {
+        ck_assert_msg(st_off[i] == st_on[i] && strcmp(b_off[i], b_on[i]) == 0,
+                      "callback %zu: %d %s from a handler thread, %d %s from the loop", i,
+                      st_off[i], b_off[i], st_on[i], b_on[i]);
+        free(b_off[i]);
+        free(b_on[i]);
+    }
+    ck_assert_msg(answered >= (long long)ANSWER_SEQ_N,
+                  "the loop answered %lld callbacks itself, expected at least %zu", answered,
+                  ANSWER_SEQ_N);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static Suite *pay_callback_suite(void)
@@ -1109,6 +1202,36 @@ static Suite *pay_callback_suite(void)
     tc = h_tcase("malformed bodies are refused", TC_TIMEOUT_S);
     tcase_add_loop_test(tc, malformed_body_is_rejected_with_400, 0,
                         (int)(sizeof bad_bodies / sizeof bad_bodies[0]));
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("every callback case on the event loop", SLOW_TIMEOUT_S, loop_server_up,
+                      h_fixture_server_down);
+    tcase_add_test(tc, callback_on_waiting_order_marks_it_paid);
+    tcase_add_test(tc, amount_without_cents_matches_the_order);
+    tcase_add_test(tc, identifiers_of_64_chars_are_accepted);
+    tcase_add_test(tc, replayed_callback_answers_duplicate_without_writing);
+    tcase_add_test(tc, replay_with_amount_spelt_differently_is_a_duplicate);
+    tcase_add_test(tc, replay_of_a_payment_recorded_elsewhere_is_a_duplicate);
+    tcase_add_test(tc, callback_behind_a_held_order_lock_is_retried_and_pays_once);
+    tcase_add_test(tc, storm_of_identical_callbacks_pays_exactly_once);
+    tcase_add_test(tc, second_pay_no_on_paid_order_requires_refund);
+    tcase_add_test(tc, replayed_second_pay_no_repeats_refund_required);
+    tcase_add_loop_test(tc, callback_on_closed_order_requires_refund, 0,
+                        (int)(sizeof closed_status / sizeof closed_status[0]));
+    tcase_add_test(tc, same_pay_no_with_another_amount_conflicts);
+    tcase_add_test(tc, same_pay_no_for_another_order_conflicts);
+    tcase_add_loop_test(tc, amount_other_than_the_order_is_rejected, 0,
+                        (int)(sizeof wrong_amounts / sizeof wrong_amounts[0]));
+    tcase_add_test(tc, rejected_amount_leaves_the_pay_no_unused);
+    tcase_add_test(tc, callback_for_unknown_order_is_not_found);
+    tcase_add_test(tc, wrong_secret_is_rejected);
+    tcase_add_test(tc, stale_timestamp_is_rejected);
+    tcase_add_loop_test(tc, malformed_body_is_rejected_with_400, 0,
+                        (int)(sizeof bad_bodies / sizeof bad_bodies[0]));
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("the event loop answers as the handler threads do", TC_TIMEOUT_S, NULL, NULL);
+    tcase_add_test(tc, event_loop_answers_byte_for_byte_as_the_handler_threads);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("a mysql outage loses nothing", SLOW_TIMEOUT_S);
