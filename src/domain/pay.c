@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "array.h"
@@ -605,6 +606,13 @@ const char *pay_result_str(enum pay_result r)
 
 /* ---- non-blocking (http.event_loop) -------------------------------------- */
 
+/* The buffers of a statement in flight (about 30 KiB: two rows), held
+ * only with a connection, so requests waiting for one cost little. */
+struct pay_async_io {
+    struct db_row row;
+    struct db_call q;
+};
+
 enum pay_async_phase {
     PA_NONE,
     PA_HINT, /* the hinted read of a pay_no seen before */
@@ -626,6 +634,8 @@ static enum pay_step async_done(struct pay_async *a, enum pay_result r)
     }
     shard_release(a->sh, a->c);
     a->c = NULL;
+    free(a->io);
+    a->io = NULL;
     return PAY_STEP_DONE;
 }
 
@@ -634,6 +644,8 @@ static enum pay_step async_blocking(struct pay_async *a)
 {
     shard_release(a->sh, a->c);
     a->c = NULL;
+    free(a->io);
+    a->io = NULL;
     memset(&a->out, 0, sizeof(a->out));
     return PAY_STEP_BLOCKING;
 }
@@ -658,14 +670,14 @@ static enum pay_step async_run(struct pay_async *a, int phase)
     memset(&a->out, 0, sizeof(a->out));
     if (phase == PA_HINT) {
         a->p[0] = a->req.pay_no;
-        w = db_call_start(&a->q, a->c, id, a->p, 1, &a->row);
+        w = db_call_start(&a->io->q, a->c, id, a->p, 1, &a->io->row);
     } else {
         call_params(&a->req, a->amount, a->payload);
         a->p[0] = a->req.pay_no;
         a->p[1] = a->req.order_no;
         a->p[2] = a->amount;
         a->p[3] = a->payload;
-        w = db_call_start(&a->q, a->c, id, a->p, 4, &a->row);
+        w = db_call_start(&a->io->q, a->c, id, a->p, 4, &a->io->row);
     }
     return w != 0 ? async_wait(a, w) : async_finish(a);
 }
@@ -673,7 +685,7 @@ static enum pay_step async_run(struct pay_async *a, int phase)
 /* The statement is done: its row answered as pay_apply answers it. */
 static enum pay_step async_finish(struct pay_async *a)
 {
-    enum db_status st = a->q.st;
+    enum db_status st = a->io->q.st;
     int64_t age_s = 0;
 
     if (st != DB_OK) {
@@ -686,18 +698,18 @@ static enum pay_step async_finish(struct pay_async *a)
         return async_blocking(a); /* its retries re-run it */
     }
     if (a->phase == PA_HINT) {
-        if (a->q.nrows == 0)
+        if (a->io->q.nrows == 0)
             return async_run(a, PA_CALL); /* the hint was wrong */
-        if (record_from_row(a->c, &a->req, &a->row, &a->out, &age_s) != DB_OK)
+        if (record_from_row(a->c, &a->req, &a->io->row, &a->out, &age_s) != DB_OK)
             return async_done(a, PAY_ERROR);
         remember(a->mem, &a->req, &a->out, age_s);
         return async_done(a, record_result(&a->req, &a->out));
     }
-    if (a->q.nrows == 0) {
+    if (a->io->q.nrows == 0) {
         db_fail(a->c, "%s answered no row", DB_PROC_PAY_CALLBACK);
         return async_done(a, PAY_ERROR);
     }
-    return async_done(a, called(a->c, a->mem, &a->req, &a->row, &a->out));
+    return async_done(a, called(a->c, a->mem, &a->req, &a->io->row, &a->out));
 }
 
 enum pay_step pay_async_begin(struct pay_async *a)
@@ -719,6 +731,8 @@ enum pay_step pay_async_begin(struct pay_async *a)
         return PAY_STEP_BLOCKING;
     if ((a->c = db_try_acquire(a->sh->pool, &why)) == NULL)
         return why == DB_REFUSED_WAIT ? PAY_STEP_BUSY : PAY_STEP_BLOCKING;
+    if ((a->io = malloc(sizeof(*a->io))) == NULL)
+        return async_blocking(a);
     /* pay_apply's order: the hinted read of a pay_no seen before, else
      * the call, which inserts first. */
     return async_run(a, seen_has(a->mem->recent, a->req.pay_no) ? PA_HINT : PA_CALL);
@@ -726,17 +740,17 @@ enum pay_step pay_async_begin(struct pay_async *a)
 
 enum pay_step pay_async_cont(struct pay_async *a, int events)
 {
-    int w = db_call_cont(&a->q, events);
+    int w = db_call_cont(&a->io->q, events);
 
     return w != 0 ? async_wait(a, w) : async_finish(a);
 }
 
 int pay_async_fd(const struct pay_async *a)
 {
-    return db_call_fd(&a->q);
+    return db_call_fd(&a->io->q);
 }
 
 int pay_async_timeout_ms(const struct pay_async *a)
 {
-    return db_call_timeout_ms(&a->q);
+    return db_call_timeout_ms(&a->io->q);
 }

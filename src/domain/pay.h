@@ -191,6 +191,8 @@ enum pay_step {
     PAY_STEP_BLOCKING /* run pay_route instead; no connection held */
 };
 
+struct pay_async_io;
+
 /* One payment on the way: the caller fills req (and rt, mem) and zeroes
  * the rest before pay_async_begin. */
 struct pay_async {
@@ -208,8 +210,7 @@ struct pay_async {
     char amount[MONEY_STR_MAX];
     char payload[OUTBOX_PAYLOAD_MAX];
     const char *p[4];
-    struct db_row row;
-    struct db_call q;
+    struct pay_async_io *io; /* the row and the call: only while a connection is held */
 };
 
 enum pay_step pay_async_begin(struct pay_async *a);

@@ -794,7 +794,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 #define HTTP_LOOP_EVENTS 64
 #define HTTP_LOOP_IDLE_MS 1000 /* the longest sleep: the stop flag is also signalled */
-#define HTTP_LOOP_BUSY_MS 1    /* a request waiting for a connection looks again this often */
+#define HTTP_LOOP_BUSY_MS \
+    20 /* a request waiting for a connection looks again at least \
+                                this often (a release wakes it sooner) */
 
 enum loop_where {
     LW_NONE,
@@ -820,6 +822,7 @@ struct http_loop {
     struct loop_conn *inbox;
     size_t ninbox, capinbox;
     atomic_bool stop;
+    atomic_bool waiting; /* requests wait for a connection: a release wakes the loop */
     /* this loop's thread only: */
     struct req_state *wait_head, *busy_head, *busy_tail;
     int nwait;
@@ -1012,6 +1015,9 @@ static void loop_retry_busy(struct http_loop *L, long long now)
 {
     struct req_state *rs;
 
+    /* Before looking: a connection released from now on wakes the loop. */
+    atomic_store(&L->waiting, L->busy_head != NULL);
+
     while ((rs = L->busy_head) != NULL) {
         if (now >= rs->deadline_ms || atomic_load(&L->stop)) {
             loop_unlink(L, rs);
@@ -1023,6 +1029,20 @@ static void loop_retry_busy(struct http_loop *L, long long now)
         if (rs->lwhere == LW_BUSY)
             return;
     }
+    atomic_store(&L->waiting, false);
+}
+
+/* A pooled connection was released (any thread): the first loop with
+ * requests waiting for one looks again. */
+static void loops_conn_freed(void *arg)
+{
+    struct http_state *hs = arg;
+
+    for (size_t i = 0; i < hs->nloops; i++)
+        if (atomic_exchange(&hs->loops[i].waiting, false)) {
+            loop_wake(&hs->loops[i]);
+            return;
+        }
 }
 
 /* Waits whose bound ran out continue with HTTP_IO_TIMEOUT. */
@@ -1165,8 +1185,10 @@ static bool loop_hand(struct http_state *hs, int fd, const struct sockaddr_stora
 }
 
 /* Stops every loop (each finishes its requests on the database first). */
-static void loops_stop(struct http_state *hs)
+static void loops_stop(struct server *srv, struct http_state *hs)
 {
+    for (size_t i = 0; hs->nloops > 0 && i < srv->shards.n; i++)
+        db_pool_on_release(srv->shards.s[i].pool, NULL, NULL);
     for (size_t i = 0; i < hs->nloops; i++) {
         atomic_store(&hs->loops[i].stop, true);
         if (hs->loops[i].efd >= 0)
@@ -1354,6 +1376,8 @@ int http_start(struct server *srv, const struct http_route *routes, size_t nrout
                 return -1;
             }
         }
+        for (size_t i = 0; i < srv->shards.n; i++)
+            db_pool_on_release(srv->shards.s[i].pool, loops_conn_freed, srv->http);
     } else
         srv->http->d = MHD_start_daemon(
             flags, 0, NULL, NULL, access_cb, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
@@ -1415,7 +1439,7 @@ void http_stop(struct server *srv)
         pthread_join(srv->http->acceptor, NULL);
         srv->http->acceptor_running = false;
     }
-    loops_stop(srv->http);
+    loops_stop(srv, srv->http);
     workq_destroy(srv->http->work);
     workq_destroy(srv->http->ops);
     if (srv->http->d != NULL)

@@ -80,6 +80,10 @@ struct db_pool {
     struct db_conn *conns;
     int size;
     struct db_guard g;
+    /* db_pool_on_release, under g.mu: */
+    atomic_bool has_on_release;
+    void (*on_release)(void *);
+    void *on_release_arg;
 };
 
 /* The one table of MySQL error codes: what each means to us, and whether
@@ -1014,6 +1018,21 @@ void db_release(struct db_pool *p, struct db_conn *c)
         c->guarded = false;
     }
     slots_put(p->free, (int)(c - p->conns));
+    if (atomic_load(&p->has_on_release)) { /* under the mutex: never after it is unset */
+        pthread_mutex_lock(&p->g.mu);
+        if (p->on_release != NULL)
+            p->on_release(p->on_release_arg);
+        pthread_mutex_unlock(&p->g.mu);
+    }
+}
+
+void db_pool_on_release(struct db_pool *p, void (*fn)(void *), void *arg)
+{
+    pthread_mutex_lock(&p->g.mu);
+    p->on_release = fn;
+    p->on_release_arg = arg;
+    atomic_store(&p->has_on_release, fn != NULL);
+    pthread_mutex_unlock(&p->g.mu);
 }
 
 void db_pool_set_health(struct db_pool *p, enum db_health h, const struct db_node *node)

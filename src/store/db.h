@@ -328,6 +328,12 @@ struct db_call {
     struct db_row scratch;
 };
 
+/* Calls fn(arg) on the releasing thread after every db_release of pool,
+ * under the pool's mutex (fn must be short and take no pool's lock): an
+ * event loop whose requests wait for a connection looks again. fn NULL
+ * unsets it; once that returns, fn is not called any more. */
+void db_pool_on_release(struct db_pool *pool, void (*fn)(void *), void *arg);
+
 /* db_acquire without waiting and without a miss counting against the
  * shard: NULL with *why DB_REFUSED_WAIT when every connection is lent
  * out, or the guard's refusal. */
