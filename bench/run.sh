@@ -248,16 +248,23 @@ for round in $(seq "$rounds"); do
 	order_create
 done
 
-# Memory: the peak so far, then a duplicate storm on 256 connections.
-peak=$(rss_kib "$pid" VmHWM)
+# Memory: each service form's peak so far, then a duplicate storm on 256
+# connections against it.
+declare -A peaks
+for f in service before; do
+	[[ -n ${pids[$f]:-} ]] && peaks[$f]=$(rss_kib "${pids[$f]}" VmHWM)
+done
 seed_paid "$dups"
 python3 "$ROOT/bench/requests.py" callbacks 1 "$dups" "$secret" >"$work/dups.tsv"
-BENCH_THREADS=$threads BENCH_REQUESTS=$work/dups.tsv \
-	wrk -t"$threads" -c256 -d"${secs}s" -s "$ROOT/bench/requests.lua" "$url" >"$work/c256.txt" &
-wpid=$!
-sleep "$(awk -v s="$secs" 'BEGIN { print s / 2 }')"
-rss256=$(rss_kib "$pid" VmRSS)
-wait "$wpid"
-echo "service RSS: peak $((peak / 1024)) MiB over the runs, $((rss256 / 1024)) MiB during 256 connections" \
-	"(peak $(($(rss_kib "$pid" VmHWM) / 1024)) MiB); $(grep '^RESULT' "$work/c256.txt" | cut -d' ' -f2-5)"
+for f in service before; do
+	[[ -n ${pids[$f]:-} ]] || continue
+	BENCH_THREADS=$threads BENCH_REQUESTS=$work/dups.tsv \
+		wrk -t"$threads" -c256 -d"${secs}s" -s "$ROOT/bench/requests.lua" "${urls[$f]}" >"$work/c256.txt" &
+	wpid=$!
+	sleep "$(awk -v s="$secs" 'BEGIN { print s / 2 }')"
+	rss256=$(rss_kib "${pids[$f]}" VmRSS)
+	wait "$wpid"
+	echo "$f RSS: peak $((peaks[$f] / 1024)) MiB over the runs, $((rss256 / 1024)) MiB during 256 connections" \
+		"(peak $(($(rss_kib "${pids[$f]}" VmHWM) / 1024)) MiB); $(grep '^RESULT' "$work/c256.txt" | cut -d' ' -f2-5)"
+done
 python3 "$ROOT/bench/table.py" "$results"
