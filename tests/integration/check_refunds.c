@@ -4,6 +4,9 @@
  * a double payment through a Stripe profile makes by itself ("auto") or
  * after an operator's approval; the listing and its pages. Every invariant
  * is checked with SQL on the refund table. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -62,6 +65,21 @@ static void server_down(void)
 #define RELAY_WAIT_MS 20000
 
 static struct h_tool gw;
+static int down_port; /* where nothing listens until a test starts a gateway there */
+
+/* A port nothing listens on (the kernel's pick, closed again). */
+static int unused_port(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(0, bind(fd, (struct sockaddr *)&a, sizeof a));
+    ck_assert_int_eq(0, getsockname(fd, (struct sockaddr *)&a, &len));
+    close(fd);
+    return ntohs(a.sin_port);
+}
 
 /* The relay fast and its gateway's answers short, so that timeouts and
  * backoffs pass in well under a second. */
@@ -81,6 +99,7 @@ static void gateway_up(void)
     static const char *const args[] = { "--stripe-key", API_KEY, NULL };
 
     h_tool_start(&gw, "refund_gateway.py", args);
+    down_port = unused_port();
     snprintf(cfg, sizeof cfg,
              "{\"gateways\": ["
              "{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\": "
@@ -89,8 +108,11 @@ static void gateway_up(void)
              "\"refund_timeout_ms\": 500},"
              "{\"name\": \"stripe2\", \"kind\": \"stripe\", \"secret_env\": "
              "\"TEST_STRIPE_SECRET\", \"refund_url\": \"http://127.0.0.1:%d\", "
+             "\"refund_key_env\": \"TEST_STRIPE_KEY\", \"refund_timeout_ms\": 500},"
+             "{\"name\": \"stripe3\", \"kind\": \"stripe\", \"secret_env\": "
+             "\"TEST_STRIPE_SECRET\", \"refund_url\": \"http://127.0.0.1:%d\", "
              "\"refund_key_env\": \"TEST_STRIPE_KEY\", \"refund_timeout_ms\": 500}]}",
-             gw.port, gw.port);
+             gw.port, gw.port, down_port);
     h_temp_file(config_path, cfg);
 }
 
@@ -296,6 +318,7 @@ START_TEST(refusals_write_nothing)
 END_TEST
 
 struct storm {
+    const char *pay_no, *body;
     int status[STORM_CLIENTS];
 };
 
@@ -311,7 +334,7 @@ static int storm_call(int i, void *p)
     for (int attempt = 1; attempt <= 20; attempt++) {
         struct h_resp r = { 0 };
 
-        ask_refund("pi_storm", key, "{\"amount\":\"" STORM_AMOUNT "\"}", &r);
+        ask_refund(s->pay_no, key, s->body, &r);
         s->status[i] = r.status;
         h_resp_free(&r);
         if (s->status[i] != 503 && s->status[i] != 409 && s->status[i] != 0)
@@ -328,6 +351,8 @@ START_TEST(fifty_concurrent_refunds_never_exceed_the_payment)
     int created = 0, refused = 0;
 
     memset(&s, 0, sizeof s);
+    s.pay_no = "pi_storm";
+    s.body = "{\"amount\":\"" STORM_AMOUNT "\"}";
     paid_payment("OR5", "pi_storm", "stripe");
     ck_assert_int_eq(0, h_storm(STORM_CLIENTS, STORM_CLIENTS, storm_call, &s, &st));
     for (int i = 0; i < STORM_CLIENTS; i++) {
@@ -409,6 +434,41 @@ START_TEST(a_double_payment_waits_for_one_approval)
 }
 END_TEST
 
+START_TEST(a_waiting_refund_is_made_due_by_a_retry_and_a_final_one_is_not)
+{
+    struct h_resp r = { 0 };
+    char *refund_no, path[160];
+
+    paid_payment("OR9", "pi_rt", "stripe");
+    ask_refund("pi_rt", "rt1", "{\"amount\":\"1.00\"}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    h_db_exec("UPDATE refund SET state = 5, next_attempt_at = NOW(3) + INTERVAL 1 DAY "
+              "WHERE refund_no = '%s'",
+              refund_no);
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/retry", refund_no);
+    h_http(h_port(), "POST", path, NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "state", "UNKNOWN");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE refund_no = '%s' AND "
+                                       "next_attempt_at <= NOW(3)",
+                                       refund_no));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.retry' AND actor = 'dev' AND subject = '%s' AND "
+                                       "detail LIKE '%%UNKNOWN%%'",
+                                       refund_no));
+    h_db_exec("UPDATE refund SET state = 4 WHERE refund_no = '%s'", refund_no); /* final */
+    h_http(h_port(), "POST", path, NULL, "", 0, &r);
+    ck_assert_int_eq(409, r.status);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.retry'"));
+    free(refund_no);
+}
+END_TEST
+
 START_TEST(refunds_are_listed_by_filter_a_page_at_a_time)
 {
     struct h_resp r = { 0 };
@@ -459,6 +519,22 @@ START_TEST(refunds_are_listed_by_filter_a_page_at_a_time)
     h_resp_free(&r);
     h_http(h_port(), "GET", "/ops/refund-requests?state=NOPE", NULL, NULL, 0, &r);
     h_assert_error(&r, 400, "BAD_REQUEST");
+    h_resp_free(&r);
+    /* by age: none is an hour old, until one is */
+    h_http(h_port(), "GET", "/ops/refund-requests?older_than_s=3600", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"refunds\":[]"));
+    h_resp_free(&r);
+    h_db_exec("UPDATE refund SET create_time = NOW(3) - INTERVAL 2 HOUR ORDER BY id LIMIT 1");
+    h_http(h_port(), "GET", "/ops/refund-requests?older_than_s=3600", NULL, NULL, 0, &r);
+    h_assert_status(&r, 200);
+    {
+        cJSON *o = cJSON_Parse(r.body);
+
+        ck_assert_ptr_nonnull(o);
+        ck_assert_int_eq(1, cJSON_GetArraySize(cJSON_GetObjectItem(o, "refunds")));
+        cJSON_Delete(o);
+    }
     h_resp_free(&r);
     free(next);
 }
@@ -518,6 +594,34 @@ START_TEST(an_approved_refund_of_a_double_payment_succeeds_after_one_approval)
     await_state("pi_e2", 3);
     ck_assert_int_eq(1, gateway_refunds("pi_e2"));
     free(refund_no);
+}
+END_TEST
+
+/* 50 concurrent requests of 100.00 against 899.00 with the relay live:
+ * 8 refunds, each made once at the gateway, and its own record sums to
+ * what the refund table says. */
+START_TEST(fifty_concurrent_refunds_end_as_one_refund_each_at_the_gateway)
+{
+    struct h_storm_stats st;
+    struct storm s;
+    int created = 0;
+
+    memset(&s, 0, sizeof s);
+    s.pay_no = "pi_sg";
+    s.body = "{\"amount\":\"100.00\"}";
+    paid_payment("OS1", "pi_sg", "stripe");
+    ck_assert_int_eq(0, h_storm(STORM_CLIENTS, STORM_CLIENTS, storm_call, &s, &st));
+    for (int i = 0; i < STORM_CLIENTS; i++)
+        created += s.status[i] == 201;
+    ck_assert_int_eq(8, created);
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE state = 3") == 8, RELAY_WAIT_MS,
+            "the storm's refunds never all succeeded");
+    ck_assert_int_eq(8, gateway_refunds("pi_sg"));
+    ck_assert_int_eq(
+        8, h_tool_log_lines(&gw, "\"pay_no\": \"pi_sg\", \"amount\": \"10000\"", "\"made\""));
+    ck_assert_int_eq(80000, refunded_cents("pi_sg"));
+    ck_assert_int_eq(8, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
+                                       "'refund.succeeded'"));
 }
 END_TEST
 
@@ -649,6 +753,59 @@ START_TEST(refund_metrics_count_by_gateway_and_state_and_age_the_oldest_double_p
     ck_assert_int_eq(ok0 + 1, h_metric(ok));
     ck_assert_int_ge(h_metric(sub), sub0 + 1);
     free(refund_no);
+}
+END_TEST
+
+/* pay_no's refunds answered pending, then notified as succeeded to the
+ * service's route of gateway. */
+static void plant_notify(const char *pay_no, const char *gateway)
+{
+    char body[256];
+    struct h_resp r = { 0 };
+
+    snprintf(body, sizeof body,
+             "{\"pay_no\":\"%s\",\"mode\":\"notify_later\",\"notify\":"
+             "\"http://127.0.0.1:%d/pay/callback/%s\"}",
+             pay_no, h_port(), gateway);
+    h_http(gw.port, "POST", "/_plant", NULL, body, strlen(body), &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+}
+
+/* A refund of pay_no asked for, answered pending and ended by the
+ * gateway's own later notification, acknowledged with ack. */
+static void refund_ended_by_notification(const char *order_no, const char *pay_no,
+                                         const char *gateway, const char *ack)
+{
+    struct h_resp r = { 0 };
+    char *refund_no, notified[96];
+
+    paid_payment(order_no, pay_no, gateway);
+    plant_notify(pay_no, gateway);
+    ask_refund(pay_no, pay_no, "{\"amount\":\"5.00\"}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    await_state(pay_no, 3);
+    snprintf(notified, sizeof notified, "\"notified\": \"%s\"", refund_no);
+    /* the gateway logs the service's answer once it has it */
+    h_await(h_tool_log_lines(&gw, notified, NULL) == 1, RELAY_WAIT_MS, "never notified");
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, notified, ack));
+    {
+        const char *parts[] = { "refund notification applied", refund_no, "changed=1", NULL };
+        char *line = h_log_find(parts, 5000);
+
+        ck_assert_msg(line != NULL, "the notification did not end the refund");
+        free(line);
+    }
+    ck_assert_int_eq(1, gateway_refunds(pay_no));
+    ck_assert_int_eq(1, event_complete("refund.succeeded", refund_no, order_no, pay_no, "5.00"));
+    free(refund_no);
+}
+
+START_TEST(a_stripe_refund_is_ended_by_the_gateways_later_notification)
+{
+    refund_ended_by_notification("OL1", "pi_nl", "stripe", "\"status\": 200");
 }
 END_TEST
 
@@ -832,6 +989,42 @@ START_TEST(a_backlog_of_refunds_drains_when_the_gateway_is_back)
     }
     ck_assert_int_eq(10, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
                                         "'refund.succeeded'"));
+}
+END_TEST
+
+/* The gateway down (nothing listens: every call is refused) while refunds
+ * are asked for: they wait UNKNOWN and are tried again; once it is up they
+ * drain, one refund each at the gateway, nothing lost. */
+START_TEST(refunds_wait_while_the_gateway_is_down_and_drain_when_it_is_up)
+{
+    const char *args[] = { "--stripe-key", API_KEY, "--port", NULL, NULL };
+    struct h_tool up = { 0 };
+    struct h_resp r = { 0 };
+    char order_no[16], pay_no[16], port[16];
+
+    for (int i = 0; i < 5; i++) {
+        snprintf(order_no, sizeof order_no, "OU%d", i);
+        snprintf(pay_no, sizeof pay_no, "pi_u%d", i);
+        paid_payment(order_no, pay_no, "stripe3");
+        ask_refund(pay_no, pay_no, "{\"amount\":\"7.00\"}", &r);
+        h_assert_status(&r, 201);
+        h_resp_free(&r);
+    }
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE attempts >= 2 AND state = 5") == 5,
+            RELAY_WAIT_MS, "the refunds were not tried again while the gateway was down");
+    snprintf(port, sizeof port, "%d", down_port);
+    args[3] = port;
+    h_tool_start(&up, "refund_gateway.py", args);
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE state = 3") == 5, RELAY_WAIT_MS,
+            "the refunds never drained once the gateway was up");
+    for (int i = 0; i < 5; i++) {
+        snprintf(pay_no, sizeof pay_no, "pi_u%d", i);
+        ck_assert_int_eq(1, h_tool_log_lines(&up, "\"made\"", pay_no));
+    }
+    ck_assert_int_eq(5, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE event_type = "
+                                       "'refund.succeeded'"));
+    ck_assert_int_eq(5, h_db_scalar_ll("SELECT COUNT(DISTINCT refund_no) FROM refund"));
+    h_tool_stop(&up);
 }
 END_TEST
 
@@ -1089,6 +1282,32 @@ START_TEST(a_wechat_refund_is_signed_checked_and_succeeds_once)
     ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"total\": 89900", refund_no));
     ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"amount\": 10000", refund_no));
     ck_assert_int_eq(0, h_tool_log_lines(&gw, "\"sig_ok\": false", NULL));
+    free(refund_no);
+}
+END_TEST
+
+START_TEST(a_wechat_answer_lost_is_found_by_the_refund_query)
+{
+    const char *pay = "4200000001202612030130";
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    paid_payment("OW13", pay, "wechat");
+    plant(pay, "hang");
+    ask_refund(pay, "w13", "{\"amount\":\"10.00\"}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    await_state(pay, 3);
+    {
+        const char *parts[] = { "refund not decided yet", refund_no, "outcome=UNKNOWN", NULL };
+        char *line = h_log_find(parts, 5000);
+
+        ck_assert_msg(line != NULL, "the lost answer never made the refund UNKNOWN");
+        free(line);
+    }
+    ck_assert_int_eq(1, gateway_refunds(pay));
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"GET\"", refund_no), 1);
     free(refund_no);
 }
 END_TEST
@@ -1445,6 +1664,13 @@ START_TEST(alipay_refund_notifications_replayed_forged_and_unsolicited)
 }
 END_TEST
 
+START_TEST(alipay_and_wechat_refunds_are_ended_by_the_gateways_later_notification)
+{
+    refund_ended_by_notification("OL2", "4200000001202612030140", "wechat", "\"status\": 204");
+    refund_ended_by_notification("OL3", "2026120322001400014", "alipay", "\"status\": 200");
+}
+END_TEST
+
 /* SIGHUP loads the merchant key again: after the gateway's key changed,
  * a file open to others is refused (the running key stays), then the new
  * key, owner-only, signs the next refund, which the gateway accepts. */
@@ -1526,20 +1752,24 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, a_double_payment_is_refunded_by_itself_under_refund_auto);
     tcase_add_test(tc, a_double_payment_waits_for_one_approval);
     tcase_add_test(tc, refunds_are_listed_by_filter_a_page_at_a_time);
+    tcase_add_test(tc, a_waiting_refund_is_made_due_by_a_retry_and_a_final_one_is_not);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("the relay through a stripe refund API", TC_TIMEOUT_S, relay_up, relay_down);
     tcase_add_test(tc, an_auto_refund_of_a_double_payment_succeeds_once_at_the_gateway);
     tcase_add_test(tc, an_approved_refund_of_a_double_payment_succeeds_after_one_approval);
     tcase_add_test(tc, a_pending_refund_is_asked_about_until_it_succeeds);
+    tcase_add_test(tc, fifty_concurrent_refunds_end_as_one_refund_each_at_the_gateway);
     tcase_add_test(tc, a_refusal_fails_the_refund_alerts_and_frees_its_amount);
     tcase_add_test(tc, a_5xx_leaves_the_refund_unknown_then_the_same_number_succeeds);
     tcase_add_test(tc, a_timeout_leaves_the_refund_unknown_and_the_query_finds_the_one_refund);
     tcase_add_test(tc, cancelling_a_paid_order_refunds_its_payment);
     tcase_add_test(tc, a_backlog_of_refunds_drains_when_the_gateway_is_back);
+    tcase_add_test(tc, refunds_wait_while_the_gateway_is_down_and_drain_when_it_is_up);
     tcase_add_test(tc, stripe_refund_notifications_move_the_refund_once);
     tcase_add_test(tc, a_stripe_refund_failed_notification_fails_the_refund);
     tcase_add_test(tc, a_charge_refunded_notification_succeeds_the_newest_refund_once);
+    tcase_add_test(tc, a_stripe_refund_is_ended_by_the_gateways_later_notification);
     tcase_add_test(tc, a_refund_we_did_not_ask_for_is_recorded_and_alerted);
     tcase_add_test(tc, refund_metrics_count_by_gateway_and_state_and_age_the_oldest_double_payment);
     suite_add_tcase(s, tc);
@@ -1550,6 +1780,7 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, an_alipay_refusal_fails_the_refund_with_its_sub_code);
     tcase_add_test(tc, a_wechat_refund_is_signed_checked_and_succeeds_once);
     tcase_add_test(tc, a_processing_wechat_refund_is_asked_about_until_success);
+    tcase_add_test(tc, a_wechat_answer_lost_is_found_by_the_refund_query);
     tcase_add_test(tc, wechat_refusals_and_5xx_end_as_the_gateway_says);
     tcase_add_test(tc, a_wechat_refund_notification_succeeds_the_refund_once);
     tcase_add_test(tc, alipay_refund_notifications_replayed_forged_and_unsolicited);
@@ -1557,6 +1788,7 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, a_wechat_double_payment_is_refunded_after_one_approval);
     tcase_add_test(tc, an_alipay_double_payment_is_refunded_after_one_approval);
     tcase_add_test(tc, wechat_abnormal_closed_forged_and_unsolicited_refund_notifications);
+    tcase_add_test(tc, alipay_and_wechat_refunds_are_ended_by_the_gateways_later_notification);
     tcase_add_test(tc, merchant_keys_reload_on_sighup_and_an_open_file_is_refused); /* last */
     suite_add_tcase(s, tc);
 

@@ -34,7 +34,15 @@ succeeds when it is next read), stay_pending (pending however often it is
 read: only a notification ends it), refuse (400 charge_already_refunded, a
 business refusal, kept under the key), 500 (HTTP 500, nothing made), hang
 (the refund is made, then no answer until the client gives up: the answer
-is lost), 500_then_succeed (the first request 500, the next ones succeed).
+is lost), 500_then_succeed (the first request 500, the next ones succeed),
+notify_later (the refund is made and answered pending, stays pending when
+read, and a moment later succeeds and is notified to the "notify" URL of
+the plant, {"pay_no", "mode", "notify": "http://.../pay/callback/x"}, in
+the gateway's own format: Stripe refund.updated signed with
+--stripe-webhook-secret, WeChat REFUND.SUCCESS encrypted with
+--apiv3-key and signed with the platform key, Alipay's trade notify with
+out_biz_no and refund_fee signed with the platform key; logged as
+{"notified": "<request number>", "status": <the service's answer>}).
 An unplanted payment is "succeed". Each request is appended as one JSON
 line to --log:
   {"method": "POST", "path": "/v1/refunds", "key": "R...", "auth_ok": true,
@@ -45,6 +53,8 @@ standard library only; stops on SIGTERM.
 """
 import argparse
 import base64
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -52,12 +62,16 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.request import Request, urlopen
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 PLATFORM_SERIAL = "PLATFORM-SERIAL-1"
+PENDING_MODES = ("pending", "stay_pending", "notify_later")
+HELD_MODES = ("stay_pending", "notify_later")  # pending however often read
 
 
 def new_key():
@@ -92,6 +106,7 @@ class State:
         self.platform = new_key()
         self.log = open(log_path, "a", buffering=1, encoding="utf-8")
         self.plants = {}
+        self.notify = {}    # pay_no -> where notify_later posts its notification
         self.refunds = {}   # id -> refund object
         self.keys = {}      # Idempotency-Key -> (status, body)
         self.seen = {}      # pay_no -> requests so far (500_then_succeed)
@@ -107,6 +122,70 @@ class Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+
+def notification(st, kind, ref, key):
+    """The gateway's notification that the refund under key succeeded:
+    (body bytes, headers)."""
+    if kind == "stripe":
+        obj = dict(ref, status="succeeded")
+        body = json.dumps({"id": "evt_" + ref["id"], "object": "event", "type": "refund.updated",
+                           "data": {"object": obj}}).encode()
+        t = str(int(time.time()))
+        mac = hmac.new(st.args.stripe_webhook_secret.encode(), t.encode() + b"." + body,
+                       hashlib.sha256).hexdigest()
+        return body, {"Content-Type": "application/json",
+                      "Stripe-Signature": "t=%s,v1=%s" % (t, mac)}
+    if kind == "wechat":
+        plain = json.dumps({"mchid": st.args.mchid, "out_trade_no": ref.get("order_no", ""),
+                            "transaction_id": ref["pay_no"], "out_refund_no": key,
+                            "refund_id": ref["id"], "refund_status": "SUCCESS",
+                            "amount": {"refund": ref["amount"]}})
+        nonce12 = base64.b16encode(os.urandom(6)).decode()
+        ct = AESGCM(st.args.apiv3_key.encode()).encrypt(nonce12.encode(), plain.encode(),
+                                                         b"refund")
+        body = json.dumps({"id": "EV-" + ref["id"], "create_time": "2026-12-03T10:00:06+08:00",
+                           "resource_type": "encrypt-resource", "event_type": "REFUND.SUCCESS",
+                           "summary": "refund", "resource": {
+                               "original_type": "refund", "algorithm": "AEAD_AES_256_GCM",
+                               "ciphertext": base64.b64encode(ct).decode(),
+                               "associated_data": "refund", "nonce": nonce12}},
+                          separators=(",", ":"))
+        ts, nonce = str(int(time.time())), base64.b16encode(os.urandom(16)).decode()
+        return body.encode(), {"Content-Type": "application/json", "Wechatpay-Timestamp": ts,
+                               "Wechatpay-Nonce": nonce, "Wechatpay-Serial": PLATFORM_SERIAL,
+                               "Wechatpay-Signature": sign(st.platform, "%s\n%s\n%s\n" %
+                                                           (ts, nonce, body))}
+    fields = {"app_id": st.args.app_id, "charset": "utf-8", "notify_type": "trade_status_sync",
+              "out_biz_no": key, "refund_fee": ref["amount"], "trade_no": ref["pay_no"],
+              "trade_status": "TRADE_SUCCESS"}
+    content = "&".join("%s=%s" % (k, fields[k]) for k in sorted(fields))
+    fields.update(sign_type="RSA2", sign=sign(st.platform, content))
+    return urlencode(fields).encode(), {
+        "Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
+
+
+def later(st, record, kind, ref, key):
+    """notify_later: a moment after the answer, the refund succeeds and its
+    notification goes to the plant's URL (once; its answer logged)."""
+    url = st.notify.get(ref.get("pay_no") or ref.get("payment_intent"))
+
+    def run():
+        if st.stop.wait(0.3) or not url:
+            return
+        with st.lock:
+            body, headers = notification(st, kind, ref, key)
+        try:
+            with urlopen(Request(url, data=body, headers=headers, method="POST"),
+                         timeout=5) as resp:
+                code = resp.status
+        except Exception as e:  # noqa: BLE001 - an HTTP error is an answer too
+            code = getattr(e, "code", 0)
+        record({"notified": key, "kind": kind, "status": code})
+        with st.lock:  # only now do reads see it: the notification ended it
+            ref["status"] = "succeeded"
+
+    threading.Thread(target=run, daemon=True).start()
 
 
 def make_handler(st):
@@ -147,7 +226,7 @@ def make_handler(st):
             with st.lock:
                 ref = st.refunds.get(rid)
                 if ref is not None and ref["status"] == "pending" and \
-                        st.plants.get(ref["payment_intent"]) != "stay_pending":
+                        st.plants.get(ref["payment_intent"]) not in HELD_MODES:
                     ref["status"] = "succeeded"
                 body = json.dumps(ref) if ref else None
             self.record({"method": "GET", "path": path, "auth_ok": auth_ok,
@@ -176,15 +255,18 @@ def make_handler(st):
                 self.reply(200, "{}")
                 return
             if path == "/gateway.do":
+                self.kind = "alipay"
                 self.do_alipay(raw)
                 return
             if path.startswith("/v3/"):
+                self.kind = "wechat"
                 self.do_wechat("POST", self.path, raw)
                 return
             if path == "/_plant":
                 p = json.loads(raw)
                 with st.lock:
                     st.plants[p["pay_no"]] = p.get("mode", "succeed")
+                    st.notify[p["pay_no"]] = p.get("notify")
                 self.reply(200, "{}")
                 return
             if path != "/v1/refunds":
@@ -223,7 +305,7 @@ def make_handler(st):
                         rid = "re_%d" % (len(st.refunds) + 1)
                         ref = {"id": rid, "object": "refund", "amount": int(form.get("amount", 0)),
                                "payment_intent": pay_no, "status":
-                               "pending" if mode in ("pending", "stay_pending") else "succeeded",
+                               "pending" if mode in PENDING_MODES else "succeeded",
                                "metadata": {"refund_no": form.get("metadata[refund_no]"),
                                             "order_no": form.get("metadata[order_no]")}}
                         st.refunds[rid] = ref
@@ -231,6 +313,8 @@ def make_handler(st):
                         st.keys[key] = (code, body)
                         entry["made"] = rid
                         hang = mode == "hang"
+                        if mode == "notify_later":
+                            later(st, self.record, "stripe", ref, key)
                     entry["status"] = code
             self.record(entry)
             if hang:
@@ -258,10 +342,12 @@ def make_handler(st):
                 return "refuse", None
             rid = "%d" % (5000000000 + len(st.alt_made) + 1)
             ref = {"id": rid, "key": key, "pay_no": pay_no, "amount": amount,
-                   "status": "pending" if mode in ("pending", "stay_pending") else "succeeded"}
+                   "status": "pending" if mode in PENDING_MODES else "succeeded"}
             st.alt[key] = ref
             st.alt_made.append(rid)
             entry["made"] = rid
+            if mode == "notify_later":
+                later(st, self.record, self.kind, ref, key)
             return ("hang" if mode == "hang" else "made"), ref
 
         # ---- Alipay --------------------------------------------------------
@@ -292,7 +378,7 @@ def make_handler(st):
                 if method == "alipay.trade.fastpay.refund.query":
                     ref = st.alt.get(key)
                     if ref is not None and ref["status"] == "pending" and \
-                            st.plants.get(ref["pay_no"]) != "stay_pending":
+                            st.plants.get(ref["pay_no"]) not in HELD_MODES:
                         ref["status"] = "succeeded"
                     inner = {"code": "10000", "msg": "Success", "out_request_no": key}
                     if ref is not None and ref["status"] == "succeeded":
@@ -372,7 +458,7 @@ def make_handler(st):
                     body = None
                     if ref is not None:
                         if ref["status"] == "pending" and \
-                                st.plants.get(ref["pay_no"]) != "stay_pending":
+                                st.plants.get(ref["pay_no"]) not in HELD_MODES:
                             ref["status"] = "succeeded"
                         body = self.wechat_refund(ref)
                 entry.update(key=key, status=200 if body else 404)
@@ -412,6 +498,8 @@ def main():
     ap.add_argument("--app-id", default="2021000000000001")
     ap.add_argument("--mchid", default="1900000001")
     ap.add_argument("--merchant-serial", default="MERCHANT-SERIAL-1")
+    ap.add_argument("--stripe-webhook-secret", default="whsec_refund_test_secret")
+    ap.add_argument("--apiv3-key", default="0123456789abcdef0123456789abcdef")
     args = ap.parse_args()
     st = State(args.stripe_key, args.log, args)
     d = os.path.dirname(os.path.abspath(args.port_file))
