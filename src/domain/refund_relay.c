@@ -329,16 +329,19 @@ static void claim_failed(struct rrelay *r, enum db_status st, const char *err)
 static long claim(struct rrelay *r, struct refund *out, size_t max)
 {
     /* Two calls per refund (a query, then a submission), each bounded by
-     * the longest refund timeout, so a live relay keeps its claims. */
+     * the longest refund timeout of a profile with a refund API, so a live
+     * relay keeps its claims, and a crashed one's run out no later than
+     * they must. */
     const struct config *cfg = r->rr->srv->cfg;
-    int64_t longest = GATEWAY_QUERY_TIMEOUT_MS_DEFAULT;
+    int64_t longest = 0;
     int lease_s;
     struct db_conn *c;
     enum db_status st;
     size_t n = 0;
 
     for (size_t i = 0; i < cfg->gateways.n; i++)
-        if (cfg->gateways.profile[i].refund_timeout_ms > longest)
+        if (cfg->gateways.profile[i].refund_url[0] != '\0' &&
+            cfg->gateways.profile[i].refund_timeout_ms > longest)
             longest = cfg->gateways.profile[i].refund_timeout_ms;
     lease_s = (int)(((int64_t)max * 2 * longest + 999) / 1000) + RELAY_LEASE_PAD_S;
     if (shard_away(r)) {
