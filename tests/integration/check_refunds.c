@@ -1671,6 +1671,39 @@ START_TEST(alipay_and_wechat_refunds_are_ended_by_the_gateways_later_notificatio
 }
 END_TEST
 
+/* Answers signed with a key that is not the gateway's are not believed:
+ * the refund stays UNKNOWN (never SUCCEEDED on a forged word) until a
+ * signed answer says so; one refund at the gateway. */
+static void forged_answers_are_not_believed(const char *order_no, const char *pay_no,
+                                            const char *gateway)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    paid_payment(order_no, pay_no, gateway);
+    plant(pay_no, "forge_answer");
+    ask_refund(pay_no, pay_no, "{\"amount\":\"4.00\"}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = '%s' AND state = 5 AND "
+                           "attempts >= 2",
+                           pay_no) == 1,
+            RELAY_WAIT_MS, "forged answers about %s were not left UNKNOWN", pay_no);
+    plant(pay_no, "succeed");
+    await_state(pay_no, 3);
+    ck_assert_int_eq(1, gateway_refunds(pay_no));
+    ck_assert_int_eq(1, event_complete("refund.succeeded", refund_no, order_no, pay_no, "4.00"));
+    free(refund_no);
+}
+
+START_TEST(alipay_and_wechat_answers_not_signed_by_the_gateway_are_not_believed)
+{
+    forged_answers_are_not_believed("OF1", "2026120322001400015", "alipay");
+    forged_answers_are_not_believed("OF2", "4200000001202612030150", "wechat");
+}
+END_TEST
+
 /* SIGHUP loads the merchant key again: after the gateway's key changed,
  * a file open to others is refused (the running key stays), then the new
  * key, owner-only, signs the next refund, which the gateway accepts. */
@@ -1789,6 +1822,7 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, an_alipay_double_payment_is_refunded_after_one_approval);
     tcase_add_test(tc, wechat_abnormal_closed_forged_and_unsolicited_refund_notifications);
     tcase_add_test(tc, alipay_and_wechat_refunds_are_ended_by_the_gateways_later_notification);
+    tcase_add_test(tc, alipay_and_wechat_answers_not_signed_by_the_gateway_are_not_believed);
     tcase_add_test(tc, merchant_keys_reload_on_sighup_and_an_open_file_is_refused); /* last */
     suite_add_tcase(s, tc);
 

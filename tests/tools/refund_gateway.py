@@ -42,7 +42,9 @@ the gateway's own format: Stripe refund.updated signed with
 --stripe-webhook-secret, WeChat REFUND.SUCCESS encrypted with
 --apiv3-key and signed with the platform key, Alipay's trade notify with
 out_biz_no and refund_fee signed with the platform key; logged as
-{"notified": "<request number>", "status": <the service's answer>}).
+{"notified": "<request number>", "status": <the service's answer>}),
+forge_answer (Alipay and WeChat: the refund is made, and every answer about
+it is signed with a key that is not the platform's).
 An unplanted payment is "succeed". Each request is appended as one JSON
 line to --log:
   {"method": "POST", "path": "/v1/refunds", "key": "R...", "auth_ok": true,
@@ -107,6 +109,7 @@ class State:
         self.log = open(log_path, "a", buffering=1, encoding="utf-8")
         self.plants = {}
         self.notify = {}    # pay_no -> where notify_later posts its notification
+        self.forger = None  # forge_answer's key, made when first needed
         self.refunds = {}   # id -> refund object
         self.keys = {}      # Idempotency-Key -> (status, body)
         self.seen = {}      # pay_no -> requests so far (500_then_succeed)
@@ -186,6 +189,17 @@ def later(st, record, kind, ref, key):
             ref["status"] = "succeeded"
 
     threading.Thread(target=run, daemon=True).start()
+
+
+def signer(st, pay_no):
+    """The key that signs answers about pay_no: the platform's, or under
+    forge_answer one the service does not know."""
+    if st.plants.get(pay_no) != "forge_answer":
+        return st.platform
+    with st.lock:
+        if st.forger is None:
+            st.forger = new_key()
+        return st.forger
 
 
 def make_handler(st):
@@ -355,7 +369,7 @@ def make_handler(st):
         def alipay_reply(self, method, inner):
             name = method.replace(".", "_") + "_response"
             text = json.dumps(inner, separators=(",", ":"), ensure_ascii=False)
-            body = '{"%s":%s,"sign":"%s"}' % (name, text, sign(st.platform, text))
+            body = '{"%s":%s,"sign":"%s"}' % (name, text, sign(self.signer, text))
             self.reply(200, body)
 
         def do_alipay(self, raw):
@@ -365,6 +379,7 @@ def make_handler(st):
             method = form.get("method", "")
             biz = json.loads(form.get("biz_content") or "{}")
             pay_no, key = biz.get("trade_no", ""), biz.get("out_request_no", "")
+            self.signer = signer(st, pay_no or (st.alt.get(key) or {}).get("pay_no"))
             entry = {"method": "POST", "path": "/gateway.do", "api": method, "sig_ok": sig_ok,
                      "app_ok": form.get("app_id") == st.args.app_id, "key": key,
                      "pay_no": pay_no, "amount": biz.get("refund_amount")}
@@ -411,7 +426,7 @@ def make_handler(st):
         def wechat_reply(self, code, obj):
             body = json.dumps(obj, separators=(",", ":")).encode()
             ts, nonce = str(int(time.time())), base64.b16encode(os.urandom(8)).decode()
-            sig = sign(st.platform, "%s\n%s\n%s\n" % (ts, nonce, body.decode()))
+            sig = sign(self.signer, "%s\n%s\n%s\n" % (ts, nonce, body.decode()))
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -444,6 +459,11 @@ def make_handler(st):
                     "amount": {"refund": ref["amount"], "currency": "CNY"}}
 
         def do_wechat(self, method, path, raw):
+            self.signer = st.platform
+            if method == "GET":
+                self.signer = signer(st, (st.alt.get(path.rsplit("/", 1)[-1]) or {}).get("pay_no"))
+            else:
+                self.signer = signer(st, (json.loads(raw or "{}")).get("transaction_id"))
             sig_ok = self.wechat_auth_ok(method, path, raw)
             entry = {"method": method, "path": path, "sig_ok": sig_ok}
             if not sig_ok:
