@@ -5,7 +5,8 @@
 # standardwebhooks npm package) and no rate limit; the figure is events
 # delivered per second between the first and the last delivery the
 # receiver saw. Knobs: BENCH_EVENTS, BENCH_WORKERS (webhook.workers, 2),
-# BENCH_BATCH (webhook.batch, 100). Uses the test database
+# BENCH_BATCH (webhook.batch, 100), BENCH_INFLIGHT (webhook.inflight, requests each
+# relay keeps in flight; unset: the default, 8). Uses the test database
 # (paycallback_test, emptied) under var/test.lock. usage: bench/webhooks.sh BIN
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
@@ -14,6 +15,7 @@ bin=$(realpath "$1")
 n=${BENCH_EVENTS:-5000}
 workers=${BENCH_WORKERS:-2}
 batch=${BENCH_BATCH:-100}
+inflight=${BENCH_INFLIGHT:+, \"inflight\": $BENCH_INFLIGHT}
 secret='whsec_+Waf0cCHwFHfvWZpGczYmsM7rKiUFh0DeB43KHaZ4sg='
 work=$(mktemp -d)
 exec 9>"$VAR/test.lock"
@@ -44,12 +46,13 @@ cat >"$work/config.json" <<JSON
 {"listen": {"port": 0}, "log_level": "warn",
  "mysql": {"port": $MYSQL_PORT, "user": "$DB_USER", "password": "$DB_PASSWORD", "database": "$DB_TEST_NAME"},
  "redis": {"port": $REDIS_PORT, "db": 9},
- "webhook": {"workers": $workers, "batch": $batch, "poll_ms": 20},
+ "webhook": {"workers": $workers, "batch": $batch$inflight, "poll_ms": 20},
  "webhooks": [{"name": "fast", "url": "http://127.0.0.1:$port/fast", "secret": "$secret"}]}
 JSON
 PAYCALLBACK_DEV=1 "$bin" -c "$work/config.json" >"$work/server.log" 2>&1 &
 spid=$!
 for _ in $(seq 1200); do
+	kill -0 "$spid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
 	[[ $(sql "SELECT COUNT(*) FROM webhook_delivery WHERE state = 1") -ge $n ]] && break
 	sleep 0.25
 done

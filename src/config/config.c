@@ -231,6 +231,9 @@ static const struct cfg_key keys[] = {
     I("webhook", "workers", webhook_workers, 1, 16, "1",
       "relay threads per instance (sharded: per shard)"),
     I("webhook", "batch", webhook_batch, 1, 100, "16", "events one relay claims at once"),
+    I("webhook", "inflight", webhook_inflight, 1, 64, "8",
+      "requests one relay keeps in flight to its endpoint at once, over kept-alive "
+      "connections (never two of one order)"),
     I("webhook", "poll_ms", webhook_poll_ms, 10, 60000, "200",
       "an idle relay looks for new events this often"),
     I("webhook", "replay_max", webhook_replay_max, 1, 100000, "1000",

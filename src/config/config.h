@@ -160,6 +160,7 @@ struct config {
     int webhook_backoff_max_ms;
     int webhook_workers;            /* relay threads */
     int webhook_batch;              /* events one relay claims at once */
+    int webhook_inflight;           /* requests one relay has in flight at once */
     int webhook_poll_ms;            /* idle relay's look for new events */
     int webhook_replay_max;         /* events one replay request may read and send again */
     int refunds_poll_ms;            /* the refund relay's pause when nothing is due */

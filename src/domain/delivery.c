@@ -38,6 +38,9 @@
 #define DELIVERY_SETTLE_EVERY_MS 250   /* settle passes at most this often */
 /* relays at most: every endpoint, webhook.workers (<= 16) each, per shard */
 #define DELIVERY_RELAYS_MAX ((size_t)WEBHOOKS_MAX * 16)
+#define DELIVERY_POLL_SLICE_MS 100 /* longest wait in a batch before looking at stop again */
+
+struct slot;
 
 enum attempt_result {
     ATTEMPT_OK,
@@ -59,7 +62,9 @@ struct relay {
     atomic_bool done; /* the thread has left: join it */
     int failures;     /* claims failed in a row on sh */
     char owner[OUTBOX_OWNER_MAX];
-    CURL *curl;
+    CURLM *multi;       /* the batch's requests, and the connections kept alive */
+    struct slot *slots; /* webhook.inflight of them */
+    size_t nslots;
     int64_t next_ns; /* the rate limit's next slot, monotonic nanoseconds; 0: none yet */
 };
 
@@ -238,28 +243,47 @@ out:
     return rc;
 }
 
-/* POSTs one event to ep. The reason of a failure goes to err. */
-static enum attempt_result post_event(struct relay *r, const struct webhook_endpoint_cfg *ep,
-                                      const struct outbox_event *ev, char *err, size_t errsz)
+/* One request in flight: its easy handle (kept with its connection from
+ * batch to batch), what it sends, and the event of the batch it carries. */
+struct slot {
+    CURL *curl;
+    struct curl_slist *hdr;
+    char *body;
+    size_t idx;
+    bool busy;
+};
+
+static void slot_clear(struct slot *s)
+{
+    curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(s->hdr);
+    free(s->body);
+    s->hdr = NULL;
+    s->body = NULL;
+    s->busy = false;
+}
+
+/* Sets s up to POST ev to ep. ATTEMPT_OK when the request is ready to
+ * start; else the failure of an attempt that never started, with its
+ * reason in err. */
+static enum attempt_result slot_prepare(struct slot *s, const struct webhook_endpoint_cfg *ep,
+                                        const struct outbox_event *ev, char *err, size_t errsz)
 {
     char id[sizeof(ev->order_no) + sizeof(ev->event_type) + sizeof(ev->subject) + 2];
     char sig[3][DELIVERY_HEADER_MAX], h_key[200], h_type[64];
-    struct curl_slist *hdr = NULL, *t;
-    enum attempt_result res = ATTEMPT_CONNECT;
+    struct curl_slist *t;
     size_t len = 0;
-    long code = 0;
-    char *body = delivery_event_body(ev, &len);
-    CURLcode cc;
 
     err[0] = '\0';
-    if (body == NULL) {
+    s->hdr = NULL;
+    if ((s->body = delivery_event_body(ev, &len)) == NULL) {
         snprintf(err, errsz, "event payload is not a JSON object");
         return ATTEMPT_HTTP; /* permanent: retries go dead, visibly */
     }
     delivery_event_id(ev, id, sizeof(id));
-    if (sign_event(ep, id, body, len, sig) != 0) {
+    if (sign_event(ep, id, s->body, len, sig) != 0) {
         snprintf(err, errsz, "cannot sign the event");
-        free(body);
+        slot_clear(s);
         return ATTEMPT_CONNECT;
     }
     snprintf(h_key, sizeof(h_key), "Idempotency-Key: %s", id);
@@ -270,19 +294,31 @@ static enum attempt_result post_event(struct relay *r, const struct webhook_endp
     for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
         if (lines[i][0] == '\0')
             continue;
-        if ((t = curl_slist_append(hdr, lines[i])) == NULL) {
+        if ((t = curl_slist_append(s->hdr, lines[i])) == NULL) {
             snprintf(err, errsz, "out of memory");
-            goto out;
+            slot_clear(s);
+            return ATTEMPT_CONNECT;
         }
-        hdr = t;
+        s->hdr = t;
     }
-    curl_easy_setopt(r->curl, CURLOPT_URL, ep->url);
-    curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE, (long)len);
-    curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)ep->timeout_ms);
-    curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)ep->timeout_ms);
-    cc = curl_easy_perform(r->curl);
+    curl_easy_setopt(s->curl, CURLOPT_URL, ep->url);
+    curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->hdr);
+    curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, s->body);
+    curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE, (long)len);
+    curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, (long)ep->timeout_ms);
+    curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)ep->timeout_ms);
+    curl_easy_setopt(s->curl, CURLOPT_PRIVATE, s);
+    return ATTEMPT_OK;
+}
+
+/* The outcome of s's finished request; the reason of a failure goes to err. */
+static enum attempt_result slot_finish(struct slot *s, CURLcode cc,
+                                       const struct webhook_endpoint_cfg *ep, char *err,
+                                       size_t errsz)
+{
+    enum attempt_result res;
+    long code = 0;
+
     if (cc == CURLE_OPERATION_TIMEDOUT) {
         res = ATTEMPT_TIMEOUT;
         snprintf(err, errsz, "timed out after %d ms", ep->timeout_ms);
@@ -290,15 +326,12 @@ static enum attempt_result post_event(struct relay *r, const struct webhook_endp
         res = ATTEMPT_CONNECT;
         snprintf(err, errsz, "%s", curl_easy_strerror(cc));
     } else {
-        curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
         res = code >= 200 && code < 300 ? ATTEMPT_OK : ATTEMPT_HTTP;
         if (res != ATTEMPT_OK)
             snprintf(err, errsz, "webhook answered %ld", code);
     }
-out:
-    curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(hdr);
-    free(body);
+    slot_clear(s);
     return res;
 }
 
@@ -396,25 +429,24 @@ static void idle(struct delivery *d, int ms)
 }
 
 /* The rate limit: rate_per_s events a second for the endpoint, shared
- * evenly by its relays (webhook.workers per shard). Waits for this relay's
- * next slot; a relay idle for more than a second saves up no slots. */
-static void pace(struct relay *r, const struct webhook_endpoint_cfg *ep)
+ * evenly by its relays (webhook.workers per shard). 0 when this relay may
+ * start a request now (its slot is then taken), else the milliseconds
+ * until its next slot; a relay idle for more than a second saves up no
+ * slots. */
+static int64_t pace_wait_ms(struct relay *r, const struct webhook_endpoint_cfg *ep)
 {
     struct delivery *d = r->d;
     int64_t share = (int64_t)d->srv->cfg->webhook_workers * (int64_t)d->nloops, now;
 
     if (ep->rate_per_s <= 0)
-        return;
+        return 0;
     now = monotime_us() * 1000;
     if (r->next_ns == 0 || now - r->next_ns > 1000000000LL)
         r->next_ns = now;
-    if (r->next_ns > now) {
-        struct timespec until = { .tv_sec = (time_t)(r->next_ns / 1000000000LL),
-                                  .tv_nsec = (long)(r->next_ns % 1000000000LL) };
-
-        idle_until(d, &until);
-    }
+    if (r->next_ns > now)
+        return (r->next_ns - now + 999999) / 1000000;
     r->next_ns += 1000000000LL * share / ep->rate_per_s;
+    return 0;
 }
 
 /* A failed claim or fan-out: counted for the shard, logged when the shard
@@ -492,6 +524,91 @@ static int down_wait_ms(int poll_ms, int failures)
     return w > DELIVERY_DOWN_WAIT_MAX_MS ? DELIVERY_DOWN_WAIT_MAX_MS : (int)w;
 }
 
+/* Whether a request of order order_no is in flight. A claim never hands
+ * out two events of one order at once (an order's next event waits for the
+ * delivery of the one before); this keeps it so within the batch too. */
+static bool order_in_flight(const struct relay *r, const struct outbox_event *evs,
+                            const char *order_no)
+{
+    for (size_t k = 0; k < r->nslots; k++)
+        if (r->slots[k].busy && strcmp(evs[r->slots[k].idx].order_no, order_no) == 0)
+            return true;
+    return false;
+}
+
+/* Starts the batch's next request on a free slot; false when none is free
+ * or the attempt failed before it started (res[idx] says which). */
+static bool start_one(struct relay *r, const struct webhook_endpoint_cfg *ep,
+                      const struct outbox_event *evs, size_t idx, enum attempt_result *res,
+                      char (*errs)[OUTBOX_ERROR_MAX])
+{
+    struct slot *s = NULL;
+
+    for (size_t k = 0; k < r->nslots && s == NULL; k++)
+        if (!r->slots[k].busy)
+            s = &r->slots[k];
+    if (s == NULL)
+        return false;
+    if ((res[idx] = slot_prepare(s, ep, &evs[idx], errs[idx], sizeof(errs[idx]))) != ATTEMPT_OK)
+        return false;
+    s->idx = idx;
+    s->busy = true;
+    if (curl_multi_add_handle(r->multi, s->curl) != CURLM_OK) {
+        slot_clear(s);
+        res[idx] = ATTEMPT_CONNECT;
+        snprintf(errs[idx], sizeof(errs[idx]), "cannot start the request");
+        return false;
+    }
+    return true;
+}
+
+/* POSTs the batch's events in order, up to webhook.inflight at once and
+ * paced by the endpoint's rate limit, into res and errs. A relay told to
+ * stop starts nothing more and waits for the requests in flight. Returns
+ * how many events, from the first, were attempted. */
+static size_t deliver_batch(struct relay *r, const struct webhook_endpoint_cfg *ep,
+                            const struct outbox_event *evs, size_t n, enum attempt_result *res,
+                            char (*errs)[OUTBOX_ERROR_MAX])
+{
+    size_t next = 0, active = 0;
+
+    for (;;) {
+        int64_t wait_ms = DELIVERY_POLL_SLICE_MS, w;
+        bool finished = false;
+        int running = 0;
+        CURLMsg *msg;
+
+        while (next < n && active < r->nslots && !relay_stopping(r) &&
+               !order_in_flight(r, evs, evs[next].order_no)) {
+            if ((w = pace_wait_ms(r, ep)) > 0) {
+                wait_ms = w < wait_ms ? w : wait_ms;
+                break;
+            }
+            if (start_one(r, ep, evs, next, res, errs))
+                active++;
+            next++;
+        }
+        if (active == 0 && (next == n || relay_stopping(r)))
+            return next;
+        curl_multi_perform(r->multi, &running);
+        while ((msg = curl_multi_info_read(r->multi, &running)) != NULL) {
+            struct slot *s = NULL;
+
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+            curl_multi_remove_handle(r->multi, msg->easy_handle);
+            res[s->idx] = slot_finish(s, msg->data.result, ep, errs[s->idx], sizeof(errs[s->idx]));
+            active--;
+            finished = true;
+        }
+        if (!finished && active > 0)
+            curl_multi_poll(r->multi, NULL, 0, (int)wait_ms, NULL);
+        else if (!finished)
+            idle(r->d, (int)wait_ms); /* paced, nothing in flight */
+    }
+}
+
 static void *relay_main(void *arg)
 {
     struct relay *r = arg;
@@ -510,7 +627,7 @@ static void *relay_main(void *arg)
     }
     while (!relay_stopping(r) && endpoint_get(d->srv, r->endpoint, ep)) {
         long got;
-        size_t n, i;
+        size_t n, i, attempted;
 
         if (ep->disabled) {
             idle(d, cfg->webhook_poll_ms);
@@ -518,11 +635,8 @@ static void *relay_main(void *arg)
         }
         got = claim(r, ep, evs, batch);
         n = got > 0 ? (size_t)got : 0;
-        for (i = 0; i < n && !relay_stopping(r); i++) {
-            pace(r, ep);
-            if (relay_stopping(r))
-                break;
-            res[i] = post_event(r, ep, &evs[i], errs[i], sizeof(errs[i]));
+        attempted = deliver_batch(r, ep, evs, n, res, errs);
+        for (i = 0; i < attempted; i++) {
             att[i] = (struct outbox_attempt){
                 .id = evs[i].id,
                 .ok = res[i] == ATTEMPT_OK,
@@ -576,8 +690,12 @@ static void relay_free(struct relay *r)
         return;
     if (r->started)
         pthread_join(r->thread, NULL);
-    if (r->curl != NULL)
-        curl_easy_cleanup(r->curl);
+    for (size_t k = 0; k < r->nslots; k++)
+        if (r->slots[k].curl != NULL)
+            curl_easy_cleanup(r->slots[k].curl);
+    free(r->slots);
+    if (r->multi != NULL)
+        curl_multi_cleanup(r->multi);
     free(r);
 }
 
@@ -593,14 +711,25 @@ static struct relay *relay_start(struct shard_loop *l, const char *endpoint)
     atomic_init(&r->quit, false);
     atomic_init(&r->done, false);
     owner_id(r->owner, atomic_fetch_add(&l->d->serial, 1));
-    if ((r->curl = curl_easy_init()) == NULL) {
-        free(r);
+    r->nslots = (size_t)l->d->srv->cfg->webhook_inflight;
+    if ((r->multi = curl_multi_init()) == NULL ||
+        (r->slots = calloc(r->nslots, sizeof(*r->slots))) == NULL) {
+        relay_free(r);
         return NULL;
     }
-    curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(r->curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_multi_setopt(r->multi, CURLMOPT_MAXCONNECTS, (long)r->nslots);
+    for (size_t k = 0; k < r->nslots; k++) {
+        CURL *e = curl_easy_init();
+
+        if ((r->slots[k].curl = e) == NULL) {
+            relay_free(r);
+            return NULL;
+        }
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    }
     if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {
         relay_free(r);
         return NULL;

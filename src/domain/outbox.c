@@ -235,7 +235,31 @@ struct record_job {
     const char *endpoint, *owner;
     struct outbox_attempt *a;
     size_t n;
+    char *ids;   /* "id,id,..." of the acknowledged attempts, for one statement */
+    size_t nids; /* how many */
 };
+
+/* The acknowledged attempts in one statement when every one still holds
+ * its lease (the rows it changed are all of them); else DB_ROLLBACK, and
+ * the caller records them one by one to learn which did. */
+static enum db_status record_acked(struct db_conn *c, struct record_job *j)
+{
+    char delivered[DB_INT_BUF];
+    const char *p[] = { db_param_int(delivered, OUTBOX_DELIVERED), j->owner, j->endpoint, j->ids };
+    uint64_t rows = 0;
+    enum db_status st;
+
+    if (j->nids == 0)
+        return DB_OK;
+    if ((st = db_exec(c, ST_DELIVERY_ACKED, p, 4, &rows)) != DB_OK)
+        return st;
+    if (rows != j->nids)
+        return DB_ROLLBACK;
+    for (size_t i = 0; i < j->n; i++)
+        if (j->a[i].ok)
+            j->a[i].held = true;
+    return DB_OK;
+}
 
 static enum db_status record_txn(struct db_conn *c, void *arg)
 {
@@ -244,8 +268,11 @@ static enum db_status record_txn(struct db_conn *c, void *arg)
 
     for (size_t i = 0; i < j->n; i++)
         j->a[i].held = j->a[i].dead = false;
+    if (j->ids != NULL && (st = record_acked(c, j)) != DB_OK)
+        return st;
     for (size_t i = 0; i < j->n; i++)
-        if ((st = record_one(c, j->endpoint, j->owner, &j->a[i])) != DB_OK)
+        if ((j->ids == NULL || !j->a[i].ok) &&
+            (st = record_one(c, j->endpoint, j->owner, &j->a[i])) != DB_OK)
             return st;
     return DB_OK;
 }
@@ -254,10 +281,28 @@ enum db_status outbox_record(struct db_conn *c, const char *endpoint, const char
                              struct outbox_attempt *a, size_t n)
 {
     struct record_job j = { .endpoint = endpoint, .owner = owner, .a = a, .n = n };
+    size_t len = 0;
+    enum db_status st;
 
     if (n == 0)
         return DB_OK;
-    return db_txn(c, record_txn, &j);
+    if ((j.ids = malloc(n * DB_INT_BUF + 1)) != NULL) {
+        j.ids[0] = '\0';
+        for (size_t i = 0; i < n; i++)
+            if (a[i].ok) {
+                len += (size_t)snprintf(j.ids + len, DB_INT_BUF + 1, "%s%llu", j.nids ? "," : "",
+                                        (unsigned long long)a[i].id);
+                j.nids++;
+            }
+    }
+    st = db_txn(c, record_txn, &j);
+    if (st == DB_ROLLBACK) { /* a lease ran out: one by one */
+        free(j.ids);
+        j.ids = NULL;
+        st = db_txn(c, record_txn, &j);
+    }
+    free(j.ids);
+    return st;
 }
 
 enum db_status outbox_release(struct db_conn *c, const char *owner)

@@ -168,9 +168,11 @@ const char *const stmt_sql[ST_COUNT] = {
         "AND NOT EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.event_id = o.id AND d.state = ?) "
         "ORDER BY o.id LIMIT ?",
     /* As ST_OUTBOX_CLAIM, per endpoint: an order's earlier event must be
-     * delivered there, and handed out, first. */
+     * delivered there, and handed out, first. Along idx_claim: the primary
+     * key, which the optimizer prefers for the ORDER BY, would read (and
+     * lock) every delivered row of the endpoint before the first pending. */
     [ST_DELIVERY_CLAIM] =
-        "UPDATE webhook_delivery d SET d.lease_owner = ?, "
+        "UPDATE webhook_delivery d FORCE INDEX (idx_claim) SET d.lease_owner = ?, "
         "d.lease_until = NOW(3) + INTERVAL ? SECOND "
         "WHERE d.endpoint = ? AND d.state = ? AND d.next_attempt_at <= NOW(3) "
         "AND (d.lease_until IS NULL OR d.lease_until < NOW(3)) "
@@ -190,6 +192,13 @@ const char *const stmt_sql[ST_COUNT] = {
         "UPDATE webhook_delivery SET state = ?, published_at = NOW(3), attempts = attempts + 1, "
         "lease_owner = NULL, lease_until = NULL, last_error = NULL "
         "WHERE endpoint = ? AND event_id = ? AND lease_owner = ? AND lease_until > NOW(3)",
+    /* A batch's acknowledgements in one statement, along idx_lease_owner:
+     * every row still under the relay's lease, of the ids listed. */
+    [ST_DELIVERY_ACKED] =
+        "UPDATE webhook_delivery SET state = ?, published_at = NOW(3), attempts = attempts + 1, "
+        "lease_owner = NULL, lease_until = NULL, last_error = NULL "
+        "WHERE lease_owner = ? AND endpoint = ? AND lease_until > NOW(3) "
+        "AND FIND_IN_SET(event_id, ?)",
     [ST_DELIVERY_FAILED] =
         "UPDATE webhook_delivery SET state = IF(attempts + 1 >= ?, ?, state), "
         "next_attempt_at = NOW(3) + INTERVAL ? * 1000 MICROSECOND, last_error = ?, "

@@ -76,6 +76,7 @@ enum db_stmt {
     ST_DELIVERY_CLAIM,     /* owner, lease_s, endpoint, pending, delivered, pending, max */
     ST_DELIVERY_CLAIMED,   /* owner, endpoint, pending -> enum outbox_claim_col */
     ST_DELIVERY_DELIVERED, /* delivered, endpoint, id, owner */
+    ST_DELIVERY_ACKED,     /* delivered, owner, endpoint, "id,id,..." */
     ST_DELIVERY_FAILED,    /* max_attempts, dead, delay_ms, error, endpoint, id, owner */
     ST_DELIVERY_NOTE,      /* attempts, error, id: the outbox row's summary */
     ST_DELIVERY_RELEASE,   /* owner, pending */
