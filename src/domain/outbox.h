@@ -23,8 +23,9 @@
 #define OUTBOX_ORDER_SHIPPED "order.shipped"
 #define OUTBOX_ORDER_FINISHED "order.finished"
 #define OUTBOX_ORDER_CANCELED "order.canceled"
-#define OUTBOX_REFUND_SUCCEEDED "refund.succeeded" /* subject: the refund_no */
-#define OUTBOX_REFUND_FAILED "refund.failed"       /* subject: the refund_no */
+#define OUTBOX_PAYMENT_DOUBLE_CHARGED "payment.double_charged" /* subject: the pay_no */
+#define OUTBOX_REFUND_SUCCEEDED "refund.succeeded"             /* subject: the refund_no */
+#define OUTBOX_REFUND_FAILED "refund.failed"                   /* subject: the refund_no */
 
 /* Delivery state of an event (outbox.state). */
 enum outbox_state {

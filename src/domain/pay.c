@@ -6,7 +6,7 @@
  * duplicate key, and only that, means "seen before"), then the CAS
  * WAIT_PAY -> PAID with its order.paid outbox row. Either all of it
  * commits or none of it does, so any retry is safe. The transaction runs
- * inside MariaDB as one CALL of pay_callback_v2 (sql/migrations/0005_pay_no_release.sql): one
+ * inside MariaDB as one CALL of pay_callback_v3 (sql/migrations/0010_double_charged.sql): one
  * client/server round trip instead of six.
  *
  * pay_route runs it on the order's shard. Sharded, a third line comes
@@ -33,10 +33,10 @@
 #include "route.h"
 #include "shard.h"
 
-/* pay_callback_v2 (sql/migrations/0005_pay_no_release.sql) writes these codes as literals. */
+/* pay_callback_v3 (sql/migrations/0010_double_charged.sql) writes these codes as literals. */
 _Static_assert(ORDER_WAIT_PAY == 1 && ORDER_PAID == 2 && PAYMENT_PAID == 1 &&
                    PAYMENT_REFUND_REQUIRED == 2,
-               "status codes changed: change pay_callback_v2 (sql/migrations/) with them");
+               "status codes changed: change pay_callback_v3 (sql/migrations/) with them");
 
 /* One CALL of the procedure: the request, and the row it answered. */
 struct pay_call {

@@ -101,7 +101,7 @@ enum pay_no_state {
 };
 
 /* Applies req on c (a borrowed connection, not inside a transaction) in
- * one round trip: one prepared CALL of pay_callback_v2 (sql/migrations/0005_pay_no_release.sql),
+ * one round trip: one prepared CALL of pay_callback_v3 (sql/migrations/0010_double_charged.sql),
  * which runs the whole transaction inside MariaDB. It inserts the payment
  * record first (UNIQUE pay_no: a duplicate key, and only that, means "seen
  * before", answered from the record), locks the order, checks the amount,

@@ -89,7 +89,7 @@ static enum db_status begin_body(struct db_conn *c, void *arg)
 
 /* Step 2, on the bound order's shard: the fence, then the payment. The
  * fence row is written first and the payment read with a lock, while
- * pay_callback_v2 writes its payment first and reads the fence with a
+ * pay_callback_v3 writes its payment first and reads the fence with a
  * lock: whichever commits first, the other sees it. */
 static enum db_status fence_body(struct db_conn *c, void *arg)
 {

@@ -9,7 +9,7 @@
  *  2. on the bound order's shard: a fence row for (pay_no, order_no), then
  *     a locking read of the pay_no's payment there. A payment refuses the
  *     release (RELEASING -> BOUND, audit "pay_no.release_refused"); else
- *     the fence commits, and pay_callback_v2 refuses from then on to record
+ *     the fence commits, and pay_callback_v3 refuses from then on to record
  *     that payment for that order, however late its CALL commits;
  *  3. on the registry's shard: RELEASING -> RELEASED, audit
  *     "pay_no.released".

@@ -195,7 +195,7 @@ enum order_currency_col {
     OCC_AMOUNT
 };
 
-/* ST_PAY_CALL: the one row CALL pay_callback_v2 answers (sql/migrations/0005_pay_no_release.sql).
+/* ST_PAY_CALL: the one row CALL pay_callback_v3 answers (sql/migrations/0010_double_charged.sql).
  * ORDER_STATUS is NULL when there is no order; ORDER_AMOUNT is set for
  * PAY_CALL_MISMATCH; the STORED_ columns describe the record for
  * PAY_CALL_SEEN (NULL if it vanished in between). */
@@ -276,7 +276,7 @@ enum idem_col {
 
 /* The stored procedures this build calls. Their names carry their version
  * (sql/migrations/); db_probe checks that each exists. */
-#define DB_PROC_PAY_CALLBACK "pay_callback_v2"
+#define DB_PROC_PAY_CALLBACK "pay_callback_v3"
 #define DB_PROC_COUNT 1
 extern const char *const stmt_procedures[DB_PROC_COUNT];
 

@@ -724,7 +724,8 @@ START_TEST(frozen_mysql_gets_503_with_retry_after_and_healthz_stays_up)
         h_resp_free(&r);
     }
     /* Each pay_no recorded once, whether its frozen CALL or its retry wrote
-     * it; the order paid once, its first payment the one PAID. */
+     * it; the order paid once, its first payment the one PAID, each other
+     * one announced once as a double charge. */
     ck_assert_int_eq(calls, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record"));
     ck_assert_int_eq(calls, h_db_scalar_ll("SELECT COUNT(DISTINCT pay_no) FROM payment_record "
                                            "WHERE order_no = 'FROZEN-ORDER'"));
@@ -733,8 +734,14 @@ START_TEST(frozen_mysql_gets_503_with_retry_after_and_healthz_stays_up)
                                                "WHERE status = 2"));
     ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM orders "
                                        "WHERE order_no = 'FROZEN-ORDER'"));
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox "
-                                       "WHERE order_no = 'FROZEN-ORDER'"));
+    ck_assert_int_eq(
+        1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox "
+                          "WHERE order_no = 'FROZEN-ORDER' AND event_type = 'order.paid'"));
+    ck_assert_int_eq(calls - 1, h_db_scalar_ll("SELECT COUNT(DISTINCT subject) FROM outbox "
+                                               "WHERE order_no = 'FROZEN-ORDER' AND "
+                                               "event_type = 'payment.double_charged'"));
+    ck_assert_int_eq(calls, h_db_scalar_ll("SELECT COUNT(*) FROM outbox "
+                                           "WHERE order_no = 'FROZEN-ORDER'"));
     ck_assert_int_eq(1, paid);
 }
 END_TEST

@@ -442,7 +442,10 @@ START_TEST(second_pay_no_on_paid_order_requires_refund)
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'P1'"));
     ck_assert_int_eq(2, order_status("O1"));
     ck_assert_int_eq(1, paid_events("O1"));
-    ck_assert_int_eq(1, outbox_rows());
+    /* and the shop is told, in the same transaction */
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = 'O1' AND "
+                                       "event_type = 'payment.double_charged' AND subject = 'P2'"));
+    ck_assert_int_eq(2, outbox_rows());
 }
 END_TEST
 
@@ -466,12 +469,14 @@ START_TEST(replayed_second_pay_no_repeats_refund_required)
 
     ck_assert_int_eq(2, records());
     ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'P2'"));
-    ck_assert_int_eq(1, outbox_rows());
+    ck_assert_int_eq(2, outbox_rows()); /* order.paid, one payment.double_charged */
 }
 END_TEST
 
 /* Orders no longer waiting for payment: PAID by an earlier pay_no (written
- * directly), SHIPPED, FINISHED, CANCELED. */
+ * directly), SHIPPED, FINISHED, CANCELED. A payment of one that was paid is
+ * a double charge, announced by a payment.double_charged event; of a
+ * CANCELED one (never paid), none. */
 static const int closed_status[] = { 2, 3, 4, 9 };
 
 START_TEST(callback_on_closed_order_requires_refund)
@@ -486,7 +491,10 @@ START_TEST(callback_on_closed_order_requires_refund)
     ck_assert_int_eq(st, order_status("O1"));
     ck_assert_int_eq(1, records());
     ck_assert_int_eq(2, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'P1'"));
-    ck_assert_int_eq(0, outbox_rows());
+    ck_assert_int_eq(st == 9 ? 0 : 1,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = 'O1' AND "
+                                    "event_type = 'payment.double_charged' AND subject = 'P1'"));
+    ck_assert_int_eq(st == 9 ? 0 : 1, outbox_rows());
 }
 END_TEST
 
@@ -869,7 +877,7 @@ START_TEST(a_callback_while_the_procedure_is_missing_is_503_and_the_retry_pays)
     struct h_resp r;
 
     h_db_insert_order("O1", "u1001", PRICE, 1);
-    h_db_exec("DROP PROCEDURE pay_callback_v2");
+    h_db_exec("DROP PROCEDURE pay_callback_v3");
 
     h_callback(h_port(), "O1", "P1", PRICE, &r);
     h_assert_error(&r, 503, "UNAVAILABLE");
