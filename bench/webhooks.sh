@@ -5,9 +5,11 @@
 # standardwebhooks npm package) and no rate limit; the figure is events
 # delivered per second between the first and the last delivery the
 # receiver saw. Knobs: BENCH_EVENTS, BENCH_WORKERS (webhook.workers, 2),
-# BENCH_BATCH (webhook.batch, 100), BENCH_INFLIGHT (webhook.inflight, requests each
-# relay keeps in flight; unset: the default, 8). Uses the test database
-# (paycallback_test, emptied) under var/test.lock. usage: bench/webhooks.sh BIN
+# BENCH_BATCH (webhook.batch, 100), BENCH_INFLIGHT (webhook.inflight,
+# requests each relay keeps in flight; unset: the default, 8), BENCH_RATE
+# (the endpoint's rate_per_s; unset: none; set, the figure is compared
+# with it). Uses the test database (paycallback_test, emptied) under
+# var/test.lock. usage: bench/webhooks.sh BIN
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
 
@@ -16,6 +18,7 @@ n=${BENCH_EVENTS:-5000}
 workers=${BENCH_WORKERS:-2}
 batch=${BENCH_BATCH:-100}
 inflight=${BENCH_INFLIGHT:+, \"inflight\": $BENCH_INFLIGHT}
+rate=${BENCH_RATE:+, \"rate_per_s\": $BENCH_RATE}
 secret='whsec_+Waf0cCHwFHfvWZpGczYmsM7rKiUFh0DeB43KHaZ4sg='
 work=$(mktemp -d)
 exec 9>"$VAR/test.lock"
@@ -47,7 +50,7 @@ cat >"$work/config.json" <<JSON
  "mysql": {"port": $MYSQL_PORT, "user": "$DB_USER", "password": "$DB_PASSWORD", "database": "$DB_TEST_NAME"},
  "redis": {"port": $REDIS_PORT, "db": 9},
  "webhook": {"workers": $workers, "batch": $batch$inflight, "poll_ms": 20},
- "webhooks": [{"name": "fast", "url": "http://127.0.0.1:$port/fast", "secret": "$secret"}]}
+ "webhooks": [{"name": "fast", "url": "http://127.0.0.1:$port/fast", "secret": "$secret"$rate}]}
 JSON
 PAYCALLBACK_DEV=1 "$bin" -c "$work/config.json" >"$work/server.log" 2>&1 &
 spid=$!
@@ -56,7 +59,7 @@ for _ in $(seq 1200); do
 	[[ $(sql "SELECT COUNT(*) FROM webhook_delivery WHERE state = 1") -ge $n ]] && break
 	sleep 0.25
 done
-python3 - "$work/log.jsonl" "$n" <<'PY'
+python3 - "$work/log.jsonl" "$n" "${BENCH_RATE:-0}" <<'PY'
 import json, sys
 ts, bad = [], 0
 for line in open(sys.argv[1]):
@@ -67,7 +70,9 @@ for line in open(sys.argv[1]):
 n = int(sys.argv[2])
 if len(ts) < n or bad:
     sys.exit(f"webhooks bench: {len(ts)} of {n} delivered, {bad} failed verification")
+rate, limit = (n - 1) / (ts[-1] - ts[0]), int(sys.argv[3])
 print(f"webhooks: {n} events to one endpoint in {ts[-1] - ts[0]:.2f} s: "
-      f"{(n - 1) / (ts[-1] - ts[0]):.0f} events/s (every delivery verified)")
+      f"{rate:.0f} events/s (every delivery verified)"
+      + (f"; rate limit {limit}/s, {100 * (rate - limit) / limit:+.1f} %" if limit else ""))
 PY
 sql "TRUNCATE orders; TRUNCATE outbox; TRUNCATE webhook_delivery"
