@@ -8,7 +8,8 @@
 #   - be brought to this build's version by `paycallback migrate` (both
 #     shards in one run), a second run applying nothing;
 #   - keep every row, unchanged in every column it had;
-#   - pass --check-config.
+#   - pass --check-config;
+# and make services must bring a database one version behind forward.
 # Needs the private MariaDB (make services) and the binary ($PCB_BIN).
 # usage: check-migrate.sh       Prints a Check-style summary line.
 set -euo pipefail
@@ -117,6 +118,24 @@ checked() {
 		>"$tmp/check.out" 2>&1 || { cat "$tmp/check.out" >&2; return 1; }
 }
 check "--check-config passes on the migrated shards" checked
+
+# The development servers' provisioning (make services) brings a database
+# that is behind the tree forward with the migrations it lacks only: an
+# earlier one re-run over a later one's rows may not fit them (two events of
+# one kind for one order break 0007's unique key, which 0009 replaced).
+provisioned() {
+	local d=${dbs[0]} have
+	as_root "$d" -e "INSERT INTO outbox (event_type, order_no, subject, payload) VALUES
+		('payment.double_charged', 'MIG-DUP', 'P1', '{}'),
+		('payment.double_charged', 'MIG-DUP', 'P2', '{}');
+		DELETE FROM schema_migrations WHERE version = $latest;"
+	"$ROOT/scripts/services.sh" start >"$tmp/services.out" 2>&1 ||
+		{ cat "$tmp/services.out" >&2; return 1; }
+	have=$(as_root -N -B "$d" -e "SELECT MAX(version) FROM schema_migrations")
+	as_root "$d" -e "DELETE FROM outbox WHERE order_no = 'MIG-DUP'"
+	((have == latest)) || { echo "$d at version $have after make services, not $latest" >&2; return 1; }
+}
+check "make services brings a database forward with only the migrations it lacks" provisioned
 
 pct=$(((checks - failures) * 100 / checks))
 echo "$pct%: Checks: $checks, Failures: $failures, Errors: 0"
