@@ -1773,6 +1773,69 @@ START_TEST(a_merchant_key_readable_by_others_is_refused)
 }
 END_TEST
 
+/* ---- the shop's side: the refund events as delivered ------------------------ */
+
+#define SHOP_SECRET "whsec_+Waf0cCHwFHfvWZpGczYmsM7rKiUFh0DeB43KHaZ4sg="
+
+/* A double payment refunded (refund.succeeded) and a refund refused
+ * (refund.failed) reach a shop endpoint that verifies each delivery with
+ * the standardwebhooks package and checks its body against the event's
+ * schema in docs/openapi.yaml (tests/tools/webhook_receiver.js). */
+START_TEST(the_shop_receives_the_refund_events_signed_and_as_documented)
+{
+    static const char *const rcv_args[] = { "--secret", SHOP_SECRET, NULL };
+    struct h_tool rcv;
+    struct h_resp r = { 0 };
+    char cfg[1536], shop_cfg[H_TEMP_PATH_MAX], *refund_no;
+
+    h_tool_start(&rcv, "webhook_receiver.js", rcv_args);
+    snprintf(cfg, sizeof cfg,
+             "{\"webhook\": {\"poll_ms\": 50},"
+             " \"webhooks\": [{\"name\": \"shop\", \"url\": \"http://127.0.0.1:%d/shop\","
+             " \"secret\": \"" SHOP_SECRET "\", \"events\": [\"payment.double_charged\","
+             " \"refund.succeeded\", \"refund.failed\"]}],"
+             " \"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\":"
+             " \"TEST_STRIPE_SECRET\", \"refund\": \"auto\", \"refund_url\":"
+             " \"http://127.0.0.1:%d\", \"refund_key_env\": \"TEST_STRIPE_KEY\","
+             " \"refund_timeout_ms\": 500}]}",
+             rcv.port, gw.port);
+    h_temp_file(shop_cfg, cfg);
+    h_fixture_server_up_config(shop_cfg, relay_env);
+
+    h_db_insert_order("OW1", "u1", PRICE, 1);
+    stripe_paid("stripe", "pi_w1", "OW1", &r);
+    h_resp_free(&r);
+    stripe_paid("stripe", "pi_w2", "OW1", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("pi_w2", 3);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_w2'");
+    ck_assert_ptr_nonnull(refund_no);
+
+    paid_payment("OW2", "pi_w3", "stripe");
+    plant("pi_w3", "refuse");
+    ask_refund("pi_w3", "w3", "{\"amount\":\"100.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("pi_w3", 4);
+
+    h_await(h_tool_log_lines(&rcv, "\"answer\": 200", NULL) == 3, RELAY_WAIT_MS,
+            "the shop did not receive the three events");
+    ck_assert_int_eq(1, h_tool_log_lines(&rcv, "\"type\": \"payment.double_charged\"",
+                                         "\"pay_no\": \"pi_w2\", \"gateway\": \"stripe\""));
+    ck_assert_int_eq(1, h_tool_log_lines(&rcv, "\"type\": \"refund.succeeded\"", refund_no));
+    ck_assert_int_eq(1, h_tool_log_lines(&rcv, "\"type\": \"refund.succeeded\"",
+                                         "\"amount\": \"899.00\", \"currency\": \"CNY\""));
+    ck_assert_int_eq(1, h_tool_log_lines(&rcv, "\"type\": \"refund.failed\"",
+                                         "\"failure_code\": \"charge_already_refunded\""));
+    ck_assert_int_eq(3, h_tool_log_lines(&rcv, "\"sig_ok\": true", "\"schema_ok\": true"));
+    h_fixture_server_down();
+    h_tool_stop(&rcv);
+    unlink(shop_cfg);
+    free(refund_no);
+}
+END_TEST
+
 static Suite *refunds_suite(void)
 {
     Suite *s = suite_create("refunds");
@@ -1828,6 +1891,7 @@ static Suite *refunds_suite(void)
 
     tc = h_tcase_with("merchant keys", TC_TIMEOUT_S, gateway_up, gateway_down);
     tcase_add_test(tc, a_merchant_key_readable_by_others_is_refused);
+    tcase_add_test(tc, the_shop_receives_the_refund_events_signed_and_as_documented);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("a crash mid-submission", TC_TIMEOUT_S, gateway_up, gateway_down);
