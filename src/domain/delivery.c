@@ -372,14 +372,17 @@ static void record(struct relay *r, const struct webhook_endpoint_cfg *ep,
 
         if (a[i].ok && a[i].held) {
             metrics_inc(srv->m, M_OUTBOX_DELIVERED);
+            metrics_endpoint(srv->m, ep->name, ME_DELIVERED);
         } else if (a[i].ok) {
             log_warn("event acknowledged after its lease ran out; it is sent again",
                      "endpoint=%s event_id=%s:%s attempt=%d", ep->name, ev->order_no,
                      ev->event_type, ev->attempts + 1);
         } else {
             metrics_inc(srv->m, res[i] == ATTEMPT_TIMEOUT ? M_OUTBOX_TIMEOUTS : M_OUTBOX_FAILURES);
+            metrics_endpoint(srv->m, ep->name, res[i] == ATTEMPT_TIMEOUT ? ME_TIMEOUT : ME_FAILED);
             if (a[i].dead) {
                 metrics_inc(srv->m, M_OUTBOX_DEAD);
+                metrics_endpoint(srv->m, ep->name, ME_DEAD);
                 log_alert("OUTBOX_DEAD", "endpoint=%s event_id=%s:%s attempts=%d error=\"%s\"",
                           ep->name, ev->order_no, ev->event_type, ev->attempts + 1, a[i].error);
             } else {

@@ -6,6 +6,7 @@
 #include "metrics.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -54,6 +55,11 @@ struct metrics {
     atomic_ullong gateway_reject[METRICS_GATEWAYS_MAX][METRICS_GW_LABELS_MAX];
     atomic_ullong refund_state[METRICS_GATEWAYS_MAX][METRICS_REFUND_STATES];
     atomic_ullong refund_unsolicited[METRICS_GATEWAYS_MAX];
+    /* Webhook endpoints: a slot's state is 0 free, 1 being named, 2 named
+     * (its name then never changes). */
+    atomic_int endpoint_state[METRICS_ENDPOINTS_MAX];
+    char endpoint_name[METRICS_ENDPOINTS_MAX][METRICS_ENDPOINT_NAME_MAX + 1];
+    atomic_ullong endpoint_count[METRICS_ENDPOINTS_MAX][ME_COUNT];
     const char *const *shard_labels; /* set once before threads start */
     size_t nshards;
     atomic_ullong shard_count[METRICS_SHARDS_MAX][MS_COUNT];
@@ -602,6 +608,63 @@ void metrics_refund_unsolicited(struct metrics *m, size_t gw)
         atomic_fetch_add_explicit(&m->refund_unsolicited[gw], 1, memory_order_relaxed);
 }
 
+/* The slot of endpoint name, taken for it if it has none: slots are
+ * scanned in order and one being named is waited for, so two threads
+ * counting one new name at once end in the same slot. -1 when full. */
+static int endpoint_slot(struct metrics *m, const char *name)
+{
+    for (int i = 0; i < METRICS_ENDPOINTS_MAX; i++) {
+        int st = atomic_load_explicit(&m->endpoint_state[i], memory_order_acquire);
+
+        if (st == 0) {
+            int expect = 0;
+
+            if (atomic_compare_exchange_strong(&m->endpoint_state[i], &expect, 1)) {
+                snprintf(m->endpoint_name[i], sizeof(m->endpoint_name[i]), "%s", name);
+                atomic_store_explicit(&m->endpoint_state[i], 2, memory_order_release);
+                return i;
+            }
+            st = expect;
+        }
+        while (st == 1) {
+            sched_yield();
+            st = atomic_load_explicit(&m->endpoint_state[i], memory_order_acquire);
+        }
+        if (strcmp(m->endpoint_name[i], name) == 0)
+            return i;
+    }
+    return -1;
+}
+
+void metrics_endpoint(struct metrics *m, const char *name, enum metric_endpoint_result r)
+{
+    int i;
+
+    if (m == NULL || name == NULL || (unsigned)r >= ME_COUNT ||
+        strlen(name) > METRICS_ENDPOINT_NAME_MAX || (i = endpoint_slot(m, name)) < 0)
+        return;
+    atomic_fetch_add_explicit(&m->endpoint_count[i][r], 1, memory_order_relaxed);
+}
+
+/* Deliveries by endpoint and result, for every endpoint counted so far. */
+static void render_endpoints(const struct metrics *m, struct buf *b)
+{
+    static const char *const results[ME_COUNT] = { "delivered", "failed", "timeout", "dead" };
+    int header = 0;
+
+    for (int i = 0; i < METRICS_ENDPOINTS_MAX; i++) {
+        if (atomic_load_explicit(&m->endpoint_state[i], memory_order_acquire) != 2)
+            continue;
+        if (!header++)
+            bprintf(b, "# HELP paycallback_webhook_deliveries_total Webhook delivery attempts by "
+                       "endpoint and result (dead: the attempt that ran out of attempts).\n"
+                       "# TYPE paycallback_webhook_deliveries_total counter\n");
+        for (int r = 0; r < ME_COUNT; r++)
+            bprintf(b, "paycallback_webhook_deliveries_total{endpoint=\"%s\",result=\"%s\"} %llu\n",
+                    m->endpoint_name[i], results[r], ld(&m->endpoint_count[i][r]));
+    }
+}
+
 void metrics_set_shards(struct metrics *m, const char *const *labels, size_t n)
 {
     if (m == NULL)
@@ -841,6 +904,7 @@ char *metrics_render(const struct metrics *m, size_t *len)
     render_latency(m, &b);
     render_counters(m, &b);
     render_gateways(m, &b);
+    render_endpoints(m, &b);
     render_shards(m, &b);
     render_build_info(m, &b);
     render_process(m, &b);

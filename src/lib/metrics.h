@@ -144,6 +144,24 @@ void metrics_gateway_reject(struct metrics *m, size_t gw, size_t reason);
 void metrics_refund(struct metrics *m, size_t gw, int state);
 void metrics_refund_unsolicited(struct metrics *m, size_t gw);
 
+/* Webhook endpoints by name (label endpoint="name"): a slot is taken by
+ * an endpoint's first count and kept for the process's life, so a counter
+ * never goes back when a reload removes and adds endpoints again. Names
+ * past the maximum are not counted per endpoint (the totals still are). */
+#define METRICS_ENDPOINTS_MAX 32
+#define METRICS_ENDPOINT_NAME_MAX 32
+
+enum metric_endpoint_result {
+    ME_DELIVERED, /* acknowledged (2xx) within its lease */
+    ME_FAILED,    /* refused or unreachable: retried on the schedule */
+    ME_TIMEOUT,   /* no answer within the endpoint's timeout_ms */
+    ME_DEAD,      /* ran out of attempts */
+    ME_COUNT
+};
+
+/* Counts one delivery attempt's result at endpoint name. */
+void metrics_endpoint(struct metrics *m, const char *name, enum metric_endpoint_result r);
+
 #define METRICS_SHARDS_MAX 8
 
 /* Per-shard counters, labelled shard="<id>". */

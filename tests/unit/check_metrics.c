@@ -199,6 +199,65 @@ START_TEST(null_registry_is_accepted_everywhere)
 }
 END_TEST
 
+/* ---- webhook endpoints ----------------------------------------------------- */
+
+static void *count_endpoints(void *arg)
+{
+    static const char *const names[] = { "erp", "shop", "analytics" };
+
+    (void)arg;
+    for (int i = 0; i < RACE_INCREMENTS / 10; i++)
+        metrics_endpoint(m, names[i % 3], ME_DELIVERED);
+    return NULL;
+}
+
+START_TEST(endpoints_are_counted_by_name_each_in_one_slot_under_concurrency)
+{
+    pthread_t t[RACE_THREADS];
+    char want[VALUE_MAX];
+    const char *out;
+
+    ck_assert_ptr_null(strstr(render(), "paycallback_webhook_deliveries_total"));
+    for (int i = 0; i < RACE_THREADS; i++)
+        ck_assert_int_eq(0, pthread_create(&t[i], NULL, count_endpoints, NULL));
+    for (int i = 0; i < RACE_THREADS; i++)
+        pthread_join(t[i], NULL);
+    metrics_endpoint(m, "erp", ME_TIMEOUT);
+    metrics_endpoint(m, "erp", ME_DEAD);
+    metrics_endpoint(m, "shop", ME_FAILED);
+    metrics_endpoint(m, "shop", ME_COUNT); /* out of range: nothing */
+    snprintf(want, sizeof want, "%d", RACE_THREADS * ((RACE_INCREMENTS / 10 + 2) / 3));
+    assert_sample("paycallback_webhook_deliveries_total{endpoint=\"erp\",result=\"delivered\"}",
+                  want);
+    assert_sample("paycallback_webhook_deliveries_total{endpoint=\"erp\",result=\"timeout\"}", "1");
+    assert_sample("paycallback_webhook_deliveries_total{endpoint=\"erp\",result=\"dead\"}", "1");
+    assert_sample("paycallback_webhook_deliveries_total{endpoint=\"shop\",result=\"failed\"}", "1");
+    assert_sample("paycallback_webhook_deliveries_total{endpoint=\"analytics\",result=\"dead\"}",
+                  "0");
+    out = render();
+    /* one slot per name: each series once */
+    ck_assert_ptr_null(strstr(strstr(out, "{endpoint=\"erp\",result=\"delivered\"}") + 1,
+                              "{endpoint=\"erp\",result=\"delivered\"}"));
+}
+END_TEST
+
+START_TEST(endpoints_past_the_maximum_are_not_counted)
+{
+    char name[16];
+
+    for (int i = 0; i <= METRICS_ENDPOINTS_MAX; i++) {
+        snprintf(name, sizeof name, "ep%d", i);
+        metrics_endpoint(m, name, ME_DELIVERED);
+    }
+    metrics_endpoint(m, "a-name-longer-than-thirty-two-chars", ME_DELIVERED);
+    snprintf(name, sizeof name, "ep%d", METRICS_ENDPOINTS_MAX - 1);
+    ck_assert_ptr_nonnull(strstr(render(), name));
+    snprintf(name, sizeof name, "\"ep%d\"", METRICS_ENDPOINTS_MAX);
+    ck_assert_ptr_null(strstr(render(), name));
+    ck_assert_ptr_null(strstr(render(), "thirty-two"));
+}
+END_TEST
+
 /* ---- requests ------------------------------------------------------------ */
 
 START_TEST(requests_are_counted_by_route_method_and_code)
@@ -468,6 +527,8 @@ static Suite *metrics_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, each_family_has_one_help_and_type_before_its_samples);
     tcase_add_test(tc, counter_families_end_in_total);
+    tcase_add_test(tc, endpoints_are_counted_by_name_each_in_one_slot_under_concurrency);
+    tcase_add_test(tc, endpoints_past_the_maximum_are_not_counted);
     suite_add_tcase(s, tc);
     return s;
 }
