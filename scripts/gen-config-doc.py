@@ -57,7 +57,7 @@ logged and keeps its running value until a restart. The secrets, the
 development switch, reload and the operator keys are described in
 [operations.md](operations.md#secrets-keys-and-reload); the gateway profiles
 in [gateways.md](gateways.md); the list formats (`auth.keys`, `mysql.shards`,
-`gateways`) also in `man 5 paycallback.json`.
+`gateways`, `webhooks`) also in `man 5 paycallback.json`.
 """
 
 
@@ -69,7 +69,7 @@ def render(keys):
     out = [HEAD]
     for sec, title in SECTIONS:
         rows = [k for k in keys if k[0] != "-" and
-                (k[0].split(".")[0] if "." in k[0] else ("gateways" if k[0] == "gateways" else "")) == sec]
+                (k[0].split(".")[0] if "." in k[0] else {"gateways": "gateways", "webhooks": "webhook"}.get(k[0], "")) == sec]
         if not rows:
             continue
         out += [f"## {title}", "", "| key | environment | default | range | SIGHUP | meaning |",

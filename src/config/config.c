@@ -1491,6 +1491,11 @@ void cfg_print_keys(void)
     printf("  %-30s %-45s %-18s %-6s %s\n", CFG_GATEWAYS_KEY, "-", range, "reload", "(none)");
     print_doc("the payment gateways that call POST /pay/callback/NAME, one profile each "
               "(docs/gateways.md, paycallback.json(5)); file only");
+    snprintf(range, sizeof(range), "n<=%d", WEBHOOKS_MAX);
+    printf("  %-30s %-45s %-18s %-6s %s\n", CFG_WEBHOOKS_KEY, "-", range, "reload", "(none)");
+    print_doc("the shop's webhook endpoints beside webhook.url, each with its name, url, event "
+              "types, secret(s), timeout, retry schedule and rate (docs/webhooks.md, "
+              "paycallback.json(5)); a reload adds, removes or disables them; file only");
     printf("  %-30s %-45s %-18s %-6s %s\n", "-", CFG_DEV_ENV, "0..1", "-", "0; 1 = as --dev");
     print_doc("the development switch; environment only, never a key of the file");
 }
