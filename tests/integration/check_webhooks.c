@@ -157,24 +157,6 @@ static int acked_before(const char *path, const char *key_a, const char *key_b)
 /* Two endpoints, different filters; b fails for 20 s while a keeps
  * receiving what it subscribed to (and nothing else); then b drains, each
  * order's events in order. */
-/* The value of series ("name{labels}") in s's /metrics, or -1. */
-static long long server_metric(const struct h_server *s, const char *series)
-{
-    struct h_resp r;
-    const char *p;
-    long long v = -1;
-
-    h_http(h_server_port(s), "GET", "/metrics", NULL, NULL, 0, &r);
-    h_assert_status(&r, 200);
-    for (p = r.body; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, series, strlen(series)) == 0 && p[strlen(series)] == ' ') {
-            v = strtoll(p + strlen(series) + 1, NULL, 10);
-            break;
-        }
-    h_resp_free(&r);
-    return v;
-}
-
 START_TEST(a_failing_endpoint_never_holds_back_another)
 {
     struct h_server *s;
@@ -205,14 +187,16 @@ START_TEST(a_failing_endpoint_never_holds_back_another)
     h_await(h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE state = 1") == round * 20, WAIT_MS,
             "events not settled as delivered");
     /* each endpoint's deliveries counted on its own series */
-    ck_assert_int_eq(round * 10, server_metric(s, "paycallback_webhook_deliveries_total"
-                                                  "{endpoint=\"a\",result=\"delivered\"}"));
-    ck_assert_int_eq(0, server_metric(s, "paycallback_webhook_deliveries_total"
-                                         "{endpoint=\"a\",result=\"failed\"}"));
-    ck_assert_int_eq(round * 20, server_metric(s, "paycallback_webhook_deliveries_total"
-                                                  "{endpoint=\"b\",result=\"delivered\"}"));
-    ck_assert_int_ge(server_metric(s, "paycallback_webhook_deliveries_total"
-                                      "{endpoint=\"b\",result=\"failed\"}"),
+    ck_assert_int_eq(round * 10,
+                     h_metric_at(h_server_port(s), "paycallback_webhook_deliveries_total"
+                                                   "{endpoint=\"a\",result=\"delivered\"}"));
+    ck_assert_int_eq(0, h_metric_at(h_server_port(s), "paycallback_webhook_deliveries_total"
+                                                      "{endpoint=\"a\",result=\"failed\"}"));
+    ck_assert_int_eq(round * 20,
+                     h_metric_at(h_server_port(s), "paycallback_webhook_deliveries_total"
+                                                   "{endpoint=\"b\",result=\"delivered\"}"));
+    ck_assert_int_ge(h_metric_at(h_server_port(s), "paycallback_webhook_deliveries_total"
+                                                   "{endpoint=\"b\",result=\"failed\"}"),
                      lines("\"path\": \"/b\"", "\"answer\": 500"));
     h_server_stop(s);
     ck_assert_int_eq(round * 10, delivered("/a"));

@@ -436,6 +436,8 @@ TCase *h_tcase_with(const char *name, int timeout_s, void (*up)(void), void (*do
 /* The value of one series line of the server's /metrics ("name{labels}"),
  * or -1 when it is absent. */
 long long h_metric(const char *series);
+/* The same from the server listening on port. */
+long long h_metric_at(int port, const char *series);
 
 /* Rows of payment_record, the status of an order, rows of outbox; and the
  * assertion that no payment and no event were written. */

@@ -139,11 +139,16 @@ TCase *h_tcase_with(const char *name, int timeout_s, void (*up)(void), void (*do
 
 long long h_metric(const char *series)
 {
+    return h_metric_at(h_port(), series);
+}
+
+long long h_metric_at(int port, const char *series)
+{
     struct h_resp r;
     const char *p;
     long long v = -1;
 
-    h_http(h_port(), "GET", "/metrics", NULL, NULL, 0, &r);
+    h_http(port, "GET", "/metrics", NULL, NULL, 0, &r);
     ck_assert_int_eq(200, r.status);
     /* A sample line starts with the series; "# HELP name ..." does not. */
     for (p = r.body; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
