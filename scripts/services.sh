@@ -53,17 +53,22 @@ mysql_init() {
 	mv "$tmp" "$MYSQL_DATA"
 }
 
+# mysql_provision [all]: a database behind the tree gets the migrations
+# after the one it holds, as `paycallback migrate` would (an earlier one
+# re-run over a later one's rows may not fit them: 0007's unique key over
+# two events of a kind); one at the tree's version, or every one with
+# "all" (services.sh provision), gets them all again, which makes its
+# procedures anew.
 mysql_provision() {
-	local sql=$ROOT/sql db host schema
+	local sql=$ROOT/sql db host schema want
 	[[ -r $sql/seed.sql ]] || die "missing $sql/seed.sql"
 	local -A have
-	# Each database gets the migrations after the one it holds, as
-	# `paycallback migrate` would: an earlier one re-run over a later one's
-	# rows may not fit them (0007's unique key over two events of a kind).
+	want=$(tree_version)
 	for db in "$DB_NAME" "$DB_TEST_NAME" "${DB_TEST_NAME}_s2"; do
 		have[$db]=$(as_root --batch --skip-column-names \
 			-e "SELECT COALESCE(MAX(version), 0) FROM \`$db\`.schema_migrations" 2>/dev/null) ||
 			have[$db]=0
+		if [[ ${1:-} == all ]] || ((have[$db] >= want)); then have[$db]=0; fi
 	done
 	if ! {
 		for db in "$DB_NAME" "$DB_TEST_NAME" "${DB_TEST_NAME}_s2"; do
@@ -315,6 +320,6 @@ start-mysql) lock; start_mysql ;;
 stop-mysql) lock; stop_mysql ;;
 start-redis) lock; start_redis ;;
 stop-redis) lock; stop_redis ;;
-provision) lock; mysql_ping_sock || die "mariadbd is not running"; mysql_provision ;;
+provision) lock; mysql_ping_sock || die "mariadbd is not running"; mysql_provision all ;;
 *) usage ;;
 esac
