@@ -32,10 +32,9 @@
 #define DELIVERY_HEADER_MAX 200 /* one signature header line, NUL included */
 #define DELIVERY_LEASE_PAD_S 2  /* lease beyond the batch's worst case */
 #define DELIVERY_DB_WAIT_MS 1000
-#define DELIVERY_DOWN_WAIT_MAX_MS 5000 /* longest wait before claiming again on a failing shard */
-#define DELIVERY_FANOUT_BATCH 200      /* events one fan-out transaction hands out */
-#define DELIVERY_SETTLE_BATCH 1000     /* events one settle statement closes */
-#define DELIVERY_SETTLE_EVERY_MS 250   /* settle passes at most this often */
+#define DELIVERY_FANOUT_BATCH 200    /* events one fan-out transaction hands out */
+#define DELIVERY_SETTLE_BATCH 1000   /* events one settle statement closes */
+#define DELIVERY_SETTLE_EVERY_MS 250 /* settle passes at most this often */
 /* relays at most: every endpoint, webhook.workers (<= 16) each, per shard */
 #define DELIVERY_RELAYS_MAX ((size_t)WEBHOOKS_MAX * 16)
 #define DELIVERY_POLL_SLICE_MS 100 /* longest wait in a batch before looking at stop again */
@@ -515,10 +514,7 @@ static void hand_back(struct relay *r)
     shard_release(r->sh, c);
 }
 
-/* The wait after the failures-th failed claim in a row: the poll
- * interval doubled per failure, at most DELIVERY_DOWN_WAIT_MAX_MS (a kick
- * still wakes the relay at once). */
-static int down_wait_ms(int poll_ms, int failures)
+int delivery_down_wait_ms(int poll_ms, int failures)
 {
     int64_t w = poll_ms;
 
@@ -654,7 +650,7 @@ static void *relay_main(void *arg)
         if (i < n)
             hand_back(r);
         if (got < 0)
-            idle(d, down_wait_ms(cfg->webhook_poll_ms, r->failures));
+            idle(d, delivery_down_wait_ms(cfg->webhook_poll_ms, r->failures));
         else if (n < batch)
             idle(d, cfg->webhook_poll_ms);
     }
@@ -860,7 +856,7 @@ static void *shard_main(void *arg)
         got = shard_pass(l, eps, neps);
         OPENSSL_cleanse(eps, WEBHOOKS_MAX * sizeof(*eps));
         if (got < 0)
-            idle(d, down_wait_ms(d->srv->cfg->webhook_poll_ms, l->failures));
+            idle(d, delivery_down_wait_ms(d->srv->cfg->webhook_poll_ms, l->failures));
         else if (got < DELIVERY_FANOUT_BATCH)
             idle(d, d->srv->cfg->webhook_poll_ms);
     }

@@ -50,6 +50,12 @@ size_t delivery_endpoints(const struct server *srv, struct webhook_endpoint_cfg 
  * events failing together do not retry together. Pure. */
 int64_t delivery_backoff_ms(int attempt, int64_t base_ms, int64_t max_ms, uint32_t rnd);
 
+/* The wait of a relay after its failures-th failed claim in a row: poll_ms
+ * doubled per failure, at most DELIVERY_DOWN_WAIT_MAX_MS (5 s); shared by
+ * the outbox and refund relays. */
+#define DELIVERY_DOWN_WAIT_MAX_MS 5000
+int delivery_down_wait_ms(int poll_ms, int failures);
+
 /* The JSON body POSTed for ev: {"id","type","order_no","created_at","data"}
  * with data the event's stored payload (itself JSON). malloc'd, NUL-
  * terminated, length in *len; the caller frees it with free. NULL when

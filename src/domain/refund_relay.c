@@ -32,7 +32,6 @@
 #define RELAY_LEASE_PAD_S 5
 #define RELAY_ANSWER_MAX (64 * 1024) /* a longer answer is cut and reads as unknown */
 #define RELAY_HEADERS_MAX 8192
-#define RELAY_DOWN_WAIT_MAX_MS 5000
 
 struct rrelay {
     struct refund_relay *rr;
@@ -378,15 +377,6 @@ static void hand_back(struct rrelay *r)
     shard_release(r->sh, c);
 }
 
-static int down_wait_ms(int poll_ms, int failures)
-{
-    int64_t w = poll_ms;
-
-    for (int i = 1; i < failures && w < RELAY_DOWN_WAIT_MAX_MS; i++)
-        w *= 2;
-    return w > RELAY_DOWN_WAIT_MAX_MS ? RELAY_DOWN_WAIT_MAX_MS : (int)w;
-}
-
 /* Reads this shard's oldest unrefunded double payment and publishes the
  * oldest over every shard's last reading. */
 static void publish_oldest(struct rrelay *r, struct db_conn *c)
@@ -452,7 +442,7 @@ static void *relay_main(void *arg)
         if (i < n)
             hand_back(r);
         if (got < 0)
-            idle(rr, down_wait_ms(rr->srv->cfg->refunds_poll_ms, r->failures));
+            idle(rr, delivery_down_wait_ms(rr->srv->cfg->refunds_poll_ms, r->failures));
         else if (n < batch)
             idle(rr, rr->srv->cfg->refunds_poll_ms);
     }
