@@ -2,8 +2,10 @@
  * ceiling the service is measured against. Each of c threads holds one
  * MariaDB connection and runs callbacks back to back for d seconds, either
  * as a plain client (START TRANSACTION, INSERT payment_record, SELECT the
- * order FOR UPDATE, CAS UPDATE, INSERT outbox, COMMIT: six round trips) or
- * as one prepared CALL of pay_callback_v1 (sql/migrations/0001_baseline.sql). It verifies no
+ * release fence, SELECT the order FOR UPDATE, CAS UPDATE, INSERT outbox,
+ * COMMIT: seven round trips) or as one prepared CALL of the procedure the
+ * service calls (DB_PROC_PAY_CALLBACK, src/store/stmts.h): the same
+ * transaction, on the same schema, either way. It verifies no
  * signature and renders no JSON reply; it prints one RESULT line in the
  * format of bench/signed.lua so bench/run.sh reads both alike.
  *
@@ -29,12 +31,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "stmts.h"
+
 #define CEIL_THREADS_MAX 1024
 #define CEIL_COL_BYTES 72
 #define CEIL_AMOUNT "899.00"
 
 enum ceil_stmt {
     S_INSERT,
+    S_FENCE,
     S_LOCK,
     S_CAS,
     S_OUTBOX,
@@ -47,17 +52,19 @@ enum ceil_stmt {
 static const char *const stmt_text[S_COUNT] = {
     [S_INSERT] = "INSERT INTO payment_record (pay_no, order_no, amount, status, outcome) "
                  "VALUES (?, ?, ?, 1, 1)",
+    [S_FENCE] = "SELECT COUNT(*) FROM pay_no_fence WHERE pay_no = ? AND order_no = ? "
+                "LOCK IN SHARE MODE",
     [S_LOCK] = "SELECT amount, status FROM orders WHERE order_no = ? FOR UPDATE",
     [S_CAS] = "UPDATE orders SET status = 2 WHERE order_no = ? AND status = 1",
     [S_OUTBOX] = "INSERT INTO outbox (event_type, order_no, payload) VALUES ('order.paid', ?, ?)",
     [S_REFUND] = "UPDATE payment_record SET status = 2, outcome = 2 WHERE pay_no = ?",
     [S_SEEN] = "SELECT p.order_no, p.amount, p.outcome, o.status FROM payment_record p "
                "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
-    [S_CALL] = "CALL pay_callback_v1(?, ?, ?, ?)",
+    [S_CALL] = "CALL " DB_PROC_PAY_CALLBACK "(?, ?, ?, ?)",
 };
 
 struct opts {
-    bool call; /* one CALL instead of six statements */
+    bool call; /* one CALL instead of seven statements */
     bool dup;
     int conns, secs;
     long first, count;
@@ -154,7 +161,7 @@ static unsigned int query(MYSQL *my, const char *sql)
     return mysql_real_query(my, sql, strlen(sql)) != 0 ? mysql_errno(my) : 0;
 }
 
-/* The plain client: six statements, or four for a duplicate. 0 or the
+/* The plain client: seven statements, or four for a duplicate. 0 or the
  * MySQL error number (the transaction is rolled back then). */
 static unsigned int plain_txn(struct worker *w, const char *pay_no, const char *order_no)
 {
@@ -162,6 +169,7 @@ static unsigned int plain_txn(struct worker *w, const char *pay_no, const char *
     const char *ins[] = { pay_no, order_no, CEIL_AMOUNT };
     const char *key[] = { order_no };
     const char *pay[] = { pay_no };
+    const char *fence[] = { pay_no, order_no };
     unsigned int err;
     int n;
 
@@ -176,6 +184,12 @@ static unsigned int plain_txn(struct worker *w, const char *pay_no, const char *
     }
     if (err != 0)
         goto fail;
+    if ((err = run(w->st[S_FENCE], fence, 2)) != 0)
+        goto fail;
+    if (fetch(w->st[S_FENCE], cols, 1) != 1 || strcmp(cols[0], "0") != 0) {
+        err = 1; /* no bench pay_no is released */
+        goto fail;
+    }
     if ((err = run(w->st[S_LOCK], key, 1)) != 0)
         goto fail;
     if ((n = fetch(w->st[S_LOCK], cols, 2)) != 1 || strcmp(cols[0], CEIL_AMOUNT) != 0) {
