@@ -61,6 +61,7 @@ struct http_state {
     /* http.event_loop: each loop thread drives a daemon of its own */
     struct http_loop *loops;
     size_t nloops;
+    int loop_share;          /* mysql.pool_size over the loops, rounded up */
     atomic_size_t next_loop; /* round robin of accepted connections */
     int listen_fd;           /* ours: the acceptor hands connections to the daemon */
     pthread_t acceptor;
@@ -823,11 +824,16 @@ struct http_loop {
     size_t ninbox, capinbox;
     atomic_bool stop;
     atomic_bool waiting; /* requests wait for a connection: a release wakes the loop */
+    atomic_int held;     /* nwait, for other threads: connections this loop's requests hold */
     /* this loop's thread only: */
     struct req_state *wait_head, *busy_head, *busy_tail;
     int nwait;
     bool kick; /* a connection was resumed here: run the daemon before sleeping */
+    bool cede; /* a connection released here went to a loop short of its share */
 };
+
+/* The loop whose thread this is; NULL on every other thread. */
+static _Thread_local struct http_loop *this_loop;
 
 static void loop_unlink(struct http_loop *L, struct req_state *rs)
 {
@@ -844,7 +850,7 @@ static void loop_unlink(struct http_loop *L, struct req_state *rs)
     else if (rs->lwhere == LW_BUSY)
         L->busy_tail = rs->lprev;
     if (rs->lwhere == LW_WAIT)
-        L->nwait--;
+        atomic_store(&L->held, --L->nwait);
     rs->lprev = rs->lnext = NULL;
     rs->lwhere = LW_NONE;
 }
@@ -878,7 +884,7 @@ static void loop_watch(struct http_loop *L, struct req_state *rs, const struct h
     if (L->wait_head != NULL)
         L->wait_head->lprev = rs;
     L->wait_head = rs;
-    L->nwait++;
+    atomic_store(&L->held, ++L->nwait);
 }
 
 /* The answer is in rs->resp: the library sends it on its next run. */
@@ -1017,7 +1023,10 @@ static void loop_retry_busy(struct http_loop *L, long long now)
 
     /* Before looking: a connection released from now on wakes the loop. */
     atomic_store(&L->waiting, L->busy_head != NULL);
-
+    if (L->cede) { /* what this loop released is another loop's to take */
+        L->cede = false;
+        return;
+    }
     while ((rs = L->busy_head) != NULL) {
         if (now >= rs->deadline_ms || atomic_load(&L->stop)) {
             loop_unlink(L, rs);
@@ -1032,12 +1041,32 @@ static void loop_retry_busy(struct http_loop *L, long long now)
     atomic_store(&L->waiting, false);
 }
 
-/* A pooled connection was released (any thread): the first loop with
- * requests waiting for one looks again. */
+/* A pooled connection was released (any thread, under the pool's mutex).
+ * A loop whose requests wait for a connection while it holds fewer than
+ * its share of the pool (mysql.pool_size over the loops) is woken first,
+ * and a loop that released it leaves it to that one; otherwise the loop
+ * that released it keeps it for its own line (it looks again before it
+ * sleeps: no wake-up, no other thread); otherwise the first loop with a
+ * line is woken. So loops that each hold their share pass no connection
+ * between threads, and none waits on another's for long. */
 static void loops_conn_freed(void *arg)
 {
     struct http_state *hs = arg;
+    struct http_loop *self = this_loop;
 
+    for (size_t i = 0; i < hs->nloops; i++) {
+        struct http_loop *M = &hs->loops[i];
+
+        if (M != self && atomic_load(&M->held) < hs->loop_share &&
+            atomic_exchange(&M->waiting, false)) {
+            loop_wake(M);
+            if (self != NULL)
+                self->cede = true;
+            return;
+        }
+    }
+    if (self != NULL && self->busy_head != NULL)
+        return;
     for (size_t i = 0; i < hs->nloops; i++)
         if (atomic_exchange(&hs->loops[i].waiting, false)) {
             loop_wake(&hs->loops[i]);
@@ -1093,6 +1122,7 @@ static void *loop_main(void *arg)
     long long now;
     int n;
 
+    this_loop = L;
     for (;;) {
         if (atomic_load(&L->stop) && L->wait_head == NULL && L->busy_head == NULL)
             break;
@@ -1376,6 +1406,8 @@ int http_start(struct server *srv, const struct http_route *routes, size_t nrout
                 return -1;
             }
         }
+        srv->http->loop_share =
+            (cfg->mysql_pool_size + (int)srv->http->nloops - 1) / (int)srv->http->nloops;
         for (size_t i = 0; i < srv->shards.n; i++)
             db_pool_on_release(srv->shards.s[i].pool, loops_conn_freed, srv->http);
     } else
