@@ -55,6 +55,10 @@ int slots_take(struct slots *s, int wait_ms, bool *waited)
     while (s->nfree == 0) {
         if (waited != NULL)
             *waited = true;
+        /* No wait at all: a timed wait whose deadline has passed still
+         * drops the mutex and enters the kernel, where it can sleep. */
+        if (wait_ms <= 0)
+            break;
         if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT && s->nfree == 0)
             break;
     }

@@ -15,7 +15,8 @@ struct slots *slots_create(int n);
 /* NULL-safe. Every slot must be back. */
 void slots_destroy(struct slots *s);
 
-/* Takes a free slot, waiting at most wait_ms for one to come back. Returns
+/* Takes a free slot, waiting at most wait_ms for one to come back (0: not
+ * at all, never leaving the mutex or entering the kernel to wait). Returns
  * its index, or -1 on timeout. *waited (may be NULL) says whether the call
  * had to wait. */
 int slots_take(struct slots *s, int wait_ms, bool *waited);
