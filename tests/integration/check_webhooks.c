@@ -535,6 +535,10 @@ START_TEST(the_outbox_lists_an_order_s_events_with_their_delivery_per_endpoint)
     ck_assert_ptr_nonnull(s = h_server_start_config(cfg_path, NULL));
     events("OL", 1, 2, 1);
     h_await(delivered("/a") == 4, WAIT_MS, "a did not receive the four events");
+    /* a's answers are recorded after it received them, a batch at a time */
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM webhook_delivery WHERE endpoint = 'a' "
+                           "AND state = 1") == 4,
+            WAIT_MS, "a's deliveries were never recorded");
     h_await(h_db_scalar_ll("SELECT COUNT(*) FROM webhook_delivery WHERE endpoint = 'b' "
                            "AND attempts > 0 AND last_error IS NOT NULL") == 2,
             WAIT_MS, "b was never tried");
