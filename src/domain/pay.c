@@ -693,9 +693,14 @@ static enum pay_step async_finish(struct pay_async *a)
             db_fail(a->c, "order %s already has an order.paid event", a->req.order_no);
             return async_done(a, PAY_ERROR);
         }
-        if (db_unreachable(a->c))
+        /* A server that did not answer within its bound: 503 now, as a
+         * handler thread answers after the same bound. A link the server
+         * closed (a restart, a failover, KILL), or any other failure: the
+         * handler's retries connect again and re-run it (the CALL inserts
+         * first, so a re-run is safe). */
+        if (db_unreachable(a->c) && a->timed_out)
             return async_done(a, PAY_UNAVAILABLE);
-        return async_blocking(a); /* its retries re-run it */
+        return async_blocking(a);
     }
     if (a->phase == PA_HINT) {
         if (a->io->q.nrows == 0)
@@ -718,6 +723,7 @@ enum pay_step pay_async_begin(struct pay_async *a)
     enum pay_result r;
 
     memset(&a->out, 0, sizeof(a->out));
+    a->timed_out = false;
     a->sh = shard_of_order(a->rt.set, a->req.order_no);
     if (a->sh == NULL) {
         a->r = PAY_NOT_FOUND; /* names no shard of ours: nothing written anywhere */
@@ -740,7 +746,11 @@ enum pay_step pay_async_begin(struct pay_async *a)
 
 enum pay_step pay_async_cont(struct pay_async *a, int events)
 {
-    int w = db_call_cont(&a->io->q, events);
+    int w;
+
+    if (events & DB_IO_TIMEOUT)
+        a->timed_out = true;
+    w = db_call_cont(&a->io->q, events);
 
     return w != 0 ? async_wait(a, w) : async_finish(a);
 }

@@ -1087,6 +1087,51 @@ static void run_answer_seq(int status[ANSWER_SEQ_N], char *body[ANSWER_SEQ_N])
     }
 }
 
+/* Connections MariaDB closed under the pool (a node restarted, a
+ * failover): a callback on the loop meeting a closed link is re-run on a
+ * handler thread, which connects again, as a handler thread's own
+ * callback would be; none is answered 503 once the server is back. */
+START_TEST(event_loop_reconnects_a_connection_the_server_closed)
+{
+    char order[16], pay[16];
+    struct h_resp r;
+    long long id = 0, killed = 0;
+
+    h_fixture_clean();
+    loop_server_up();
+    for (int i = 0; i < 3; i++) { /* the pool's connections in use, prepared */
+        snprintf(order, sizeof order, "OK%d", i);
+        snprintf(pay, sizeof pay, "PK%d", i);
+        h_db_insert_order(order, "u1", PRICE, 1);
+        h_callback(h_port(), order, pay, PRICE, &r);
+        assert_success(&r, order, pay, "PAID", 0);
+        h_resp_free(&r);
+    }
+    /* Every connection of the service's user but this one, closed. */
+    while ((id = h_db_scalar_ll(
+                "SELECT COALESCE(MIN(id), 0) FROM information_schema.PROCESSLIST "
+                "WHERE user = SUBSTRING_INDEX(USER(), '@', 1) AND id <> CONNECTION_ID() "
+                "AND id > %lld",
+                id)) > 0) {
+        h_db_exec("KILL CONNECTION %lld", id);
+        killed++;
+    }
+    ck_assert_int_ge(killed, 1);
+    for (int i = 3; i < 8; i++) {
+        snprintf(order, sizeof order, "OK%d", i);
+        snprintf(pay, sizeof pay, "PK%d", i);
+        h_db_insert_order(order, "u1", PRICE, 1);
+        h_callback(h_port(), order, pay, PRICE, &r);
+        ck_assert_msg(r.status == 200, "callback %d after the server closed its links: %d %s", i,
+                      r.status, r.body);
+        assert_success(&r, order, pay, "PAID", 0);
+        h_resp_free(&r);
+    }
+    h_fixture_server_down();
+    ck_assert_int_eq(8, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE status = 1"));
+}
+END_TEST
+
 /* The same callbacks get the same answers, byte for byte, from a handler
  * thread and from the event loop; the loop answered them itself. */
 START_TEST(event_loop_answers_byte_for_byte_as_the_handler_threads)
@@ -1240,6 +1285,7 @@ static Suite *pay_callback_suite(void)
 
     tc = h_tcase_with("the event loop answers as the handler threads do", TC_TIMEOUT_S, NULL, NULL);
     tcase_add_test(tc, event_loop_answers_byte_for_byte_as_the_handler_threads);
+    tcase_add_test(tc, event_loop_reconnects_a_connection_the_server_closed);
     suite_add_tcase(s, tc);
 
     tc = h_tcase("a mysql outage loses nothing", SLOW_TIMEOUT_S);
