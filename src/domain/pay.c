@@ -700,6 +700,7 @@ static enum pay_step async_finish(struct pay_async *a)
          * first, so a re-run is safe). */
         if (db_unreachable(a->c) && a->timed_out)
             return async_done(a, PAY_UNAVAILABLE);
+        db_leave_to_retry(a->c); /* one failure, counted once: by the handler's */
         return async_blocking(a);
     }
     if (a->phase == PA_HINT) {

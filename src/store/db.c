@@ -1145,6 +1145,11 @@ bool db_call_ready(const struct db_conn *c, enum db_stmt id)
     return c->my != NULL && c->st[id] != NULL && c->pool->cfg->http_event_loop;
 }
 
+void db_leave_to_retry(struct db_conn *c)
+{
+    c->unreachable = false;
+}
+
 bool db_unreachable(const struct db_conn *c)
 {
     return c->unreachable;

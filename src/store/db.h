@@ -364,4 +364,9 @@ int db_call_timeout_ms(const struct db_call *q);
  * or timeout: the server did not answer. */
 bool db_unreachable(const struct db_conn *c);
 
+/* c's failure is left to a blocking retry of the same work, which
+ * connects again and judges the server itself: released, c counts no
+ * failure for the circuit breaker. */
+void db_leave_to_retry(struct db_conn *c);
+
 #endif
