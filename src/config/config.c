@@ -104,12 +104,12 @@ static const struct cfg_key keys[] = {
       "thread that read it, with no hand-off to a handler thread (it does no I/O: "
       "signature, body, one lookup); anything else is queued as usual. A gateway's "
       "repeats are answered there only at log_level warn or above"),
-    I("http", "event_loop", http_event_loop, 0, 1, "0",
+    I("http", "event_loop", http_event_loop, 0, 1, "1",
       "1: each polling thread is an event loop that also waits on MySQL: POST "
       "/pay/callback (unsharded) runs its one CALL or its repeat's read with MariaDB's "
       "non-blocking API on the loop that read the request, with no hand-off to a "
       "handler thread; every other route is queued as usual. 0: every database "
-      "request runs on a handler thread"),
+      "request runs on a handler thread (the path before the loops)"),
     I("http", "reserved_below", http_reserved_below, 1, 1000000, "8",
       "a client holding fewer connections than this is a small holder: it may take "
       "the reserved slots and, when every slot is taken, have the oldest connection "
