@@ -824,10 +824,9 @@ struct http_loop {
     size_t ninbox, capinbox;
     atomic_bool stop;
     atomic_bool waiting; /* requests wait for a connection: a release wakes the loop */
-    atomic_int held;     /* nwait, for other threads: connections this loop's requests hold */
+    atomic_int held;     /* requests waiting on the database, each holding a connection */
     /* this loop's thread only: */
     struct req_state *wait_head, *busy_head, *busy_tail;
-    int nwait;
     bool kick; /* a connection was resumed here: run the daemon before sleeping */
     bool cede; /* a connection released here went to a loop short of its share */
 };
@@ -850,7 +849,7 @@ static void loop_unlink(struct http_loop *L, struct req_state *rs)
     else if (rs->lwhere == LW_BUSY)
         L->busy_tail = rs->lprev;
     if (rs->lwhere == LW_WAIT)
-        atomic_store(&L->held, --L->nwait);
+        atomic_fetch_sub(&L->held, 1);
     rs->lprev = rs->lnext = NULL;
     rs->lwhere = LW_NONE;
 }
@@ -884,7 +883,7 @@ static void loop_watch(struct http_loop *L, struct req_state *rs, const struct h
     if (L->wait_head != NULL)
         L->wait_head->lprev = rs;
     L->wait_head = rs;
-    atomic_store(&L->held, ++L->nwait);
+    atomic_fetch_add(&L->held, 1);
 }
 
 /* The answer is in rs->resp: the library sends it on its next run. */
