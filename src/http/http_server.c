@@ -71,7 +71,6 @@ struct http_state {
      * by descriptor, until its polling thread takes them (connection_cb). */
     struct connguard_conn *_Atomic *pending;
     size_t npending;
-    atomic_int inflight;
     atomic_bool stopping;  /* quiesced: replies close their connection */
     atomic_bool abandoned; /* the grace period ran out: no reply goes out any more */
     uint64_t req_id_key;   /* random at start, so ids differ between runs */
@@ -604,7 +603,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     if (!rs->started) { /* headers complete: a request in flight */
         rs->started = true;
         rs->req.keys = keyslot_acquire(srv->keys);
-        atomic_fetch_add(&srv->http->inflight, 1);
+        metrics_add_gauge(srv->m, G_HTTP_IN_FLIGHT, 1);
         return on_headers(srv, conn, rs, method);
     }
     if (rs->replied) {
@@ -652,7 +651,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
     }
     if (rs->started) {
         keyring_release((struct keyring *)rs->req.keys);
-        atomic_fetch_sub(&srv->http->inflight, 1);
+        metrics_add_gauge(srv->m, G_HTTP_IN_FLIGHT, -1);
     }
     connguard_phase(rs->guard, CONNGUARD_HEADERS);
     free(rs->astate);
@@ -1456,7 +1455,7 @@ void http_abandon(struct server *srv)
 
 int http_inflight(const struct server *srv)
 {
-    return srv->http ? atomic_load(&srv->http->inflight) : 0;
+    return srv->http ? (int)metrics_gauge(srv->m, G_HTTP_IN_FLIGHT) : 0;
 }
 
 /* The pools go first, while the daemon can still resume what they hand

@@ -212,6 +212,10 @@ static const struct {
                                "refunds.unrefunded_alert_s: a double payment unrefunded this long "
                                "alerts (PaycallbackDoublePaymentUnrefunded).",
                                0 },
+    [G_HTTP_IN_FLIGHT] = { "paycallback_http_requests_in_flight",
+                           "Requests whose headers arrived and whose answer is not sent yet, the "
+                           "scrape that reads it included.",
+                           0 },
 };
 
 struct metrics *metrics_create(const struct metrics_route *routes, size_t nroutes)
@@ -279,6 +283,12 @@ void metrics_set_gauge(struct metrics *m, enum metric_gauge g, int64_t v)
 {
     if (m != NULL && (unsigned)g < G_COUNT)
         atomic_store_explicit(&m->gauge[g], v, memory_order_relaxed);
+}
+
+void metrics_add_gauge(struct metrics *m, enum metric_gauge g, int64_t delta)
+{
+    if (m != NULL && (unsigned)g < G_COUNT)
+        atomic_fetch_add_explicit(&m->gauge[g], delta, memory_order_relaxed);
 }
 
 void metrics_set_redis_degraded(struct metrics *m, int degraded)

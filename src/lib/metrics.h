@@ -65,7 +65,7 @@ enum metric_counter {
     M_COUNT
 };
 
-/* Gauges set by the periodic reconciliation (last pass's values). */
+/* Gauges: the periodic reconciliation's last values, and live counts. */
 enum metric_gauge {
     G_OUTBOX_PENDING,       /* events not delivered yet */
     G_OUTBOX_DEAD,          /* events that ran out of attempts */
@@ -79,6 +79,7 @@ enum metric_gauge {
     G_RELOAD_OK,            /* 1 when the last SIGHUP reload (or the start) succeeded */
     G_REFUND_OLDEST_S,      /* age of the oldest double payment (not refunded) */
     G_REFUND_ALERT_AGE_S,   /* refunds.unrefunded_alert_s: the age that alerts */
+    G_HTTP_IN_FLIGHT,       /* requests past their headers and not finished */
     G_COUNT
 };
 
@@ -113,6 +114,7 @@ void metrics_observe(struct metrics *m, size_t route, int status, uint64_t usec)
 
 /* Sets gauge g to v. Any thread. */
 void metrics_set_gauge(struct metrics *m, enum metric_gauge g, int64_t v);
+void metrics_add_gauge(struct metrics *m, enum metric_gauge g, int64_t delta);
 /* Records how long an Idempotency-Key repeat waited for its first attempt
  * (microseconds), in the histogram paycallback_idempotency_wait_seconds. */
 void metrics_observe_idem_wait(struct metrics *m, uint64_t usec);

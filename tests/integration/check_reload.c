@@ -27,6 +27,7 @@
 #define OK_SERIES "paycallback_config_reloads_total{result=\"ok\"}"
 #define FAILED_SERIES "paycallback_config_reloads_total{result=\"failed\"}"
 #define LAST_OK_SERIES "paycallback_config_last_reload_successful"
+#define IN_FLIGHT_SERIES "paycallback_http_requests_in_flight"
 
 static char cfg_path[H_TEMP_PATH_MAX];
 
@@ -90,6 +91,17 @@ static void hup_and_await(const char *series, long long want)
     while (h_metric(series) < want)
         ck_assert_msg(h_deadline_wait(&d), "%s did not reach %lld within %d ms", series, want,
                       RELOAD_WAIT_MS);
+}
+
+/* Waits until the server has taken the headers of want requests (its
+ * gauge counts the scrape that reads it). */
+static void await_in_flight(long long want)
+{
+    struct h_deadline d = h_deadline_in(RELOAD_WAIT_MS);
+
+    while (h_metric(IN_FLIGHT_SERIES) < want)
+        ck_assert_msg(h_deadline_wait(&d), "%s did not reach %lld within %d ms", IN_FLIGHT_SERIES,
+                      want, RELOAD_WAIT_MS);
 }
 
 /* Posts a callback for order_no signed with secret; its status. */
@@ -261,6 +273,7 @@ START_TEST(a_request_in_flight_keeps_the_secrets_it_started_with)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq((int)strlen(head), (int)send(fd, head, strlen(head), 0));
     ck_assert_int_eq((int)half, (int)send(fd, body, half, 0));
+    await_in_flight(2); /* this request and the scrape that reads the gauge */
 
     write_secrets(SECRET_B, "", "ops1", KEY_1, 16); /* A is dropped */
     hup_and_await(OK_SERIES, 1);
