@@ -698,7 +698,7 @@ static enum pay_step async_finish(struct pay_async *a)
          * closed (a restart, a failover, KILL), or any other failure: the
          * handler's retries connect again and re-run it (the CALL inserts
          * first, so a re-run is safe). */
-        if (db_unreachable(a->c) && a->timed_out)
+        if (db_unreachable(a->c) && db_call_timed_out(&a->io->q))
             return async_done(a, PAY_UNAVAILABLE);
         db_leave_to_retry(a->c); /* one failure, counted once: by the handler's */
         return async_blocking(a);
@@ -724,7 +724,6 @@ enum pay_step pay_async_begin(struct pay_async *a)
     enum pay_result r;
 
     memset(&a->out, 0, sizeof(a->out));
-    a->timed_out = false;
     a->sh = shard_of_order(a->rt.set, a->req.order_no);
     if (a->sh == NULL) {
         a->r = PAY_NOT_FOUND; /* names no shard of ours: nothing written anywhere */
@@ -747,11 +746,7 @@ enum pay_step pay_async_begin(struct pay_async *a)
 
 enum pay_step pay_async_cont(struct pay_async *a, int events)
 {
-    int w;
-
-    if (events & DB_IO_TIMEOUT)
-        a->timed_out = true;
-    w = db_call_cont(&a->io->q, events);
+    int w = db_call_cont(&a->io->q, events);
 
     return w != 0 ? async_wait(a, w) : async_finish(a);
 }

@@ -207,7 +207,6 @@ struct pay_async {
     const struct shard *sh;
     struct db_conn *c;
     int phase;
-    bool timed_out; /* its bound ran out waiting on the server */
     char amount[MONEY_STR_MAX];
     char payload[OUTBOX_PAYLOAD_MAX];
     const char *p[4];

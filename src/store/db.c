@@ -1312,6 +1312,7 @@ int db_call_start(struct db_call *q, struct db_conn *c, enum db_stmt id, const c
     q->nrows = 0;
     q->ncols = 0;
     q->st = DB_ERROR;
+    q->timed_out = false;
     if (nparams > DB_PARAMS_MAX || mysql_stmt_param_count(s) != nparams)
         return call_done(q, db_fail(c, "%.60s: wants %lu parameters, got %zu", stmt_sql[id],
                                     mysql_stmt_param_count(s), nparams));
@@ -1334,7 +1335,14 @@ int db_call_cont(struct db_call *q, int events)
 {
     if (q->step == DC_DONE)
         return 0;
+    if (events & DB_IO_TIMEOUT)
+        q->timed_out = true;
     return to_io(call_run(q, from_io(events)));
+}
+
+bool db_call_timed_out(const struct db_call *q)
+{
+    return q->timed_out;
 }
 
 int db_call_fd(const struct db_call *q)

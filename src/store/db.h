@@ -319,6 +319,7 @@ struct db_call {
     struct db_row *row; /* where the first row goes */
     size_t nrows;       /* rows the statement answered */
     enum db_status st;  /* when done */
+    bool timed_out;     /* a wait ran out: the server did not answer within its bound */
     unsigned int ncols;
     unsigned long plen[DB_PARAMS_MAX_PUBLIC];
     char pnull[DB_PARAMS_MAX_PUBLIC];
@@ -359,6 +360,9 @@ int db_call_cont(struct db_call *q, int events);
  * was asked for. */
 int db_call_fd(const struct db_call *q);
 int db_call_timeout_ms(const struct db_call *q);
+/* Whether q failed because a wait of its ran out (DB_IO_TIMEOUT), not
+ * because the server answered or closed the link. */
+bool db_call_timed_out(const struct db_call *q);
 
 /* True when the last failure on c was a connect, read or write failure
  * or timeout: the server did not answer. */
