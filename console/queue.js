@@ -1,7 +1,7 @@
 // queue.js - double payments waiting for a refund, oldest first, settled
 // by hand with the refund's reference (a key holding "refunds"); and,
 // where the service keeps refund records (GET /ops/refund-requests), the
-// refunds themselves, oldest first: approved or retried from here.
+// refunds themselves, oldest first: approved, rejected or retried from here.
 import { api, seg, query } from './api.js';
 import { el, clear, table, answer } from './dom.js';
 import { section, action, resultArea, when, link } from './ui.js';
@@ -54,11 +54,16 @@ function refundTable(r, area, load) {
     ['Gateway', x => x.gateway], ['State', x => el('span', { class: `status s-${x.state}` }, x.state)],
     ['Why', x => x.failure_code || x.last_error || x.origin || ''],
     ['', x => x.state === 'AWAITING_APPROVAL'
-      ? action('refunds', 'Approve', {
+      ? el('span', { class: 'actions' }, action('refunds', 'Approve', {
         title: `Approve refund ${x.refund_no}?`,
         text: `${x.amount} of ${x.pay_no} (order ${x.order_no}) is sent to ${x.gateway} for refund. POST /ops/refund-requests/${x.refund_no}/approve`,
         okLabel: 'Approve',
-      }, () => api('POST', `/ops/refund-requests/${seg(x.refund_no)}/approve`), area, load)
+      }, () => api('POST', `/ops/refund-requests/${seg(x.refund_no)}/approve`), area, load),
+      action('refunds', 'Reject', {
+        title: `Reject refund ${x.refund_no}?`,
+        text: `Nothing is sent to ${x.gateway}: the refund ends FAILED (rejected) and its ${x.amount} is free again, for instance to settle a refund made at the gateway's console. POST /ops/refund-requests/${x.refund_no}/reject`,
+        okLabel: 'Reject',
+      }, () => api('POST', `/ops/refund-requests/${seg(x.refund_no)}/reject`), area, load))
       : ['REQUESTED', 'SUBMITTED', 'UNKNOWN'].includes(x.state)
         ? action('refunds', 'Retry', {
           title: `Submit or query refund ${x.refund_no} again now?`,

@@ -93,6 +93,8 @@ static const struct http_route routes[] = {
       operator_key, REFUNDS, NULL, NULL },
     { "POST", "/ops/refund-requests/{refund_no}/retry", handle_ops_refund_retry, WORK, operator_key,
       REFUNDS, NULL, NULL },
+    { "POST", "/ops/refund-requests/{refund_no}/reject", handle_ops_refund_reject, WORK,
+      operator_key, REFUNDS, NULL, NULL },
     { "POST", "/ops/pay-no/{pay_no}/release", handle_ops_pay_no_release, WORK, operator_key,
       REFUNDS, NULL, NULL },
     { "POST", "/ops/orders/cancel-stale", handle_ops_cancel_stale, WORK, operator_key, ORDERS, NULL,

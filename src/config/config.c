@@ -255,6 +255,9 @@ static const struct cfg_key keys[] = {
       "a double payment not refunded this long after it arrived alerts "
       "(paycallback_refund_unrefunded_alert_age_seconds, alert "
       "PaycallbackDoublePaymentUnrefunded)"),
+    I("refunds", "approver_must_differ", refunds_approver_must_differ, 0, 1, "0",
+      "1: four eyes, a refund waiting for approval is approved by another operator key "
+      "than the one that asked for it (403 APPROVER_MUST_DIFFER otherwise)"),
     I("orders", "max_open_per_user", orders_max_open_per_user, 0, 100000, "20",
       "WAIT_PAY orders one user_id may hold; then 409 TOO_MANY_OPEN_ORDERS; 0: no cap"),
     I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60",

@@ -169,6 +169,7 @@ struct config {
     int refunds_backoff_max_ms;     /* longest wait between attempts */
     int refunds_sweep_s;            /* look for payments to refund that have no refund */
     int refunds_unrefunded_alert_s; /* a double payment unrefunded this long alerts */
+    int refunds_approver_must_differ; /* 1: four eyes on a refund's approval */
 
     int orders_max_open_per_user; /* 0: no cap; else WAIT_PAY orders one user_id may hold */
 

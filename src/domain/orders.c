@@ -440,6 +440,10 @@ static enum db_status transition_txn(struct db_conn *c, void *arg)
         j->result = ORDERS_ILLEGAL;
         return DB_ROLLBACK;
     }
+    if (to == ORDER_CANCELED && ch->from == ORDER_PAID && j->req->no_refund) {
+        j->result = ORDERS_MOVES_MONEY;
+        return DB_ROLLBACK;
+    }
     db_param_int(froms, ch->from);
     if ((st = db_exec(c, ST_ORDER_CAS, cas, 3, &rows)) != DB_OK)
         return st;
@@ -539,9 +543,9 @@ enum orders_result orders_view(struct db_conn *c, const char *order_no, struct o
 
 const char *orders_result_str(enum orders_result r)
 {
-    static const char *const names[] = { "OK",       "DUPLICATE",   "NOT_FOUND",     "NO_SKU",
-                                         "NO_STOCK", "TOO_LARGE",   "TOO_MANY_OPEN", "ILLEGAL",
-                                         "ABORTED",  "UNAVAILABLE", "ERROR" };
+    static const char *const names[] = { "OK",          "DUPLICATE", "NOT_FOUND",     "NO_SKU",
+                                         "NO_STOCK",    "TOO_LARGE", "TOO_MANY_OPEN", "ILLEGAL",
+                                         "MOVES_MONEY", "ABORTED",   "UNAVAILABLE",   "ERROR" };
 
     return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "UNKNOWN";
 }

@@ -13,6 +13,7 @@
 #ifndef PAYCALLBACK_ORDERS_H
 #define PAYCALLBACK_ORDERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,8 @@ enum orders_result {
     ORDERS_TOO_LARGE,     /* create: price x quantity past DECIMAL(12,2) */
     ORDERS_TOO_MANY_OPEN, /* create: the user holds max_open unpaid orders already */
     ORDERS_ILLEGAL,       /* transition: the state table forbids it */
+    ORDERS_MOVES_MONEY,   /* transition: the cancel of a PAID order refunds its payment, and
+                                     the caller may not move money (req->no_refund) */
     ORDERS_ABORTED,       /* the caller's hook rolled the effect back */
     ORDERS_UNAVAILABLE,   /* MySQL unreachable or busy: retry later; nothing written */
     ORDERS_ERROR          /* a bug, a schema problem or a malformed row */
@@ -108,6 +111,9 @@ struct order_transition_req {
                                      audit_log row "order.<ship|finish|cancel>" in its
                                      transaction */
     const char *request_id;         /* the audit row's request id (with actor) */
+    bool no_refund;                 /* the caller may not move money: the cancel of a PAID
+                                     order (whose payment it would refund) is
+                                     ORDERS_MOVES_MONEY, nothing written */
 };
 
 #define ORDERS_REASON_EXPIRED "payment_window_expired"

@@ -38,6 +38,7 @@ const char *refund_origin_name(int origin)
     case REFUND_ORIGIN_OPERATOR: return "OPERATOR";
     case REFUND_ORIGIN_DOUBLE_PAYMENT: return "DOUBLE_PAYMENT";
     case REFUND_ORIGIN_CANCEL: return "CANCEL";
+    case REFUND_ORIGIN_MANUAL: return "MANUAL";
     default: return "UNKNOWN";
     }
 }
@@ -64,7 +65,7 @@ static int read_refund(const struct db_row *r, struct refund *e)
         db_row_cents(r, RRC_AMOUNT, &e->amount_cents) != 0 ||
         db_row_str(r, RRC_CURRENCY, e->currency, sizeof(e->currency)) != 0 ||
         db_row_int(r, RRC_STATE, 0, REFUND_UNKNOWN, &state) != 0 ||
-        db_row_int(r, RRC_ORIGIN, 1, REFUND_ORIGIN_CANCEL, &origin) != 0 ||
+        db_row_int(r, RRC_ORIGIN, 1, REFUND_ORIGIN_MANUAL, &origin) != 0 ||
         opt_str(r, RRC_REASON, e->reason, sizeof(e->reason)) != 0 ||
         opt_str(r, RRC_REQUESTED_BY, e->requested_by, sizeof(e->requested_by)) != 0 ||
         opt_str(r, RRC_APPROVED_BY, e->approved_by, sizeof(e->approved_by)) != 0 ||
@@ -276,6 +277,36 @@ static enum db_status admissible(struct db_conn *c, struct create_job *j,
     return DB_OK;
 }
 
+static enum db_status settle_if_full(struct db_conn *c, const char *pay_no, int64_t pay_amount,
+                                     const char *reference);
+
+/* An automatic refund (a double payment's, a cancel's) of a payment that
+ * other refunds gave back already: none is made, and once they all
+ * succeeded the payment leaves the refund queue, settled under the newest
+ * of them (else the sweep would ask for it again, every time).
+ * REFUND_EXCEEDS, committed. */
+static enum db_status nothing_left(struct db_conn *c, struct create_job *j,
+                                   const struct locked_payment *p)
+{
+    char ok[DB_INT_BUF], newest[ID_BUF];
+    const char *np[] = { j->cr->pay_no, db_param_int(ok, REFUND_SUCCEEDED) };
+    struct db_row row;
+    enum db_status st;
+    bool found = false;
+
+    snprintf(j->out->pay_no, sizeof(j->out->pay_no), "%s", j->cr->pay_no);
+    j->result = REFUND_EXCEEDS;
+    if (p->status != PAYMENT_REFUND_REQUIRED)
+        return DB_ROLLBACK;
+    if ((st = db_query_one(c, ST_RF_NEWEST_IN, np, 2, &row, &found)) != DB_OK)
+        return st;
+    if (!found)
+        return DB_ROLLBACK;
+    if (db_row_str(&row, 0, newest, sizeof(newest)) != 0)
+        return db_fail(c, "refund: malformed refund row of %s", j->cr->pay_no);
+    return settle_if_full(c, j->cr->pay_no, p->amount_cents, newest);
+}
+
 static enum db_status create_txn(struct db_conn *c, void *arg)
 {
     struct create_job *j = arg;
@@ -305,6 +336,8 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
         return st;
     if (amount == 0)
         amount = p.amount_cents - refunded;
+    if (amount <= 0 && cr->origin != REFUND_ORIGIN_OPERATOR)
+        return nothing_left(c, j, &p); /* other refunds gave it back, or are giving it back */
     if (amount <= 0 || refunded + amount > p.amount_cents) {
         snprintf(j->out->pay_no, sizeof(j->out->pay_no), "%s", cr->pay_no);
         j->out->amount_cents = amount > 0 ? amount : 0;
@@ -354,84 +387,136 @@ enum refund_result refund_create(struct db_conn *c, const struct shard_set *set,
 /* ---- operator changes ------------------------------------------------------ */
 
 struct change_job {
-    const char *refund_no, *actor, *request_id;
-    bool approve; /* else retry */
+    const struct refund_change_req *rq;
     struct refund *out;
     enum refund_result result;
 };
 
+static const char *const change_actions[] = { "refund.approve", "refund.retry", "refund.reject" };
+
+/* The ledger's word on a change that would send rf: its payment, locked,
+ * must not be settled (refunded outside the service, or by another refund
+ * in full). DB_ROLLBACK with j->result REFUND_SETTLED otherwise. */
+static enum db_status payment_open(struct db_conn *c, struct change_job *j)
+{
+    struct locked_payment p;
+    enum db_status st;
+    bool found = false;
+
+    if ((st = lock_payment(c, j->out->pay_no, &p, &found)) != DB_OK)
+        return st;
+    if (!found)
+        return db_fail(c, "refund: %s has no payment %s", j->out->refund_no, j->out->pay_no);
+    if (p.status == PAYMENT_REFUND_SETTLED) {
+        j->result = REFUND_SETTLED;
+        return DB_ROLLBACK;
+    }
+    return DB_OK;
+}
+
+/* Refuses (DB_ROLLBACK with j->result) a change the refund's state, its
+ * payment or the four-eyes rule does not allow. */
+static enum db_status changeable(struct db_conn *c, struct change_job *j)
+{
+    const struct refund_change_req *rq = j->rq;
+    int from = j->out->state;
+    bool rejected = from == REFUND_FAILED && strcmp(j->out->failure_code, REFUND_REJECTED) == 0;
+
+    switch (rq->op) {
+    case REFUND_CHANGE_APPROVE: /* approved before: a duplicate; a FAILED one is final */
+        if (from != REFUND_AWAITING_APPROVAL) {
+            j->result = from == REFUND_FAILED ? REFUND_ILLEGAL : REFUND_DUPLICATE;
+            return DB_ROLLBACK;
+        }
+        break;
+    case REFUND_CHANGE_REJECT: /* only a refund nothing was sent for yet */
+        if (from != REFUND_AWAITING_APPROVAL) {
+            j->result = rejected ? REFUND_DUPLICATE : REFUND_ILLEGAL;
+            return DB_ROLLBACK;
+        }
+        break;
+    default:
+        if (from != REFUND_REQUESTED && from != REFUND_SUBMITTED && from != REFUND_UNKNOWN) {
+            j->result = REFUND_ILLEGAL;
+            return DB_ROLLBACK;
+        }
+        break;
+    }
+    if (rq->op == REFUND_CHANGE_APPROVE && rq->approver_must_differ &&
+        strcmp(j->out->requested_by, rq->actor) == 0) {
+        j->result = REFUND_SAME_ACTOR;
+        return DB_ROLLBACK;
+    }
+    return rq->op == REFUND_CHANGE_REJECT ? DB_OK : payment_open(c, j);
+}
+
 static enum db_status change_txn(struct db_conn *c, void *arg)
 {
     struct change_job *j = arg;
+    const struct refund_change_req *rq = j->rq;
     char a0[DB_INT_BUF], a1[DB_INT_BUF], s0[DB_INT_BUF], s1[DB_INT_BUF], s2[DB_INT_BUF];
-    char detail[96];
-    const char *ap[] = { db_param_int(a0, REFUND_REQUESTED), j->actor, j->refund_no,
+    char detail[96], why[REFUND_ERROR_MAX];
+    const char *ap[] = { db_param_int(a0, REFUND_REQUESTED), rq->actor, rq->refund_no,
                          db_param_int(a1, REFUND_AWAITING_APPROVAL) };
-    const char *rp[] = { j->refund_no, db_param_int(s0, REFUND_REQUESTED),
+    const char *rp[] = { rq->refund_no, db_param_int(s0, REFUND_REQUESTED),
                          db_param_int(s1, REFUND_SUBMITTED), db_param_int(s2, REFUND_UNKNOWN) };
+    char j0[DB_INT_BUF], j1[DB_INT_BUF];
+    const char *jp[] = { db_param_int(j0, REFUND_FAILED), REFUND_REJECTED, why, rq->refund_no,
+                         db_param_int(j1, REFUND_AWAITING_APPROVAL) };
+    char payload[OUTBOX_PAYLOAD_MAX];
     uint64_t rows = 0;
     enum db_status st;
     bool found = false;
     int from;
 
     j->result = REFUND_ERROR;
-    if ((st = get_by(c, ST_RF_GET, j->refund_no, j->out, &found)) != DB_OK)
+    if ((st = get_by(c, ST_RF_GET, rq->refund_no, j->out, &found)) != DB_OK)
         return st;
     if (!found) {
         j->result = REFUND_NOT_FOUND;
         return DB_ROLLBACK;
     }
     from = j->out->state;
-    if (j->approve && from != REFUND_AWAITING_APPROVAL) {
-        j->result = from == REFUND_FAILED ? REFUND_ILLEGAL : REFUND_DUPLICATE;
-        return DB_ROLLBACK;
+    if ((st = changeable(c, j)) != DB_OK)
+        return st;
+    snprintf(why, sizeof(why), "rejected by %s", rq->actor);
+    switch (rq->op) {
+    case REFUND_CHANGE_APPROVE: st = db_exec(c, ST_RF_APPROVE, ap, 4, &rows); break;
+    case REFUND_CHANGE_RETRY: st = db_exec(c, ST_RF_DUE_NOW, rp, 4, &rows); break;
+    default: st = db_exec(c, ST_RF_REJECT, jp, 5, &rows); break;
     }
-    if (!j->approve && from != REFUND_REQUESTED && from != REFUND_SUBMITTED &&
-        from != REFUND_UNKNOWN) {
-        j->result = REFUND_ILLEGAL;
-        return DB_ROLLBACK;
-    }
-    st = j->approve ? db_exec(c, ST_RF_APPROVE, ap, 4, &rows)
-                    : db_exec(c, ST_RF_DUE_NOW, rp, 4, &rows);
     if (st != DB_OK)
         return st;
-    if (rows != 1 && j->approve)
+    if (rows != 1 && rq->op != REFUND_CHANGE_RETRY)
         return DB_RETRY; /* changed between the read and the update */
     snprintf(detail, sizeof(detail), "from=%s", refund_state_name(from));
-    if ((st = audit_append(c, j->actor, j->approve ? "refund.approve" : "refund.retry",
-                           j->refund_no, detail, j->request_id)) != DB_OK)
+    if ((st = audit_append(c, rq->actor, change_actions[rq->op], rq->refund_no, detail,
+                           rq->request_id)) != DB_OK)
         return st;
-    if ((st = get_by(c, ST_RF_GET, j->refund_no, j->out, &found)) != DB_OK)
+    if ((st = get_by(c, ST_RF_GET, rq->refund_no, j->out, &found)) != DB_OK)
         return st;
+    if (rq->op == REFUND_CHANGE_REJECT) { /* the shop hears of it as of any refund that failed */
+        if (refund_event_payload(j->out, payload, sizeof(payload)) != 0)
+            return db_fail(c, "refund: event payload of %s does not fit", rq->refund_no);
+        if ((st = outbox_append_subject(c, OUTBOX_REFUND_FAILED, j->out->order_no, rq->refund_no,
+                                        payload)) != DB_OK)
+            return st;
+    }
     j->result = REFUND_OK;
     return DB_OK;
 }
 
-static enum refund_result change(struct db_conn *c, struct change_job *j)
+enum refund_result refund_change(struct db_conn *c, const struct refund_change_req *rq,
+                                 struct refund *out)
 {
+    struct change_job j = { rq, out, REFUND_ERROR };
     enum db_status st;
 
-    memset(j->out, 0, sizeof(*j->out));
-    st = db_txn(c, change_txn, j);
+    memset(out, 0, sizeof(*out));
+    st = db_txn(c, change_txn, &j);
     if (st == DB_OK || st == DB_ROLLBACK)
-        return j->result;
+        return j.result;
     return DB_FAILURE(st, REFUND_UNAVAILABLE, REFUND_ERROR);
-}
-
-enum refund_result refund_approve(struct db_conn *c, const char *refund_no, const char *actor,
-                                  const char *request_id, struct refund *out)
-{
-    struct change_job j = { refund_no, actor, request_id, true, out, REFUND_ERROR };
-
-    return change(c, &j);
-}
-
-enum refund_result refund_retry(struct db_conn *c, const char *refund_no, const char *actor,
-                                const char *request_id, struct refund *out)
-{
-    struct change_job j = { refund_no, actor, request_id, false, out, REFUND_ERROR };
-
-    return change(c, &j);
 }
 
 /* ---- listing --------------------------------------------------------------- */
@@ -527,15 +612,73 @@ enum db_status refund_claim(struct db_conn *c, const char *owner, int lease_s, s
     return st;
 }
 
-enum db_status refund_mark_submitting(struct db_conn *c, uint64_t id, const char *owner, bool *held)
-{
-    char stb[DB_INT_BUF], idb[DB_INT_BUF];
-    const char *p[] = { db_param_int(stb, REFUND_SUBMITTED), db_param_int(idb, (int64_t)id),
-                        owner };
-    uint64_t rows = 0;
-    enum db_status st = db_exec_retry(c, ST_RF_SUBMITTING, p, 3, &rows);
+struct submitting_job {
+    uint64_t id;
+    const char *owner;
+    bool held, refused;
+    struct refund rf;
+};
 
-    *held = st == DB_OK && rows == 1;
+static enum db_status refund_finish_in(struct db_conn *c, const char *refund_no, int state,
+                                       const char *gateway_refund_id, const char *failure_code,
+                                       const char *error, struct refund *out);
+
+/* Whether the ledger has room for rf: its payment (locked) not settled,
+ * and its refunds not FAILED, rf's among them, within the payment. */
+static enum db_status ledger_room(struct db_conn *c, const struct refund *rf, bool *room)
+{
+    struct locked_payment p;
+    int64_t refunded = 0;
+    enum db_status st;
+    bool found = false;
+
+    *room = false;
+    if ((st = lock_payment(c, rf->pay_no, &p, &found)) != DB_OK)
+        return st;
+    if (!found || p.status == PAYMENT_REFUND_SETTLED)
+        return DB_OK;
+    if ((st = refunded_sum(c, rf->pay_no, &refunded)) != DB_OK)
+        return st;
+    *room = refunded <= p.amount_cents;
+    return DB_OK;
+}
+
+static enum db_status submitting_txn(struct db_conn *c, void *arg)
+{
+    struct submitting_job *j = arg;
+    char stb[DB_INT_BUF], idb[DB_INT_BUF];
+    const char *p[] = { db_param_int(stb, REFUND_SUBMITTED), db_param_int(idb, (int64_t)j->id),
+                        j->owner };
+    uint64_t rows = 0;
+    enum db_status st;
+    bool found = false, room = false;
+
+    j->held = j->refused = false;
+    if ((st = get_by(c, ST_RF_BY_ID, idb, &j->rf, &found)) != DB_OK || !found)
+        return st;
+    if ((st = ledger_room(c, &j->rf, &room)) != DB_OK)
+        return st;
+    if (!room) {
+        j->refused = true;
+        if (j->rf.state != REFUND_REQUESTED)
+            return DB_OK; /* it may have left before: the lease runs out, an operator decides */
+        return refund_finish_in(c, j->rf.refund_no, REFUND_FAILED, NULL, REFUND_LEDGER_REFUSED,
+                                "its payment was settled or has no room left", &j->rf);
+    }
+    if ((st = db_exec(c, ST_RF_SUBMITTING, p, 3, &rows)) != DB_OK)
+        return st;
+    j->held = rows == 1;
+    return DB_OK;
+}
+
+enum db_status refund_mark_submitting(struct db_conn *c, uint64_t id, const char *owner, bool *held,
+                                      bool *refused)
+{
+    struct submitting_job j = { .id = id, .owner = owner };
+    enum db_status st = db_txn(c, submitting_txn, &j);
+
+    *held = st == DB_OK && j.held;
+    *refused = st == DB_OK && j.refused;
     return st;
 }
 
@@ -562,16 +705,28 @@ struct finish_job {
     struct refund *out;
 };
 
-/* A double payment refunded in full leaves the refund queue: the payment
- * is REFUND_SETTLED with the refund's number as its reference. */
-static enum db_status settle_double(struct db_conn *c, const struct refund *r)
+/* A payment to refund (REFUND_REQUIRED: a double payment, or a canceled
+ * order's) that its succeeded refunds gave back in full leaves the refund
+ * queue: REFUND_SETTLED with reference (the refund that completed it) as
+ * its reference. Nothing while any of it is still to give back. */
+static enum db_status settle_if_full(struct db_conn *c, const char *pay_no, int64_t pay_amount,
+                                     const char *reference)
 {
-    char settled[DB_INT_BUF], required[DB_INT_BUF];
-    const char *p[] = { db_param_int(settled, PAYMENT_REFUND_SETTLED), r->refund_no,
-                        REFUND_ACTOR_SYSTEM, r->pay_no,
+    char settled[DB_INT_BUF], required[DB_INT_BUF], ok[DB_INT_BUF];
+    const char *sp[] = { pay_no, db_param_int(ok, REFUND_SUCCEEDED) };
+    const char *p[] = { db_param_int(settled, PAYMENT_REFUND_SETTLED), reference,
+                        REFUND_ACTOR_SYSTEM, pay_no,
                         db_param_int(required, PAYMENT_REFUND_REQUIRED) };
+    struct db_row row;
+    int64_t succeeded = 0;
+    enum db_status st;
+    bool found = false;
 
-    if (r->origin != REFUND_ORIGIN_DOUBLE_PAYMENT || r->amount_cents != r->pay_amount_cents)
+    if ((st = db_query_one(c, ST_RF_STATE_SUM, sp, 2, &row, &found)) != DB_OK)
+        return st;
+    if (!found || db_row_cents(&row, 0, &succeeded) != 0)
+        return db_fail(c, "refund: unreadable refund sum of %s", pay_no);
+    if (succeeded < pay_amount)
         return DB_OK;
     return db_exec(c, ST_REFUND_SETTLE, p, 5, NULL);
 }
@@ -609,10 +764,22 @@ static enum db_status finish_txn(struct db_conn *c, void *arg)
              c, j->state == REFUND_SUCCEEDED ? OUTBOX_REFUND_SUCCEEDED : OUTBOX_REFUND_FAILED,
              j->out->order_no, j->refund_no, payload)) != DB_OK)
         return st;
-    if (j->state == REFUND_SUCCEEDED && (st = settle_double(c, j->out)) != DB_OK)
+    if (j->state == REFUND_SUCCEEDED &&
+        (st = settle_if_full(c, j->out->pay_no, j->out->pay_amount_cents, j->out->refund_no)) !=
+            DB_OK)
         return st;
     j->changed = true;
     return DB_OK;
+}
+
+/* refund_finish's change inside the caller's transaction. */
+static enum db_status refund_finish_in(struct db_conn *c, const char *refund_no, int state,
+                                       const char *gateway_refund_id, const char *failure_code,
+                                       const char *error, struct refund *out)
+{
+    struct finish_job j = { refund_no, gateway_refund_id, failure_code, error, state, false, out };
+
+    return finish_txn(c, &j);
 }
 
 enum db_status refund_finish(struct db_conn *c, const char *refund_no, int state,
@@ -743,20 +910,12 @@ enum refund_result refund_route_create(const struct route *rt, const struct refu
     return missed ? REFUND_UNAVAILABLE : REFUND_NOT_FOUND;
 }
 
-/* One refund_no's operation on its shard. */
-enum refund_op {
-    OP_GET,
-    OP_APPROVE,
-    OP_RETRY
-};
-
-static enum refund_result on_refund_shard(const struct route *rt, const char *refund_no,
-                                          enum refund_op op, const char *actor, struct refund *out,
-                                          struct route_failure *fail)
+/* refund_get on the shard refund_no names. */
+enum refund_result refund_route_get(const struct route *rt, const char *refund_no,
+                                    struct refund *out, struct route_failure *fail)
 {
     const struct shard *sh = shard_of_order(rt->set, refund_no);
-    static const char *const steps[] = { "refund_get", "refund_approve", "refund_retry" };
-    enum refund_result r = REFUND_OK;
+    enum refund_result r;
     struct route_hop h;
     enum db_status st;
     bool found = false;
@@ -765,42 +924,38 @@ static enum refund_result on_refund_shard(const struct route *rt, const char *re
     route_hop_init(&h, rt, fail);
     if (sh == NULL)
         return REFUND_NOT_FOUND;
-    if (route_hop_to(&h, sh, steps[op]) == NULL)
+    if (route_hop_to(&h, sh, "refund_get") == NULL)
         return REFUND_UNAVAILABLE;
-    if (op == OP_GET) {
-        st = refund_get(h.c, refund_no, out, &found);
-        r = st != DB_OK ? DB_FAILURE(st, REFUND_UNAVAILABLE, REFUND_ERROR)
-                        : (found ? REFUND_OK : REFUND_NOT_FOUND);
-    } else if (op == OP_APPROVE) {
-        r = refund_approve(h.c, refund_no, actor, rt->request_id, out);
-    } else {
-        r = refund_retry(h.c, refund_no, actor, rt->request_id, out);
-    }
+    st = refund_get(h.c, refund_no, out, &found);
+    r = st != DB_OK ? DB_FAILURE(st, REFUND_UNAVAILABLE, REFUND_ERROR)
+                    : (found ? REFUND_OK : REFUND_NOT_FOUND);
     out->shard = sh->index;
     if (r == REFUND_UNAVAILABLE || r == REFUND_ERROR)
-        route_failed(&h, r == REFUND_UNAVAILABLE, steps[op]);
+        route_failed(&h, r == REFUND_UNAVAILABLE, "refund_get");
     route_hop_release(&h);
     return r;
 }
 
-enum refund_result refund_route_get(const struct route *rt, const char *refund_no,
-                                    struct refund *out, struct route_failure *fail)
+enum refund_result refund_route_change(const struct route *rt, const struct refund_change_req *rq,
+                                       struct refund *out, struct route_failure *fail)
 {
-    return on_refund_shard(rt, refund_no, OP_GET, NULL, out, fail);
-}
+    const struct shard *sh = shard_of_order(rt->set, rq->refund_no);
+    static const char *const steps[] = { "refund_approve", "refund_retry", "refund_reject" };
+    enum refund_result r;
+    struct route_hop h;
 
-enum refund_result refund_route_approve(const struct route *rt, const char *refund_no,
-                                        const char *actor, struct refund *out,
-                                        struct route_failure *fail)
-{
-    return on_refund_shard(rt, refund_no, OP_APPROVE, actor, out, fail);
-}
-
-enum refund_result refund_route_retry(const struct route *rt, const char *refund_no,
-                                      const char *actor, struct refund *out,
-                                      struct route_failure *fail)
-{
-    return on_refund_shard(rt, refund_no, OP_RETRY, actor, out, fail);
+    memset(out, 0, sizeof(*out));
+    route_hop_init(&h, rt, fail);
+    if (sh == NULL)
+        return REFUND_NOT_FOUND;
+    if (route_hop_to(&h, sh, steps[rq->op]) == NULL)
+        return REFUND_UNAVAILABLE;
+    r = refund_change(h.c, rq, out);
+    out->shard = sh->index;
+    if (r == REFUND_UNAVAILABLE || r == REFUND_ERROR)
+        route_failed(&h, r == REFUND_UNAVAILABLE, steps[rq->op]);
+    route_hop_release(&h);
+    return r;
 }
 
 struct list_job {
@@ -893,6 +1048,37 @@ static enum refund_result record_unsolicited(const struct route *rt, const struc
     return REFUND_NOT_FOUND;
 }
 
+/* Whether a notification says what the refund it names is: the same
+ * payment, and its amount (or, for a running total, at least its amount and
+ * at most the payment). What it does not say is not compared. */
+static bool notice_matches(const struct refund_notice *rn, const struct refund *rf)
+{
+    if (rn->pay_no != NULL && rn->pay_no[0] != '\0' && strcmp(rn->pay_no, rf->pay_no) != 0)
+        return false;
+    if (!rn->has_amount)
+        return true;
+    if (rn->amount_total)
+        return rn->amount_cents >= rf->amount_cents && rn->amount_cents <= rf->pay_amount_cents;
+    return rn->amount_cents == rf->amount_cents;
+}
+
+/* The audit row of a notification that names a refund of ours with
+ * another payment or amount: kept, never applied. */
+static enum db_status record_mismatch(struct db_conn *c, const struct route *rt,
+                                      const struct refund_notice *rn, const struct refund *rf)
+{
+    char detail[256], amt[32] = "-";
+
+    if (rn->has_amount)
+        money_format(rn->amount_cents, amt, sizeof(amt));
+    snprintf(detail, sizeof(detail),
+             "gateway=%s refund_id=%s pay_no=%s amount=%s%s; the refund's pay_no=%s", rn->gateway,
+             rn->refund_id, rn->pay_no != NULL && rn->pay_no[0] ? rn->pay_no : "-", amt,
+             rn->amount_total ? " (total)" : "", rf->pay_no);
+    return audit_append(c, rn->gateway, "refund.mismatch", rf->refund_no, detail,
+                        rt->request_id != NULL ? rt->request_id : "");
+}
+
 enum refund_result refund_route_notice(const struct route *rt, const struct refund_notice *rn,
                                        bool *changed, struct refund *out,
                                        struct route_failure *fail)
@@ -911,11 +1097,16 @@ enum refund_result refund_route_notice(const struct route *rt, const struct refu
     if (route_hop_to(&h, sh, "refund_notice") == NULL)
         return REFUND_UNAVAILABLE;
     st = refund_get(h.c, rn->refund_no, out, &found);
-    if (st == DB_OK && found && strcmp(out->gateway, rn->gateway) == 0)
+    if (st == DB_OK && found && strcmp(out->gateway, rn->gateway) == 0 &&
+        !notice_matches(rn, out)) {
+        r = REFUND_MISMATCH;
+        st = record_mismatch(h.c, rt, rn, out);
+    } else if (st == DB_OK && found && strcmp(out->gateway, rn->gateway) == 0) {
         st = refund_finish(h.c, rn->refund_no, rn->state, rn->refund_id[0] ? rn->refund_id : NULL,
                            rn->state == REFUND_FAILED ? rn->code : NULL, "notified", changed, out);
-    else if (st == DB_OK)
+    } else if (st == DB_OK) {
         r = REFUND_NOT_FOUND;
+    }
     if (st != DB_OK) {
         route_failed(&h, route_retryable(st), "refund_notice");
         r = DB_FAILURE(st, REFUND_UNAVAILABLE, REFUND_ERROR);

@@ -48,8 +48,12 @@ enum refund_state {
 enum refund_origin {
     REFUND_ORIGIN_OPERATOR = 1,       /* an operator asked, with an Idempotency-Key */
     REFUND_ORIGIN_DOUBLE_PAYMENT = 2, /* a payment that charged the customer twice */
-    REFUND_ORIGIN_CANCEL = 3          /* the cancel of a paid order */
+    REFUND_ORIGIN_CANCEL = 3,         /* the cancel of a paid order */
+    REFUND_ORIGIN_MANUAL = 4          /* refunded outside the service, settled by an operator */
 };
+
+#define REFUND_REJECTED "rejected" /* failure_code of a refund an operator turned down */
+#define REFUND_LEDGER_REFUSED "ledger_refused" /* failure_code: its payment had no room left */
 
 enum refund_result {
     REFUND_OK,          /* made / changed / read */
@@ -59,6 +63,9 @@ enum refund_result {
     REFUND_MANUAL,      /* the payment's gateway has no refund API: settle by hand */
     REFUND_ILLEGAL,     /* not in a state this change starts from */
     REFUND_ABORTED,     /* the Idempotency-Key claim was lost: rolled back */
+    REFUND_SETTLED,     /* its payment was settled (refunded elsewhere, or in full): nothing sent */
+    REFUND_SAME_ACTOR,  /* approved by the key that asked for it, under four eyes */
+    REFUND_MISMATCH,    /* a notification whose payment or amount is not the refund's */
     REFUND_UNAVAILABLE, /* MySQL unreachable or busy; nothing written */
     REFUND_ERROR
 };
@@ -124,18 +131,32 @@ enum db_status refund_note_gateway(struct db_conn *c, const char *pay_no, const 
 enum db_status refund_get(struct db_conn *c, const char *refund_no, struct refund *out,
                           bool *found);
 
-/* AWAITING_APPROVAL -> REQUESTED by actor, audited. REFUND_OK,
- * REFUND_DUPLICATE (approved before: nothing written), REFUND_NOT_FOUND,
- * REFUND_ILLEGAL (FAILED, or any state it cannot come from); *out is the
- * refund afterwards. */
-enum refund_result refund_approve(struct db_conn *c, const char *refund_no, const char *actor,
-                                  const char *request_id, struct refund *out);
+/* An operator's change of one refund. */
+enum refund_change {
+    REFUND_CHANGE_APPROVE, /* AWAITING_APPROVAL -> REQUESTED */
+    REFUND_CHANGE_RETRY,   /* a waiting refund (REQUESTED, SUBMITTED, UNKNOWN) due now */
+    REFUND_CHANGE_REJECT   /* AWAITING_APPROVAL -> FAILED (REFUND_REJECTED): never sent */
+};
 
-/* A refund waiting for its next attempt (REQUESTED, SUBMITTED, UNKNOWN) is
- * made due now, audited. REFUND_ILLEGAL for any other state (a FAILED
- * refund is final: ask for a new one). */
-enum refund_result refund_retry(struct db_conn *c, const char *refund_no, const char *actor,
-                                const char *request_id, struct refund *out);
+struct refund_change_req {
+    enum refund_change op;
+    const char *refund_no;
+    const char *actor; /* the operator key's name */
+    const char *request_id;
+    bool approver_must_differ; /* refunds.approver_must_differ: four eyes on an approval */
+};
+
+/* Makes rq's change, audited (refund.approve / refund.retry /
+ * refund.reject), in one transaction; a rejection also writes the
+ * refund.failed event. An approval or retry locks the refund's payment
+ * first and is REFUND_SETTLED when the payment was settled (refunded
+ * outside the service): nothing will be sent. REFUND_OK, REFUND_DUPLICATE
+ * (approved or rejected before: nothing written), REFUND_NOT_FOUND,
+ * REFUND_ILLEGAL (a state the change cannot start from; a FAILED refund is
+ * final: ask for a new one), REFUND_SAME_ACTOR (four eyes: the key that
+ * asked may not approve); *out is the refund afterwards. */
+enum refund_result refund_change(struct db_conn *c, const struct refund_change_req *rq,
+                                 struct refund *out);
 
 /* Filters of a listing: state -1 and gateway NULL mean any; older_s 0
  * means any age. */
@@ -159,12 +180,16 @@ enum db_status refund_list(struct db_conn *c, const struct refund_filter *f, uin
 enum db_status refund_claim(struct db_conn *c, const char *owner, int lease_s, struct refund *out,
                             size_t max, size_t *n);
 
-/* Before a submission: SUBMITTED, attempts + 1, while owner still holds
+/* Before a call leaves: SUBMITTED, attempts + 1, while owner still holds
  * the lease (*held false, and nothing is sent, otherwise). Committed
  * before the request leaves, so a crash mid-call leaves SUBMITTED and the
- * next claim asks the gateway what became of it. */
-enum db_status refund_mark_submitting(struct db_conn *c, uint64_t id, const char *owner,
-                                      bool *held);
+ * next claim asks the gateway what became of it. The ledger is read again
+ * under the payment's row lock first: a payment settled since, or whose
+ * refunds not FAILED would pass it, sends nothing (*held false, *refused
+ * true): a refund never sent is FAILED (REFUND_LEDGER_REFUSED) with its
+ * refund.failed event, one that was sent before waits for an operator. */
+enum db_status refund_mark_submitting(struct db_conn *c, uint64_t id, const char *owner, bool *held,
+                                      bool *refused);
 
 /* The gateway has not decided (state SUBMITTED: accepted, processing) or
  * its answer was lost (UNKNOWN): kept, lease dropped, due again in
@@ -248,11 +273,18 @@ struct refund_notice {
     const char *refund_id; /* the gateway's own id */
     int state;             /* REFUND_SUCCEEDED or REFUND_FAILED */
     const char *code;      /* the gateway's code of a failure */
+    const char *pay_no;    /* the payment it names; "" or NULL when it names none */
+    bool has_amount;       /* it says how much: */
+    bool amount_total;     /* amount_cents is every refund of the payment so far */
+    int64_t amount_cents;  /* else the refund's own amount */
 };
 
 /* Applies a refund notification with the relay's rules: the refund moves
  * to SUCCEEDED or FAILED from a state that is not final (refund_finish:
- * its event, its settle). REFUND_OK (*changed says whether it moved: a
+ * its event, its settle), and only when the notification matches it: the
+ * payment and the amount the notification names must be the refund's
+ * (REFUND_MISMATCH otherwise: nothing applied, an audit_log row
+ * "refund.mismatch" on the refund's shard for the caller to alert). REFUND_OK (*changed says whether it moved: a
  * replay or a late word on a final refund changes nothing), or
  * REFUND_NOT_FOUND for a refund we did not ask for (no such number, or
  * one of another gateway): it is recorded as an audit_log row
@@ -261,16 +293,12 @@ enum refund_result refund_route_notice(const struct route *rt, const struct refu
                                        bool *changed, struct refund *out,
                                        struct route_failure *fail);
 
-/* refund_get / refund_approve / refund_retry on the shard refund_no names
- * (its prefix; shard 1 without one). REFUND_NOT_FOUND when it names none. */
+/* refund_get / refund_change on the shard the refund number names (its
+ * prefix; shard 1 without one). REFUND_NOT_FOUND when it names none. */
 enum refund_result refund_route_get(const struct route *rt, const char *refund_no,
                                     struct refund *out, struct route_failure *fail);
-enum refund_result refund_route_approve(const struct route *rt, const char *refund_no,
-                                        const char *actor, struct refund *out,
-                                        struct route_failure *fail);
-enum refund_result refund_route_retry(const struct route *rt, const char *refund_no,
-                                      const char *actor, struct refund *out,
-                                      struct route_failure *fail);
+enum refund_result refund_route_change(const struct route *rt, const struct refund_change_req *rq,
+                                       struct refund *out, struct route_failure *fail);
 
 /* Lists refunds across the shards, by shard (configured order) then id,
  * from shard index first after row id after. As outbox_route_list. */

@@ -229,18 +229,27 @@ static void record(struct rrelay *r, size_t gwi, struct refund *rf, const struct
 }
 
 /* Marks rf SUBMITTED before a call leaves. False when the lease is no
- * longer this relay's (or the database failed): nothing is sent. */
+ * longer this relay's, the ledger has no room for it (its payment settled
+ * since: alerted), or the database failed: nothing is sent. */
 static bool mark_submitting(struct rrelay *r, size_t gwi, const struct refund *rf)
 {
     struct db_conn *c = shard_acquire(r->sh, RELAY_DB_WAIT_MS);
-    bool held = false;
+    bool held = false, refused = false;
 
     if (c == NULL)
         return false;
-    if (refund_mark_submitting(c, rf->id, r->owner, &held) != DB_OK)
+    if (refund_mark_submitting(c, rf->id, r->owner, &held, &refused) != DB_OK)
         log_warn("refund: cannot mark a submission", "refund_no=%s error=\"%s\"", rf->refund_no,
                  db_errstr(c));
     shard_release(r->sh, c);
+    if (refused) {
+        log_alert("REFUND_LEDGER_REFUSED",
+                  "refund_no=%s pay_no=%s gateway=%s state=%s sent=0 "
+                  "reason=\"its payment was settled or has no room left\"",
+                  rf->refund_no, rf->pay_no, rf->gateway, refund_state_name(rf->state));
+        if (rf->state == REFUND_REQUESTED)
+            metrics_refund(r->rr->srv->m, gwi, REFUND_FAILED);
+    }
     if (held)
         metrics_refund(r->rr->srv->m, gwi, REFUND_SUBMITTED);
     return held;

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "audit.h"
+#include "ids.h"
+#include "money.h"
 #include "order_state.h"
 #include "route.h"
 
@@ -67,10 +69,78 @@ enum refunds_result refunds_list(struct db_conn *c, int status, struct refund_en
 }
 
 struct settle_job {
+    const struct shard_set *set;
+    const struct shard *sh;
     const char *pay_no, *reference, *actor, *request_id;
     struct refund_entry *out;
     enum refunds_result result;
 };
+
+/* The refund ledger's refunds of a payment, as settling needs them. These
+ * numbers mirror enum refund_state (refund.h), which this module does not
+ * include: refund.c uses the queue, not the other way round. */
+enum {
+    LEDGER_AWAITING = 0,
+    LEDGER_REQUESTED = 1,
+    LEDGER_SUBMITTED = 2,
+    LEDGER_SUCCEEDED = 3,
+    LEDGER_UNKNOWN = 5,
+    LEDGER_ORIGIN_MANUAL = 4
+};
+
+/* A refund of the payment under way (not final): its number into j->out
+ * ->live_refund_no, found or not. */
+static enum db_status live_refund(struct db_conn *c, struct settle_job *j, bool *found)
+{
+    char s0[DB_INT_BUF], s1[DB_INT_BUF], s2[DB_INT_BUF], s3[DB_INT_BUF];
+    const char *p[] = { j->pay_no, db_param_int(s0, LEDGER_AWAITING),
+                        db_param_int(s1, LEDGER_REQUESTED), db_param_int(s2, LEDGER_SUBMITTED),
+                        db_param_int(s3, LEDGER_UNKNOWN) };
+    struct db_row row;
+    enum db_status st;
+
+    if ((st = db_query_one(c, ST_RF_LIVE, p, 5, &row, found)) != DB_OK || !*found)
+        return st;
+    if (db_row_str(&row, 0, j->out->live_refund_no, sizeof(j->out->live_refund_no)) != 0)
+        return db_fail(c, "refunds: malformed refund row of %s", j->pay_no);
+    return DB_OK;
+}
+
+/* Records in the ledger what the settle says went back outside the
+ * service: what the payment's succeeded refunds leave, as a SUCCEEDED
+ * refund of origin MANUAL with the reference as the gateway's id, so that
+ * no later refund of any path finds room in the payment. Nothing when the
+ * refunds already gave it all back. */
+static enum db_status ledger_settled(struct db_conn *c, struct settle_job *j)
+{
+    char tail[IDS_ORDER_NO_BUF], refund_no[ID_BUF], amt[32], stb[DB_INT_BUF], orb[DB_INT_BUF];
+    char dedupe[ID_BUF + 8], reason[REFUNDS_REF_MAX + 32];
+    const char *sp[] = { j->pay_no, db_param_int(stb, LEDGER_SUCCEEDED) };
+    const char *ins[] = { refund_no,    amt,      stb,      db_param_int(orb, LEDGER_ORIGIN_MANUAL),
+                          dedupe,       reason,   j->actor, j->actor,
+                          j->reference, j->pay_no };
+    struct db_row row;
+    int64_t succeeded = 0, left;
+    enum db_status st;
+    bool found = false;
+
+    if ((st = db_query_one(c, ST_RF_STATE_SUM, sp, 2, &row, &found)) != DB_OK)
+        return st;
+    if (!found || db_row_cents(&row, 0, &succeeded) != 0)
+        return db_fail(c, "refunds: unreadable refund sum of %s", j->pay_no);
+    if ((left = j->out->amount_cents - succeeded) <= 0)
+        return DB_OK;
+    if (ids_order_no(tail) != 0)
+        return db_fail(c, "refunds: no randomness for a refund number");
+    tail[0] = 'R';
+    if (shard_order_no(j->set, j->sh, tail, refund_no, ID_BUF) != 0)
+        return db_fail(c, "refunds: refund number does not fit");
+    money_format(left, amt, sizeof(amt));
+    snprintf(dedupe, sizeof(dedupe), "settle:%s", j->pay_no);
+    snprintf(reason, sizeof(reason), "settled by hand: %s", j->reference);
+    st = db_exec(c, ST_RF_INSERT_SETTLED, ins, 10, NULL);
+    return st == DB_DUPLICATE ? DB_RETRY : st; /* the same 64 random bits: draw again */
+}
 
 static enum db_status settle_txn(struct db_conn *c, void *arg)
 {
@@ -83,6 +153,7 @@ static enum db_status settle_txn(struct db_conn *c, void *arg)
     size_t n = 0;
     uint64_t rows = 0;
     enum db_status st;
+    bool live = false;
 
     memset(j->out, 0, sizeof(*j->out));
     j->result = REFUNDS_ERROR;
@@ -103,6 +174,17 @@ static enum db_status settle_txn(struct db_conn *c, void *arg)
             strcmp(j->out->reference, j->reference) == 0 ? REFUNDS_DUPLICATE : REFUNDS_CONFLICT;
         return DB_ROLLBACK;
     }
+    /* Under the payment's row lock, as every refund is made: a refund on
+     * its way through the gateway holds its amount, and a settle over it
+     * would give the money back twice. */
+    if ((st = live_refund(c, j, &live)) != DB_OK)
+        return st;
+    if (live) {
+        j->result = REFUNDS_REFUND_LIVE;
+        return DB_ROLLBACK;
+    }
+    if ((st = ledger_settled(c, j)) != DB_OK)
+        return st;
     if ((st = db_exec(c, ST_REFUND_SETTLE, up, 5, &rows)) != DB_OK)
         return st;
     if (rows != 1)
@@ -119,11 +201,12 @@ static enum db_status settle_txn(struct db_conn *c, void *arg)
     return DB_OK;
 }
 
-enum refunds_result refunds_settle(struct db_conn *c, const char *pay_no, const char *reference,
-                                   const char *actor, const char *request_id,
-                                   struct refund_entry *out)
+enum refunds_result refunds_settle(struct db_conn *c, const struct shard_set *set,
+                                   const struct shard *sh, const struct refunds_settle_req *sr,
+                                   const char *request_id, struct refund_entry *out)
 {
-    struct settle_job j = { pay_no, reference, actor, request_id, out, REFUNDS_ERROR };
+    struct settle_job j = { set,       sh,         sr->pay_no, sr->reference,
+                            sr->actor, request_id, out,        REFUNDS_ERROR };
     enum db_status st = db_txn(c, settle_txn, &j);
 
     if (st == DB_OK || st == DB_ROLLBACK)
@@ -225,7 +308,7 @@ static enum refunds_result settle_on(struct route_hop *h, const struct shard *sh
 
     if (route_hop_to(h, sh, "refunds_settle") == NULL)
         return REFUNDS_UNAVAILABLE;
-    r = refunds_settle(h->c, sr->pay_no, sr->reference, sr->actor, h->rt->request_id, e);
+    r = refunds_settle(h->c, h->rt->set, sh, sr, h->rt->request_id, e);
     e->shard = sh->index;
     if (r == REFUNDS_UNAVAILABLE || r == REFUNDS_ERROR)
         route_failed(h, r == REFUNDS_UNAVAILABLE, "refunds_settle");

@@ -25,6 +25,7 @@ enum refunds_result {
     REFUNDS_NOT_FOUND,    /* no payment with this pay_no */
     REFUNDS_NOT_REQUIRED, /* the payment is PAID: there is nothing to refund */
     REFUNDS_CONFLICT,     /* already settled with another reference */
+    REFUNDS_REFUND_LIVE,  /* a refund of it is under way (out->live_refund_no): nothing written */
     REFUNDS_UNAVAILABLE,  /* MySQL unreachable or busy; nothing written */
     REFUNDS_ERROR
 };
@@ -39,20 +40,28 @@ struct refund_entry {
     char reference[REFUNDS_REF_MAX]; /* "" until settled */
     char settled_by[ID_BUF];
     char settled_at[OUTBOX_TIME_MAX];
-    size_t shard; /* index in the shard set it was read from (set by the caller) */
+    char live_refund_no[ID_BUF]; /* REFUNDS_REFUND_LIVE: the refund under way */
+    size_t shard;                /* index in the shard set it was read from (set by the caller) */
 };
 
 /* Lists up to max (<= REFUNDS_LIST_MAX) payments in status, oldest first. */
 enum refunds_result refunds_list(struct db_conn *c, int status, struct refund_entry *out,
                                  size_t max, size_t *n);
 
-/* Settles pay_no with the refund's reference, in one transaction with its
- * audit_log row (actor: the operator credential's name; request_id: the
- * HTTP request's). *out is the payment as it is afterwards (OK, DUPLICATE,
- * CONFLICT, NOT_REQUIRED). */
-enum refunds_result refunds_settle(struct db_conn *c, const char *pay_no, const char *reference,
-                                   const char *actor, const char *request_id,
-                                   struct refund_entry *out);
+struct refunds_settle_req;
+
+/* Settles sr->pay_no with the refund's reference, in one transaction with
+ * its audit_log row (actor: the operator credential's name; request_id: the
+ * HTTP request's), on c, the database of sh in set (a refund number drawn
+ * here gets sh's prefix). The refund ledger is kept under the payment's row
+ * lock: a refund of it under way (awaiting approval, requested, submitted,
+ * unknown) refuses the settle (REFUNDS_REFUND_LIVE, naming it), and what the
+ * payment's succeeded refunds leave is recorded as a SUCCEEDED refund of
+ * origin MANUAL, so no later refund finds room in it. *out is the payment as
+ * it is afterwards (OK, DUPLICATE, CONFLICT, NOT_REQUIRED). */
+enum refunds_result refunds_settle(struct db_conn *c, const struct shard_set *set,
+                                   const struct shard *sh, const struct refunds_settle_req *sr,
+                                   const char *request_id, struct refund_entry *out);
 
 /* Sharded: the order pay_no_registry binds pay_no to, read on c (the
  * shard placement(pay_no) puts the registry row on). REFUNDS_OK with

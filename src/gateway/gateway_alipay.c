@@ -113,6 +113,11 @@ enum gateway_status gateway_alipay_notice(const struct form *f, const char *app_
         n->refund = GATEWAY_REFUND_SUCCEEDED;
         gateway_copy_id(n->refund_no, form_get(f, "out_biz_no"));
         gateway_copy_id(n->refund_id, form_get(f, "trade_no"));
+        gateway_copy_id(n->pay_no, form_get(f, "trade_no"));
+        /* refund_fee: every refund of the trade so far, not this one's */
+        n->refund_has_amount =
+            money_parse(form_get(f, "refund_fee"), &n->refund_amount_cents) == MONEY_OK;
+        n->refund_amount_total = true;
         return GATEWAY_OK;
     }
     if (!pays(status))

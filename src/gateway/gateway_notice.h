@@ -50,8 +50,16 @@ struct gateway_notice {
     char refund_no[ID_BUF];
     char refund_id[GATEWAY_REFUND_ID_MAX]; /* the gateway's own refund id */
     char refund_code[GATEWAY_REFUND_ID_MAX];
+    /* What a refund notification says of the money, to be matched against
+     * the refund it names: its payment (pay_no, "" when it names none) and
+     * its amount, when refund_has_amount (the refund's own, or with
+     * refund_amount_total every refund of the payment so far, as Alipay's
+     * refund_fee). */
+    bool refund_has_amount;
+    bool refund_amount_total;
+    int64_t refund_amount_cents;
     char state[GATEWAY_STATE_BUF]; /* trade_status, trade_state or event type */
-    char pay_no[ID_BUF];           /* the gateway's transaction id */
+    char pay_no[ID_BUF];           /* the gateway's transaction id (a refund's payment too) */
     char order_no[ID_BUF];
     int64_t amount_cents;
     char currency[CURRENCY_BUF]; /* upper case ISO 4217 */

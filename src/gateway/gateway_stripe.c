@@ -136,6 +136,20 @@ static enum gateway_status read_intent(const cJSON *obj, struct gateway_notice *
     return GATEWAY_OK;
 }
 
+/* The refund's amount, in its currency's minor units: kept only when it
+ * converts exactly (a notification without one is matched without it). */
+static void refund_amount(const cJSON *obj, struct gateway_notice *n)
+{
+    char currency[CURRENCY_BUF];
+    int64_t minor = 0;
+
+    if (currency_normalize(str_member(obj, "currency"), currency) == CURRENCY_OK &&
+        gateway_json_amount(cJSON_GetObjectItemCaseSensitive(obj, "amount"), INT64_MAX, &minor) ==
+            0 &&
+        currency_minor_to_cents(currency, minor, &n->refund_amount_cents) == CURRENCY_OK)
+        n->refund_has_amount = true;
+}
+
 /* A refund object (refund.updated, refund.failed, or the newest refund of
  * a charge.refunded charge): our refund number is its
  * metadata.refund_no, which the service sets when it submits. */
@@ -155,6 +169,8 @@ static void read_refund(const cJSON *obj, struct gateway_notice *n)
     if (cJSON_IsObject(meta))
         gateway_copy_id(n->refund_no, str_member(meta, "refund_no"));
     gateway_copy_id(n->refund_id, str_member(obj, "id"));
+    gateway_copy_id(n->pay_no, str_member(obj, "payment_intent"));
+    refund_amount(obj, n);
     snprintf(n->refund_code, sizeof(n->refund_code), "%.60s",
              reason != NULL ? reason : (n->refund == GATEWAY_REFUND_FAILED ? status : ""));
 }

@@ -180,6 +180,8 @@ static enum gateway_status read_refund_resource(const cJSON *tx, const char *mch
                                                 struct gateway_notice *n)
 {
     const char *got = str_member(tx, "mchid"), *st = str_member(tx, "refund_status");
+    const cJSON *amount;
+    int64_t fen = 0;
 
     if (got == NULL || mchid == NULL || strcmp(got, mchid) != 0)
         return GATEWAY_WRONG_APP;
@@ -190,6 +192,14 @@ static enum gateway_status read_refund_resource(const cJSON *tx, const char *mch
                                                                            : GATEWAY_REFUND_PENDING;
     gateway_copy_id(n->refund_no, str_member(tx, "out_refund_no"));
     gateway_copy_id(n->refund_id, str_member(tx, "refund_id"));
+    gateway_copy_id(n->pay_no, str_member(tx, "transaction_id"));
+    /* amount.refund: this refund's, in fen (WeChat Pay refunds CNY) */
+    amount = cJSON_GetObjectItemCaseSensitive(tx, "amount");
+    if (cJSON_IsObject(amount) &&
+        gateway_json_amount(cJSON_GetObjectItemCaseSensitive(amount, "refund"), INT64_MAX, &fen) ==
+            0 &&
+        currency_minor_to_cents(CURRENCY_DEFAULT, fen, &n->refund_amount_cents) == CURRENCY_OK)
+        n->refund_has_amount = true;
     if (n->refund == GATEWAY_REFUND_FAILED)
         snprintf(n->refund_code, sizeof(n->refund_code), "%s", st);
     return GATEWAY_OK;

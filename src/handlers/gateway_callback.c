@@ -231,7 +231,11 @@ static void apply_refund(struct server *srv, const struct gateway *gw,
                                       .state = n->refund == GATEWAY_REFUND_SUCCEEDED
                                                    ? REFUND_SUCCEEDED
                                                    : REFUND_FAILED,
-                                      .code = n->refund_code };
+                                      .code = n->refund_code,
+                                      .pay_no = n->pay_no,
+                                      .has_amount = n->refund_has_amount,
+                                      .amount_total = n->refund_amount_total,
+                                      .amount_cents = n->refund_amount_cents };
     struct route_failure failure = { .shard = NULL };
     struct refund e = { .id = 0 };
     enum refund_result r;
@@ -252,6 +256,13 @@ static void apply_refund(struct server *srv, const struct gateway *gw,
         if (changed && rn.state == REFUND_FAILED)
             log_alert("REFUND_FAILED", "refund_no=%s pay_no=%s gateway=%s code=%s request_id=%s",
                       e.refund_no, e.pay_no, gw->cfg->name, n->refund_code, req->request_id);
+        k->ack(resp);
+        break;
+    case REFUND_MISMATCH: /* verified, but not what the refund is: never applied */
+        log_alert("REFUND_NOTICE_MISMATCH",
+                  "gateway=%s refund_no=%s refund_id=%s notice_pay_no=%s pay_no=%s "
+                  "applied=0 request_id=%s",
+                  gw->cfg->name, n->refund_no, n->refund_id, n->pay_no, e.pay_no, req->request_id);
         k->ack(resp);
         break;
     case REFUND_NOT_FOUND:

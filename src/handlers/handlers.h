@@ -51,6 +51,8 @@ void handle_ops_refund_approve(struct server *srv, const struct http_req *req,
                                struct http_resp *resp);
 void handle_ops_refund_retry(struct server *srv, const struct http_req *req,
                              struct http_resp *resp);
+void handle_ops_refund_reject(struct server *srv, const struct http_req *req,
+                              struct http_resp *resp);
 void handle_ops_refund_settle(struct server *srv, const struct http_req *req,
                               struct http_resp *resp);
 void handle_ops_pay_no_release(struct server *srv, const struct http_req *req,

@@ -113,6 +113,15 @@ static void reply_refusal(const struct http_req *req, struct http_resp *resp, en
                  refund_state_name(e->state));
         api_reply(resp, API_REFUND_ILLEGAL_STATE, msg);
         break;
+    case REFUND_SETTLED:
+        api_reply(resp, API_PAYMENT_SETTLED,
+                  "the refund's payment was settled (refunded elsewhere or in full): nothing more "
+                  "goes back through the gateway");
+        break;
+    case REFUND_SAME_ACTOR:
+        api_reply(resp, API_APPROVER_MUST_DIFFER,
+                  "refunds.approver_must_differ: another operator key must approve this refund");
+        break;
     case REFUND_ABORTED: break; /* idempotency_end answers as a repeat */
     default: reply_route_failure(req, resp, fail); break;
     }
@@ -121,7 +130,8 @@ static void reply_refusal(const struct http_req *req, struct http_resp *resp, en
 /* POST /ops/payments/{pay_no}/refunds {"amount"?, "reason"?}: an
  * Idempotency-Key is required, since a refund asked twice would give the
  * money back twice; keys are scoped by the operator key's name. Without
- * "amount" the refund is what is left of the payment. */
+ * "amount" the refund is what is left of the payment. Under
+ * refunds.approver_must_differ it waits for another key's approval. */
 void handle_ops_refund_create(struct server *srv, const struct http_req *req,
                               struct http_resp *resp)
 {
@@ -130,7 +140,8 @@ void handle_ops_refund_create(struct server *srv, const struct http_req *req,
                                     .origin = REFUND_ORIGIN_OPERATOR,
                                     .actor = operator_actor(req),
                                     .request_id = req->request_id,
-                                    .approved = true,
+                                    /* four eyes: another key approves it */
+                                    .approved = srv->cfg->refunds_approver_must_differ == 0,
                                     .gw = req->keys->gw };
     struct idempotency ir = { .on = false };
     char scope[IDEM_SCOPE_MAX + 1], reason[REFUND_REASON_MAX + 1] = "";
@@ -303,13 +314,23 @@ void handle_ops_refund_get(struct server *srv, const struct http_req *req, struc
     }
 }
 
-/* Approve (AWAITING_APPROVAL -> REQUESTED) or retry (a waiting refund due
- * now) the refund the path names; the same change again answers the
- * refund with "duplicate":true. */
+/* Approve (AWAITING_APPROVAL -> REQUESTED), retry (a waiting refund due
+ * now) or reject (AWAITING_APPROVAL -> FAILED, never sent) the refund the
+ * path names; the same change again answers the refund with
+ * "duplicate":true. */
 static void change_and_reply(struct server *srv, const struct http_req *req, struct http_resp *resp,
-                             bool approve)
+                             enum refund_change op)
 {
+    static const char *const done[] = { "refund approved", "refund made due now",
+                                        "refund rejected" };
+    static const char *const changes[] = { "approve", "retry", "reject" };
     const struct route rt = route_of(srv, req->request_id);
+    const struct refund_change_req rq = { .op = op,
+                                          .refund_no = req->param,
+                                          .actor = operator_actor(req),
+                                          .request_id = req->request_id,
+                                          .approver_must_differ =
+                                              srv->cfg->refunds_approver_must_differ != 0 };
     struct route_failure fail = { .shard = NULL };
     struct refund e = { .id = 0 };
     enum refund_result r;
@@ -318,15 +339,18 @@ static void change_and_reply(struct server *srv, const struct http_req *req, str
         api_reply(resp, API_REFUND_NOT_FOUND, "no refund with this refund_no");
         return;
     }
-    r = approve ? refund_route_approve(&rt, req->param, operator_actor(req), &e, &fail)
-                : refund_route_retry(&rt, req->param, operator_actor(req), &e, &fail);
+    r = refund_route_change(&rt, &rq, &e, &fail);
     if (r == REFUND_OK || r == REFUND_DUPLICATE) {
         if (r == REFUND_OK)
-            log_info(approve ? "refund approved" : "refund made due now",
-                     "refund_no=%s pay_no=%s actor=%s request_id=%s", e.refund_no, e.pay_no,
-                     operator_actor(req), req->request_id);
+            log_info(done[op], "refund_no=%s pay_no=%s actor=%s request_id=%s", e.refund_no,
+                     e.pay_no, operator_actor(req), req->request_id);
         reply_refund(resp, 200, &e, r == REFUND_DUPLICATE);
     } else {
+        if (r == REFUND_SETTLED)
+            log_alert("REFUND_AFTER_SETTLE",
+                      "refund_no=%s pay_no=%s actor=%s change=%s refused=payment_settled "
+                      "request_id=%s",
+                      e.refund_no, e.pay_no, operator_actor(req), changes[op], req->request_id);
         reply_refusal(req, resp, r, &e, &fail);
     }
 }
@@ -334,10 +358,16 @@ static void change_and_reply(struct server *srv, const struct http_req *req, str
 void handle_ops_refund_approve(struct server *srv, const struct http_req *req,
                                struct http_resp *resp)
 {
-    change_and_reply(srv, req, resp, true);
+    change_and_reply(srv, req, resp, REFUND_CHANGE_APPROVE);
 }
 
 void handle_ops_refund_retry(struct server *srv, const struct http_req *req, struct http_resp *resp)
 {
-    change_and_reply(srv, req, resp, false);
+    change_and_reply(srv, req, resp, REFUND_CHANGE_RETRY);
+}
+
+void handle_ops_refund_reject(struct server *srv, const struct http_req *req,
+                              struct http_resp *resp)
+{
+    change_and_reply(srv, req, resp, REFUND_CHANGE_REJECT);
 }

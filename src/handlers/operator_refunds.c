@@ -5,6 +5,7 @@
  * credential's name. */
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,7 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req,
     struct refund_entry e;
     enum refunds_result r;
     cJSON *body = NULL, *o;
+    char msg[320];
 
     if (!validate_id(req->param)) {
         api_reply(resp, API_PAYMENT_NOT_FOUND, "no payment with this pay_no");
@@ -104,6 +106,16 @@ void handle_ops_refund_settle(struct server *srv, const struct http_req *req,
         break;
     case REFUNDS_CONFLICT:
         api_reply(resp, API_ALREADY_SETTLED, "the payment was settled with another reference");
+        break;
+    case REFUNDS_REFUND_LIVE:
+        snprintf(msg, sizeof(msg),
+                 "refund %s of this payment is under way: reject it "
+                 "(POST /ops/refund-requests/%s/reject) or let it finish; settling too would "
+                 "give the money back twice",
+                 e.live_refund_no, e.live_refund_no);
+        log_alert("SETTLE_OVER_LIVE_REFUND", "pay_no=%s refund_no=%s actor=%s request_id=%s",
+                  req->param, e.live_refund_no, operator_actor(req), req->request_id);
+        api_reply(resp, API_REFUND_IN_PROGRESS, msg);
         break;
     case REFUNDS_UNAVAILABLE:
     case REFUNDS_ERROR: reply_route_failure(req, resp, &fail); break;

@@ -103,6 +103,11 @@ static void render_transition(struct server *srv, const struct http_req *req,
                  order_state_name(ch->from), order_state_name(tr->to));
         api_reply(resp, API_ILLEGAL_TRANSITION, msg);
         break;
+    case ORDERS_MOVES_MONEY:
+        api_reply(resp, API_FORBIDDEN,
+                  "the order is PAID: cancelling it refunds its payment, and this key lacks the "
+                  "scope 'refunds'");
+        break;
     case ORDERS_ABORTED: break; /* idempotency_end answers as a repeat */
     default: reply_route_failure(req, resp, fail); break;
     }
@@ -119,9 +124,13 @@ static void transition_and_reply(struct server *srv, const struct http_req *req,
                                  struct http_resp *resp, int to)
 {
     const struct route rt = route_of(srv, req->request_id);
-    struct order_transition_req tr = {
-        .order_no = req->param, .to = to, .actor = req->caller, .request_id = req->request_id
-    };
+    /* Cancelling a PAID order refunds its payment: only a key that may
+     * move money (the refunds scope) does it. */
+    struct order_transition_req tr = { .order_no = req->param,
+                                       .to = to,
+                                       .actor = req->caller,
+                                       .request_id = req->request_id,
+                                       .no_refund = (req->scopes & CFG_SCOPE_REFUNDS) == 0 };
     struct idempotency ir = { .on = false };
     struct route_failure fail;
     struct order_change ch;

@@ -44,6 +44,9 @@ struct http_resp;
     X(REFUND_EXCEEDS_PAYMENT, 422, "the payment's refunds would exceed its amount")                \
     X(REFUND_MANUAL, 409, "the payment's gateway has no refund API: settle it by hand")            \
     X(REFUND_ILLEGAL_STATE, 409, "the refund's state does not allow this change")                  \
+    X(REFUND_IN_PROGRESS, 409, "a refund of this payment is under way")                            \
+    X(PAYMENT_SETTLED, 409, "the payment was settled: nothing more goes back through the gateway") \
+    X(APPROVER_MUST_DIFFER, 403, "a refund is approved by another key than the one that asked")    \
     X(QUERY_NOT_CONFIGURED, 409, "no query_url is configured")                                     \
     X(QUERY_IN_PROGRESS, 409, "a query round is running already")                                  \
     X(PAY_NO_RELEASED, 409, "this pay_no's binding to this order_no was released by an operator")  \

@@ -339,6 +339,20 @@ const char *const stmt_sql[ST_COUNT] = {
                      "FROM payment_record WHERE status = ? AND outcome = ?",
     [ST_RF_RELEASE] = "UPDATE refund SET lease_owner = NULL, lease_until = NULL "
                       "WHERE lease_owner = ?",
+    [ST_RF_LIVE] = "SELECT refund_no FROM refund WHERE pay_no = ? AND state IN (?, ?, ?, ?) "
+                   "ORDER BY id LIMIT 1",
+    [ST_RF_STATE_SUM] =
+        "SELECT COALESCE(SUM(amount), 0) FROM refund WHERE pay_no = ? AND state = ?",
+    [ST_RF_INSERT_SETTLED] =
+        "INSERT INTO refund (refund_no, pay_no, order_no, gateway, amount, currency, state, "
+        "origin, dedupe_key, reason, requested_by, approved_by, gateway_refund_id, finished_at) "
+        "SELECT ?, p.pay_no, p.order_no, p.gateway, ?, o.currency, ?, ?, ?, ?, ?, ?, ?, NOW(3) "
+        "FROM payment_record p JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
+    [ST_RF_BY_ID] = "SELECT " RF_COLS " FROM refund r WHERE r.id = ?",
+    [ST_RF_NEWEST_IN] =
+        "SELECT refund_no FROM refund WHERE pay_no = ? AND state = ? ORDER BY id DESC LIMIT 1",
+    [ST_RF_REJECT] = "UPDATE refund SET state = ?, failure_code = ?, last_error = ?, "
+                     "finished_at = NOW(3) WHERE refund_no = ? AND state = ?",
     [ST_ORDER_PAGE] = "SELECT id, user_id, request_id, order_no, sku, quantity FROM orders "
                       "WHERE id > ? ORDER BY id LIMIT ?",
 };

@@ -119,27 +119,34 @@ enum db_stmt {
     ST_BACKFILL_SAVE,           /* walk, after_id */
     ST_BACKFILL_DONE,           /* walk */
     /* refund records (refund.c) */
-    ST_PAY_SET_GATEWAY, /* gateway, pay_no: only where none is recorded */
-    ST_RF_PAY_LOCK,     /* pay_no -> enum rf_pay_col (FOR UPDATE) */
-    ST_RF_SUM,          /* pay_no, failed -> one column, the sum of the others */
-    ST_RF_BY_DEDUPE,    /* dedupe_key -> enum refund_row_col */
-    ST_RF_INSERT,       /* refund_no, pay_no, order_no, gateway, amount, currency, state,
+    ST_PAY_SET_GATEWAY,   /* gateway, pay_no: only where none is recorded */
+    ST_RF_PAY_LOCK,       /* pay_no -> enum rf_pay_col (FOR UPDATE) */
+    ST_RF_SUM,            /* pay_no, failed -> one column, the sum of the others */
+    ST_RF_BY_DEDUPE,      /* dedupe_key -> enum refund_row_col */
+    ST_RF_INSERT,         /* refund_no, pay_no, order_no, gateway, amount, currency, state,
                            origin, dedupe_key, reason, requested_by */
-    ST_RF_GET,          /* refund_no -> enum refund_row_col */
-    ST_RF_APPROVE,      /* requested, approver, refund_no, awaiting */
-    ST_RF_DUE_NOW,      /* refund_no, state x3: a waiting refund due now */
-    ST_RF_LIST,         /* state x2, gateway x2, age_s x2, pay_no x2 (NULL: any), after_id, limit
+    ST_RF_GET,            /* refund_no -> enum refund_row_col */
+    ST_RF_APPROVE,        /* requested, approver, refund_no, awaiting */
+    ST_RF_DUE_NOW,        /* refund_no, state x3: a waiting refund due now */
+    ST_RF_LIST,           /* state x2, gateway x2, age_s x2, pay_no x2 (NULL: any), after_id, limit
                            -> enum refund_row_col */
-    ST_RF_CLAIM,        /* owner, lease_s, state x3, limit */
-    ST_RF_CLAIMED,      /* owner -> enum refund_row_col */
-    ST_RF_SUBMITTING,   /* submitted, id, owner: attempts + 1 */
-    ST_RF_WAIT,         /* state, gateway_refund_id (NULL: kept), error, delay_ms, id, owner */
-    ST_RF_FINISH,       /* state, gateway_refund_id (NULL: kept), failure_code, error,
+    ST_RF_CLAIM,          /* owner, lease_s, state x3, limit */
+    ST_RF_CLAIMED,        /* owner -> enum refund_row_col */
+    ST_RF_SUBMITTING,     /* submitted, id, owner: attempts + 1 */
+    ST_RF_WAIT,           /* state, gateway_refund_id (NULL: kept), error, delay_ms, id, owner */
+    ST_RF_FINISH,         /* state, gateway_refund_id (NULL: kept), failure_code, error,
                            refund_no, state x3 (the states it may leave) */
-    ST_RF_RELEASE,      /* owner */
-    ST_RF_OLDEST,       /* refund_required -> one column: seconds, 0 for none */
-    ST_RF_UNASKED,      /* refund_required, gateway x8 (NULL: none), limit
+    ST_RF_RELEASE,        /* owner */
+    ST_RF_OLDEST,         /* refund_required -> one column: seconds, 0 for none */
+    ST_RF_UNASKED,        /* refund_required, gateway x8 (NULL: none), limit
                            -> enum rf_unasked_col */
+    ST_RF_LIVE,           /* pay_no, state x4 (the states under way) -> refund_no, the oldest */
+    ST_RF_STATE_SUM,      /* pay_no, state -> one column, the sum of its refunds in that state */
+    ST_RF_INSERT_SETTLED, /* refund_no, amount, state, origin, dedupe_key, reason, requested_by,
+                             approved_by, gateway_refund_id, pay_no: a refund made elsewhere */
+    ST_RF_BY_ID,          /* id -> enum refund_row_col */
+    ST_RF_NEWEST_IN,      /* pay_no, state -> refund_no of its newest refund in that state */
+    ST_RF_REJECT,         /* failed, failure_code, error, refund_no, awaiting */
     ST_COUNT
 };
 

@@ -323,7 +323,8 @@ test('order view: history, payments, audit rows and the transitions as buttons',
   // its events with their delivery per endpoint: order.paid went to the shop (webhook.url: "default")
   await page.waitForFunction(() => [...document.querySelectorAll('main tr')].some(tr => tr.textContent.includes('order.paid') &&
     tr.querySelector('ul.deliveries') && /default\s*DELIVERED/.test(tr.querySelector('ul.deliveries').textContent)));
-  check((await text(page, 'main')).includes('No refund of its payments.'), 'its refunds section is missing');
+  // the settle by hand is in its payment's refund ledger, as a MANUAL refund
+  check((await text(page, 'main')).includes('MANUAL'), 'its refunds section does not show the settle by hand');
   const buttons = await page.$$eval('main .actions button', bs => bs.map(b => b.textContent));
   check(buttons.join() === 'Ship,Cancel', `PAID should offer Ship and Cancel: ${buttons}`);
   await shot(page, 'order');
@@ -465,6 +466,36 @@ test('an order paid twice is approved from the queue and moves on: refunded, set
   await view(page, '#/order/CON-ST-1', a => document.querySelector('main').textContent.includes(a) && document.querySelector('main').textContent.includes('R-CONSOLE-2'), rf);
   check((await text(page, 'main')).includes('refund.approve'), 'the approval is not among the order\'s audit rows');
   await shot(page, 'order-refunds');
+  await page.close();
+});
+
+// The refund ledger in the queue: a settle over a refund that waits for
+// approval is refused, naming the refund; rejected from the queue, nothing
+// is sent to the gateway and the settle goes through.
+test('a settle over a refund under way is refused in the queue; rejected, then settled (checked in the DB)', async () => {
+  insertOrder('CON-ST-3');
+  check(await stripePaid('pi_con_5', 'CON-ST-3') === 200 && await stripePaid('pi_con_6', 'CON-ST-3') === 200, 'stripe callbacks refused');
+  const rf = await until('a refund record awaiting approval', () => sql(`SELECT refund_no FROM refund WHERE pay_no='pi_con_6' AND state=0`));
+  const page = await newPage();
+  await signIn(page, OPS);
+  await view(page, '#/queue', a => document.querySelector('main').textContent.includes(a), rf);
+  await act(page, 'pi_con_6', 'Settle…', 'RF-CONSOLE-LEDGER');
+  const refused = await text(page, 'main .result pre');
+  check(/^409/.test(refused) && refused.includes('REFUND_IN_PROGRESS') && refused.includes(rf), `the settle answered ${refused}`);
+  check(sql(`SELECT status FROM payment_record WHERE pay_no='pi_con_6'`) === '2', 'the payment was settled over its refund');
+  await view(page, '#/queue', a => document.querySelector('main').textContent.includes(a), rf);
+  await act(page, rf, 'Reject');
+  await page.waitForFunction(() => !document.querySelector('main .result pre').textContent.includes('REFUND_IN_PROGRESS'));
+  check(/^200/.test(await text(page, 'main .result pre')), `reject answered ${await text(page, 'main .result pre')}`);
+  check(sql(`SELECT CONCAT(state,' ',failure_code) FROM refund WHERE refund_no='${rf}'`) === '4 rejected', 'the refund is not rejected');
+  check(sql(`SELECT COUNT(*) FROM audit_log WHERE actor='ops' AND action='refund.reject' AND subject='${rf}'`) === '1', 'no audit row for the rejection');
+  await view(page, '#/queue', a => document.querySelector('main').textContent.includes(a), 'pi_con_6');
+  await act(page, 'pi_con_6', 'Settle…', 'RF-CONSOLE-LEDGER');
+  await page.waitForFunction(() => document.querySelector('main .result pre').textContent.includes('REFUND_SETTLED'));
+  check(/^200/.test(await text(page, 'main .result pre')), `the settle answered ${await text(page, 'main .result pre')}`);
+  check(sql(`SELECT CONCAT(status,' ',settle_reference) FROM payment_record WHERE pay_no='pi_con_6'`) === '3 RF-CONSOLE-LEDGER', 'the payment is not settled');
+  check(sql(`SELECT COUNT(*) FROM refund WHERE pay_no='pi_con_6' AND origin=4 AND state=3 AND gateway_refund_id='RF-CONSOLE-LEDGER'`) === '1', 'the settle is not in the ledger');
+  check(gatewayLog().filter(l => l.made && l.pay_no === 'pi_con_6').length === 0, 'the gateway refunded a payment settled by hand');
   await page.close();
 });
 

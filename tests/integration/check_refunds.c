@@ -32,6 +32,19 @@
 
 static char config_path[H_TEMP_PATH_MAX];
 
+/* The refund ledger's rule, checked after every test of this file: no
+ * payment's refunds not FAILED pass the payment, and no settled payment
+ * keeps a refund under way. */
+static void assert_ledger(void)
+{
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record p WHERE p.amount < "
+                                       "(SELECT COALESCE(SUM(r.amount), 0) FROM refund r "
+                                       "WHERE r.pay_no = p.pay_no AND r.state <> 4)"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM refund r JOIN payment_record p ON "
+                                       "p.pay_no = r.pay_no WHERE p.status = 3 AND "
+                                       "r.state IN (0, 1, 2, 5)"));
+}
+
 /* Two Stripe profiles with a refund API: "stripe" refunds a double
  * payment by itself, "stripe2" waits for an operator. Nothing listens at
  * their refund_url, and the relay is kept idle (below): these cases are
@@ -55,6 +68,7 @@ static void server_up(void)
 
 static void server_down(void)
 {
+    assert_ledger();
     h_fixture_server_down();
     unlink(config_path);
 }
@@ -118,6 +132,7 @@ static void gateway_up(void)
 
 static void gateway_down(void)
 {
+    assert_ledger();
     h_tool_stop(&gw);
     unlink(config_path);
 }
@@ -130,6 +145,7 @@ static void relay_up(void)
 
 static void relay_down(void)
 {
+    assert_ledger();
     h_fixture_server_down();
     gateway_down();
 }
@@ -444,10 +460,21 @@ START_TEST(a_waiting_refund_is_made_due_by_a_retry_and_a_final_one_is_not)
     h_assert_status(&r, 201);
     refund_no = h_json_get_str(r.body, "refund_no");
     h_resp_free(&r);
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/retry", refund_no);
+    /* REQUESTED, waiting (a relay's backoff): due now */
+    h_db_exec("UPDATE refund SET state = 1, next_attempt_at = NOW(3) + INTERVAL 1 DAY "
+              "WHERE refund_no = '%s'",
+              refund_no);
+    h_http(h_port(), "POST", path, NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "state", "REQUESTED");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE refund_no = '%s' AND "
+                                       "next_attempt_at <= NOW(3)",
+                                       refund_no));
     h_db_exec("UPDATE refund SET state = 5, next_attempt_at = NOW(3) + INTERVAL 1 DAY "
               "WHERE refund_no = '%s'",
               refund_no);
-    snprintf(path, sizeof path, "/ops/refund-requests/%s/retry", refund_no);
     h_http(h_port(), "POST", path, NULL, "", 0, &r);
     h_assert_status(&r, 200);
     h_assert_str(&r, "state", "UNKNOWN");
@@ -463,7 +490,7 @@ START_TEST(a_waiting_refund_is_made_due_by_a_retry_and_a_final_one_is_not)
     h_http(h_port(), "POST", path, NULL, "", 0, &r);
     ck_assert_int_eq(409, r.status);
     h_resp_free(&r);
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
                                        "'refund.retry'"));
     free(refund_no);
 }
@@ -874,6 +901,55 @@ START_TEST(stripe_refund_notifications_move_the_refund_once)
 }
 END_TEST
 
+/* A verified notification that names a refund of ours with another
+ * payment or another amount is never applied: audited, alerted,
+ * acknowledged; the true one moves the refund. */
+START_TEST(a_refund_notification_for_another_payment_or_amount_is_not_applied)
+{
+    const char *alert[] = { "alert=REFUND_NOTICE_MISMATCH", "notice_pay_no=pi_someone_else", NULL };
+    struct h_resp r = { 0 };
+    char *refund_no, *gid, obj[512], *line;
+
+    pending_refund("OM9", "pi_mm", &refund_no, &gid);
+    snprintf(obj, sizeof obj,
+             "{\"id\":\"%s\",\"object\":\"refund\",\"status\":\"succeeded\",\"payment_intent\":"
+             "\"pi_someone_else\",\"amount\":" PRICE_MINOR ",\"currency\":\"cny\","
+             "\"metadata\":{\"refund_no\":\"%s\"}}",
+             gid, refund_no);
+    stripe_refund_event("refund.updated", obj, SECRET, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, refund_state("pi_mm"));
+    line = h_log_find(alert, RELAY_WAIT_MS);
+    ck_assert_msg(line != NULL, "no REFUND_NOTICE_MISMATCH alert");
+    free(line);
+    snprintf(obj, sizeof obj, /* its payment, a cent more than the refund */
+             "{\"id\":\"%s\",\"object\":\"refund\",\"status\":\"succeeded\",\"payment_intent\":"
+             "\"pi_mm\",\"amount\":89901,\"currency\":\"cny\",\"metadata\":{\"refund_no\":\"%s\"}}",
+             gid, refund_no);
+    stripe_refund_event("refund.updated", obj, SECRET, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(2, refund_state("pi_mm"));
+    ck_assert_int_eq(2, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.mismatch' AND subject = '%s'",
+                                       refund_no));
+    ck_assert_int_eq(0,
+                     h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE subject = '%s'", refund_no));
+    snprintf(obj, sizeof obj,
+             "{\"id\":\"%s\",\"object\":\"refund\",\"status\":\"succeeded\",\"payment_intent\":"
+             "\"pi_mm\",\"amount\":" PRICE_MINOR ",\"currency\":\"cny\",\"metadata\":"
+             "{\"refund_no\":\"%s\"}}",
+             gid, refund_no);
+    stripe_refund_event("refund.updated", obj, SECRET, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(3, refund_state("pi_mm"));
+    free(refund_no);
+    free(gid);
+}
+END_TEST
+
 START_TEST(a_charge_refunded_notification_succeeds_the_newest_refund_once)
 {
     struct h_resp r = { 0 };
@@ -1145,6 +1221,7 @@ static void cn_up(void)
 
 static void cn_down(void)
 {
+    assert_ledger();
     h_fixture_server_down();
     gateway_down();
 }
@@ -1383,14 +1460,19 @@ static void wechat_notice(const char *gateway, const char *event_type, const cha
 static void wechat_refund_notice(const char *out_refund_no, const char *status, struct h_resp *r)
 {
     char plain[512], type[32];
+    /* the payment of the refund it names, as WeChat sends it; a number of
+     * a refund we never asked for names another transaction */
+    char *pay_no =
+        h_db_scalar_str("SELECT pay_no FROM refund WHERE refund_no = '%s'", out_refund_no);
 
     snprintf(plain, sizeof plain,
              "{\"mchid\":\"1900000001\",\"out_trade_no\":\"OWN\",\"transaction_id\":"
-             "\"4200000001202612039999\",\"out_refund_no\":\"%s\",\"refund_id\":"
+             "\"%s\",\"out_refund_no\":\"%s\",\"refund_id\":"
              "\"50000000382019052709732678859\",\"refund_status\":\"%s\"}",
-             out_refund_no, status);
+             pay_no != NULL ? pay_no : "4200000001202612039999", out_refund_no, status);
     snprintf(type, sizeof type, "REFUND.%s", status);
     wechat_notice("wechat", type, plain, false, r);
+    free(pay_no);
 }
 
 /* Posts WeChat Pay's TRANSACTION.SUCCESS: transaction_id paid order_no
@@ -1836,6 +1918,390 @@ START_TEST(the_shop_receives_the_refund_events_signed_and_as_documented)
 }
 END_TEST
 
+/* ---- one ledger per payment: settle, approve, reject, the relay's check ---- */
+
+static void settle(const char *pay_no, const char *reference, struct h_resp *r)
+{
+    char path[128], body[128];
+
+    snprintf(path, sizeof path, "/ops/refunds/%s/settle", pay_no);
+    snprintf(body, sizeof body, "{\"reference\":\"%s\"}", reference);
+    h_http(h_port(), "POST", path, NULL, body, strlen(body), r);
+}
+
+static void refund_change(const char *refund_no, const char *change, struct h_resp *r)
+{
+    char path[160];
+
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/%s", refund_no, change);
+    h_http(h_port(), "POST", path, NULL, "", 0, r);
+}
+
+/* A double payment of order_no through stripe2 (approval): the second
+ * payment's refund, AWAITING_APPROVAL; its number (free it). */
+static char *awaiting_double(const char *order_no, const char *first, const char *second)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    h_db_insert_order(order_no, "u1", PRICE, 1);
+    stripe_paid("stripe2", first, order_no, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    stripe_paid("stripe2", second, order_no, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    refund_no =
+        h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = '%s' AND state = 0", second);
+    ck_assert_ptr_nonnull(refund_no);
+    return refund_no;
+}
+
+/* An operator refunds the double charge by hand while its refund waits for
+ * approval: the settle is refused naming the refund, so the approval that
+ * follows is the one refund at the gateway, and a settle after it is
+ * refused too. */
+START_TEST(a_settle_over_a_refund_under_way_is_refused_and_money_leaves_once)
+{
+    struct h_resp r = { 0 };
+    char *refund_no = awaiting_double("OL1", "pi_led_l1", "pi_led_l2");
+
+    settle("pi_led_l2", "RF-HAND-1", &r);
+    h_assert_error(&r, 409, "REFUND_IN_PROGRESS");
+    ck_assert_ptr_nonnull(strstr(r.body, refund_no));
+    h_resp_free(&r);
+    ck_assert_int_eq(
+        2, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = 'pi_led_l2'"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.settle'"));
+
+    refund_change(refund_no, "approve", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("pi_led_l2", 3);
+    settle("pi_led_l2", "RF-HAND-1", &r); /* settled by the refund itself, under its number */
+    h_assert_error(&r, 409, "ALREADY_SETTLED");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, gateway_refunds("pi_led_l2"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_led_l2'"));
+    free(refund_no);
+}
+END_TEST
+
+/* The other order: a payment settled by hand before its refund's approval
+ * (as a settle made before the ledger left it) is never refunded again:
+ * approve and retry are refused and nothing reaches the gateway. */
+START_TEST(an_approval_after_a_settle_by_hand_is_refused_and_sends_nothing)
+{
+    struct h_resp r = { 0 };
+    char *refund_no = awaiting_double("OL2", "pi_led_m1", "pi_led_m2");
+
+    h_db_exec("UPDATE payment_record SET status = 3, settle_reference = 'RF-HAND-2', "
+              "settled_by = 'ops', settled_at = NOW(3) WHERE pay_no = 'pi_led_m2'");
+    refund_change(refund_no, "approve", &r);
+    h_assert_error(&r, 409, "PAYMENT_SETTLED");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, refund_state("pi_led_m2"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.approve'"));
+    /* its way out: rejected, never sent */
+    refund_change(refund_no, "reject", &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "state", "FAILED");
+    h_assert_str(&r, "failure_code", "rejected");
+    h_assert_bool(&r, "duplicate", 0);
+    h_resp_free(&r);
+    refund_change(refund_no, "reject", &r);
+    h_assert_status(&r, 200);
+    h_assert_bool(&r, "duplicate", 1);
+    h_resp_free(&r);
+    refund_change(refund_no, "approve", &r);
+    h_assert_error(&r, 409, "REFUND_ILLEGAL_STATE");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, event_complete("refund.failed", refund_no, "OL2", "pi_led_m2", PRICE));
+    ck_assert_int_eq(0, gateway_refunds("pi_led_m2"));
+    free(refund_no);
+}
+END_TEST
+
+/* Rejected first, then settled by hand: the settle records what went back
+ * outside the service in the ledger (a SUCCEEDED refund of origin MANUAL
+ * with the reference), and no refund of any path finds room after it. */
+START_TEST(a_settle_is_a_ledger_entry_that_leaves_no_room)
+{
+    struct h_resp r = { 0 };
+    char *refund_no = awaiting_double("OL3", "pi_led_n1", "pi_led_n2");
+
+    refund_change(refund_no, "reject", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    settle("pi_led_n2", "RF-HAND-3", &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "status", "REFUND_SETTLED");
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_led_n2' AND "
+                                       "origin = 4 AND state = 3 AND amount = 899.00 AND "
+                                       "gateway_refund_id = 'RF-HAND-3' AND requested_by = 'dev'"));
+    ask_refund("pi_led_n2", "after-settle", "{\"amount\":\"1.00\"}", &r);
+    ck_assert_int_eq(409, r.status);
+    h_resp_free(&r);
+    settle("pi_led_n2", "RF-HAND-3", &r);
+    h_assert_status(&r, 200);
+    h_assert_bool(&r, "duplicate", 1);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_led_n2' AND "
+                                       "state <> 4"));
+    ck_assert_int_eq(0, gateway_refunds("pi_led_n2"));
+    free(refund_no);
+}
+END_TEST
+
+/* A refund the relay claims whose payment was settled behind it (rows as
+ * a settle made before the ledger left them): nothing is sent, the refund
+ * FAILS as ledger_refused with its event, and an alert is logged. */
+START_TEST(the_relay_reads_the_ledger_again_before_a_refund_leaves)
+{
+    const char *alert[] = { "alert=REFUND_LEDGER_REFUSED", "refund_no=RLEDGER1", NULL };
+    char *line;
+
+    h_db_insert_order("OL4", "u1", PRICE, 9);
+    h_db_exec("INSERT INTO payment_record (pay_no, order_no, amount, status, outcome, gateway, "
+              "settle_reference, settled_by, settled_at) VALUES ('pi_led_o1', 'OL4', %s, 3, 2, "
+              "'stripe', 'RF-HAND-4', 'ops', NOW(3))",
+              PRICE);
+    h_db_exec(
+        "INSERT INTO refund (refund_no, pay_no, order_no, gateway, amount, currency, state, "
+        "origin, requested_by) VALUES ('RLEDGER1', 'pi_led_o1', 'OL4', 'stripe', %s, 'CNY', 1, "
+        "1, 'ops')",
+        PRICE);
+    await_state("pi_led_o1", 4);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE refund_no = 'RLEDGER1' "
+                                       "AND failure_code = 'ledger_refused' AND attempts = 0"));
+    ck_assert_int_eq(1, event_complete("refund.failed", "RLEDGER1", "OL4", "pi_led_o1", PRICE));
+    line = h_log_find(alert, RELAY_WAIT_MS);
+    ck_assert_msg(line != NULL, "no REFUND_LEDGER_REFUSED alert");
+    free(line);
+    ck_assert_int_eq(0, gateway_refunds("pi_led_o1"));
+}
+END_TEST
+
+struct approvals {
+    const char *refund_no;
+    int status[2], duplicate[2];
+};
+
+static int approve_call(int i, void *p)
+{
+    struct approvals *a = p;
+    struct h_resp r = { 0 };
+
+    refund_change(a->refund_no, "approve", &r);
+    a->status[i] = r.status;
+    a->duplicate[i] = r.body != NULL && strstr(r.body, "\"duplicate\":true") != NULL;
+    h_resp_free(&r);
+    return 0;
+}
+
+/* Two operators approve the same refund at once: one approval, one
+ * duplicate, one refund at the gateway. */
+START_TEST(two_approvals_at_once_send_one_refund)
+{
+    struct h_storm_stats st;
+    struct approvals a = { .refund_no = NULL };
+    char *refund_no = awaiting_double("OL5", "pi_led_p1", "pi_led_p2");
+
+    a.refund_no = refund_no;
+    ck_assert_int_eq(0, h_storm(2, 2, approve_call, &a, &st));
+    ck_assert_int_eq(200, a.status[0]);
+    ck_assert_int_eq(200, a.status[1]);
+    ck_assert_int_eq(1, a.duplicate[0] + a.duplicate[1]);
+    await_state("pi_led_p2", 3);
+    ck_assert_int_eq(1, gateway_refunds("pi_led_p2"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.approve' AND subject = '%s'",
+                                       refund_no));
+    free(refund_no);
+}
+END_TEST
+
+struct race {
+    const char *pay_no;
+    int status[2];
+};
+
+/* Call 0 cancels the order, call 1 asks an operator refund of the rest. */
+static int cancel_or_refund(int i, void *p)
+{
+    struct race *rc = p;
+    struct h_resp r = { 0 };
+
+    if (i == 0)
+        h_http(h_port(), "POST", "/order/OL6/cancel", NULL, "", 0, &r);
+    else
+        ask_refund(rc->pay_no, "race-rest", "{}", &r);
+    rc->status[i] = r.status;
+    h_resp_free(&r);
+    return 0;
+}
+
+/* The cancel of a PAID order (its refund made by the sweep, origin CANCEL)
+ * races an operator's refund of the whole payment, and the order was paid
+ * twice (the double payment refunded by itself): each payment gives back
+ * at most what it took, at the gateway and in the ledger. */
+START_TEST(a_cancel_a_double_charge_and_an_operator_refund_together_refund_each_payment_once)
+{
+    struct h_storm_stats st;
+    struct race rc = { .pay_no = "pi_led_q1" };
+    struct h_resp r = { 0 };
+
+    h_db_insert_order("OL6", "u1", PRICE, 1);
+    stripe_paid("stripe", "pi_led_q1", "OL6", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    stripe_paid("stripe", "pi_led_q2", "OL6", &r); /* the double charge, refund auto */
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_storm(2, 2, cancel_or_refund, &rc, &st));
+    ck_assert_int_eq(200, rc.status[0]);
+    /* the operator's refund is made (201) unless the sweep made the
+     * cancel's first (422: nothing left): one refund of pi_led_q1 either way */
+    ck_assert_msg(rc.status[1] == 201 || rc.status[1] == 422, "refund answered %d", rc.status[1]);
+    await_state("pi_led_q2", 3);
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_led_q1' AND "
+                           "state = 3") == 1,
+            RELAY_WAIT_MS, "the refund of pi_led_q1 never succeeded");
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_led_q1' AND "
+                                       "state <> 4 AND origin = %d",
+                                       rc.status[1] == 201 ? 1 : 3));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_led_q1' AND "
+                                       "state <> 4"));
+    /* given back in full, the payment leaves the refund queue, settled
+     * under that refund's number (the sweep asks for no second) */
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM payment_record p JOIN refund r ON r.refund_no = "
+                           "p.settle_reference WHERE p.pay_no = 'pi_led_q1' AND p.status = 3 AND "
+                           "r.pay_no = 'pi_led_q1' AND r.state = 3") == 1,
+            RELAY_WAIT_MS, "pi_led_q1 never left the refund queue");
+    ck_assert_int_eq(1, gateway_refunds("pi_led_q1"));
+    ck_assert_int_eq(1, gateway_refunds("pi_led_q2"));
+    ck_assert_int_le(refunded_cents("pi_led_q1"), 89900);
+    ck_assert_int_le(refunded_cents("pi_led_q2"), 89900);
+}
+END_TEST
+
+/* ---- who may move money: four eyes and the cancel of a paid order ---------- */
+
+#define ALICE_KEY "alice-key-0123456789abcdef"
+#define BOB_KEY "bob-key-0123456789abcdef0"
+#define SHIP_KEY "ship-key-0123456789abcdef"
+#define ALL_KEY "all-key-0123456789abcdef0"
+
+static void keyed_up(void)
+{
+    static const char *const env[] = { "TEST_STRIPE_SECRET=" SECRET,
+                                       "TEST_STRIPE_KEY=" API_KEY,
+                                       "PAYCALLBACK_REFUNDS_POLL_MS=50",
+                                       "PAYCALLBACK_REFUNDS_BACKOFF_BASE_MS=50",
+                                       "PAYCALLBACK_REFUNDS_BACKOFF_MAX_MS=400",
+                                       "PAYCALLBACK_REFUNDS_SWEEP_S=1",
+                                       "PAYCALLBACK_REFUNDS_APPROVER_MUST_DIFFER=1",
+                                       "PAYCALLBACK_AUTH_KEYS=alice:" ALICE_KEY ":refunds+read,"
+                                       "bob:" BOB_KEY ":refunds+read,shipper:" SHIP_KEY
+                                       ":orders+read,ops:" ALL_KEY,
+                                       NULL };
+
+    gateway_up();
+    h_fixture_server_up_config(config_path, env);
+}
+
+static void keyed_ask(const char *key, const char *pay_no, const char *idem, struct h_resp *r)
+{
+    char path[128], hdr[160];
+    const char *headers[] = { "Content-Type: application/json", hdr, NULL };
+
+    snprintf(path, sizeof path, "/ops/payments/%s/refunds", pay_no);
+    snprintf(hdr, sizeof hdr, "Idempotency-Key: %s", idem);
+    h_http_key(h_port(), key, "POST", path, headers, "{}", 2, r);
+}
+
+static void keyed_change(const char *key, const char *refund_no, const char *change,
+                         struct h_resp *r)
+{
+    char path[160];
+
+    snprintf(path, sizeof path, "/ops/refund-requests/%s/%s", refund_no, change);
+    h_http_key(h_port(), key, "POST", path, NULL, "", 0, r);
+}
+
+/* Under refunds.approver_must_differ an operator's refund waits for
+ * another key: the key that asked cannot approve it, another can, and the
+ * gateway refunds once. */
+START_TEST(four_eyes_a_refund_is_approved_by_another_key)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    paid_payment("OE1", "pi_eyes", "stripe");
+    keyed_ask(ALICE_KEY, "pi_eyes", "eyes-1", &r);
+    h_assert_status(&r, 201);
+    h_assert_str(&r, "state", "AWAITING_APPROVAL");
+    h_assert_str(&r, "requested_by", "alice");
+    h_resp_free(&r);
+    refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_eyes'");
+    ck_assert_ptr_nonnull(refund_no);
+
+    keyed_change(ALICE_KEY, refund_no, "approve", &r);
+    h_assert_error(&r, 403, "APPROVER_MUST_DIFFER");
+    h_resp_free(&r);
+    ck_assert_int_eq(0, refund_state("pi_eyes"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.approve'"));
+
+    keyed_change(BOB_KEY, refund_no, "approve", &r);
+    h_assert_status(&r, 200);
+    h_assert_str(&r, "approved_by", "bob");
+    h_resp_free(&r);
+    await_state("pi_eyes", 3);
+    ck_assert_int_eq(1, gateway_refunds("pi_eyes"));
+    free(refund_no);
+}
+END_TEST
+
+/* Cancelling a PAID order gives its money back: a key with the orders
+ * scope alone is refused (nothing written) and may still cancel an unpaid
+ * order; a key that may move money cancels it and the payment is refunded
+ * once. */
+START_TEST(cancelling_a_paid_order_needs_the_refunds_scope)
+{
+    struct h_resp r = { 0 };
+
+    h_db_insert_order("OE2", "u1", PRICE, 1);
+    stripe_paid("stripe", "pi_cancel_scope", "OE2", &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    h_http_key(h_port(), SHIP_KEY, "POST", "/order/OE2/cancel", NULL, "", 0, &r);
+    h_assert_error(&r, 403, "FORBIDDEN");
+    ck_assert_ptr_nonnull(strstr(r.body, "refunds"));
+    h_resp_free(&r);
+    ck_assert_int_eq(2, h_order_status("OE2"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT status FROM payment_record WHERE pay_no = "
+                                       "'pi_cancel_scope'"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'order.cancel'"));
+
+    h_db_insert_order("OE3", "u1", PRICE, 1);
+    h_http_key(h_port(), SHIP_KEY, "POST", "/order/OE3/cancel", NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(9, h_order_status("OE3"));
+
+    h_http_key(h_port(), ALL_KEY, "POST", "/order/OE2/cancel", NULL, "", 0, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("pi_cancel_scope", 3);
+    ck_assert_int_eq(1, gateway_refunds("pi_cancel_scope"));
+}
+END_TEST
+
 static Suite *refunds_suite(void)
 {
     Suite *s = suite_create("refunds");
@@ -1868,6 +2334,14 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, a_stripe_refund_is_ended_by_the_gateways_later_notification);
     tcase_add_test(tc, a_refund_we_did_not_ask_for_is_recorded_and_alerted);
     tcase_add_test(tc, refund_metrics_count_by_gateway_and_state_and_age_the_oldest_double_payment);
+    tcase_add_test(tc, a_refund_notification_for_another_payment_or_amount_is_not_applied);
+    tcase_add_test(tc, a_settle_over_a_refund_under_way_is_refused_and_money_leaves_once);
+    tcase_add_test(tc, an_approval_after_a_settle_by_hand_is_refused_and_sends_nothing);
+    tcase_add_test(tc, a_settle_is_a_ledger_entry_that_leaves_no_room);
+    tcase_add_test(tc, the_relay_reads_the_ledger_again_before_a_refund_leaves);
+    tcase_add_test(tc, two_approvals_at_once_send_one_refund);
+    tcase_add_test(
+        tc, a_cancel_a_double_charge_and_an_operator_refund_together_refund_each_payment_once);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("alipay and wechat pay v3", TC_TIMEOUT_S, cn_up, cn_down);
@@ -1892,6 +2366,11 @@ static Suite *refunds_suite(void)
     tc = h_tcase_with("merchant keys", TC_TIMEOUT_S, gateway_up, gateway_down);
     tcase_add_test(tc, a_merchant_key_readable_by_others_is_refused);
     tcase_add_test(tc, the_shop_receives_the_refund_events_signed_and_as_documented);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("who may move money", TC_TIMEOUT_S, keyed_up, relay_down);
+    tcase_add_test(tc, four_eyes_a_refund_is_approved_by_another_key);
+    tcase_add_test(tc, cancelling_a_paid_order_needs_the_refunds_scope);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("a crash mid-submission", TC_TIMEOUT_S, gateway_up, gateway_down);
