@@ -232,6 +232,9 @@ def check_runtime(final):
     env = dict(final["env"], PAYCALLBACK_MYSQL_HOST="127.0.0.1", PAYCALLBACK_MYSQL_PORT=MYSQL_PORT,
                PAYCALLBACK_REDIS_HOST="127.0.0.1", PAYCALLBACK_REDIS_PORT=REDIS_PORT,
                PAYCALLBACK_CALLBACK_SECRET=secrets.token_hex(32),
+               # as the compose file does: every secret in the environment, so the
+               # image's world-readable file holds none in force
+               PAYCALLBACK_MYSQL_PASSWORD="paycallback",  # the private MariaDB's
                PAYCALLBACK_AUTH_KEYS="ops:" + secrets.token_hex(32))
     r = in_root(root, cmd + " --check-config", env=env, user=user)
     out = r.stdout + r.stderr

@@ -16,8 +16,8 @@ deb=${1:?usage: check-systemd.sh DEB}
 
 cfg=/etc/paycallback/paycallback.json
 key=check-systemd-ops-$RANDOM$RANDOM-0123456789
-secret_a=check-systemd-a-$RANDOM$RANDOM-0123456789
-secret_b=check-systemd-b-$RANDOM$RANDOM-0123456789
+secret_a=check-systemd-a-$RANDOM$RANDOM-0123456789abcdef
+secret_b=check-systemd-b-$RANDOM$RANDOM-0123456789abcdef
 passed=0 failed=0
 check() {
 	local what=$1; shift

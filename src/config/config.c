@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
@@ -190,7 +191,7 @@ static const struct cfg_key keys[] = {
       "wait for the stock lock, then 503 BUSY"),
     SR("callback", "secret", callback_secret, 0, "",
        "HMAC-SHA256 key of the native callbacks (X-Signature); required outside "
-       "development, never dev-secret there"),
+       "development, at least 32 bytes and never dev-secret there"),
     SR("callback", "previous_secret", callback_previous_secret, 0, "",
        "the former key, still accepted while the bank rotates"),
     I("callback", "signature_tolerance_s", signature_tolerance_s, 1, 86400, "300",
@@ -1139,6 +1140,51 @@ static int check_secrets(struct config *cfg, char *err, size_t errsz)
                  CFG_DEV_SECRET, CFG_DEV_ENV);
         return -1;
     }
+    /* A short shared secret can be guessed offline from one signed
+     * callback: as many bytes as the HMAC-SHA256 key it becomes. */
+    if (strlen(cfg->callback_secret) < CFG_SECRET_MIN ||
+        (cfg->callback_previous_secret[0] != '\0' &&
+         strlen(cfg->callback_previous_secret) < CFG_SECRET_MIN)) {
+        snprintf(err, errsz,
+                 "callback.%s is shorter than %d bytes: use a random one (openssl rand -hex 32; "
+                 "only --dev or %s=1 accepts a short one)",
+                 strlen(cfg->callback_secret) < CFG_SECRET_MIN ? "secret" : "previous_secret",
+                 CFG_SECRET_MIN, CFG_DEV_ENV);
+        return -1;
+    }
+    return 0;
+}
+
+/* Outside development no credential travels in clear: a gateway's refund
+ * and query endpoints (which carry its secret key or token) and the native
+ * query endpoint (its bearer token) must be https://. 0, or -1 with the
+ * reason. */
+static int check_tls_endpoints(const struct config *cfg, char *err, size_t errsz)
+{
+    static const char plain[] = "http://";
+
+    if (cfg->dev)
+        return 0;
+    for (size_t i = 0; i < cfg->gateways.n; i++) {
+        const struct gateway_profile_cfg *p = &cfg->gateways.profile[i];
+        const char *what = strncmp(p->refund_url, plain, sizeof(plain) - 1) == 0  ? "refund_url"
+                           : strncmp(p->query_url, plain, sizeof(plain) - 1) == 0 ? "query_url"
+                                                                                  : NULL;
+        if (what != NULL) {
+            snprintf(err, errsz,
+                     "gateways[%zu] \"%s\": %s is http://, and its credentials would travel in "
+                     "clear: use https:// (only --dev or %s=1 accepts http://)",
+                     i, p->name, what, CFG_DEV_ENV);
+            return -1;
+        }
+    }
+    if (strncmp(cfg->callback_query_url, plain, sizeof(plain) - 1) == 0) {
+        snprintf(err, errsz,
+                 "callback.query_url is http://, and its token would travel in clear: use "
+                 "https:// (only --dev or %s=1 accepts http://)",
+                 CFG_DEV_ENV);
+        return -1;
+    }
     return 0;
 }
 
@@ -1379,10 +1425,73 @@ bool cfg_default_webhook(const struct config *running, const struct config *snap
     return running->webhook_url[0] != '\0';
 }
 
+/* The secrets a configuration file may hold: the string keys, then the
+ * operator keys and the webhooks' secrets. */
+static const char *const secret_keys[][2] = {
+    { "callback", "secret" }, { "callback", "previous_secret" }, { "callback", "query_token" },
+    { "webhook", "secret" },  { "webhook", "previous_secret" },  { "mysql", "password" }
+};
+#define NSECRET_KEYS (sizeof(secret_keys) / sizeof(secret_keys[0]))
+
+static const struct cfg_key *secret_key(size_t i)
+{
+    for (size_t k = 0; k < NKEYS; k++)
+        if (keys[k].section != NULL && strcmp(keys[k].section, secret_keys[i][0]) == 0 &&
+            strcmp(keys[k].name, secret_keys[i][1]) == 0)
+            return &keys[k];
+    return NULL;
+}
+
+/* Whether a secret in force came from the file: a string key the file set
+ * and the environment does not, the file's operator keys when the
+ * environment names none, or a webhook endpoint's secret (only the file
+ * names those). Read right after the file was applied. */
+static bool file_holds_secret(const struct config *cfg, const char *const *envp, bool db_only)
+{
+    char name[96];
+
+    for (size_t i = 0; i < NSECRET_KEYS; i++) {
+        const struct cfg_key *k = secret_key(i);
+
+        if (k == NULL || ((const char *)cfg + k->offset)[0] == '\0' ||
+            (db_only && strcmp(k->section, "mysql") != 0)) /* migrate reads no other */
+            continue;
+        env_name(k, name, sizeof(name));
+        if (env_get(envp, name) == NULL)
+            return true;
+    }
+    if (db_only)
+        return false;
+    snprintf(name, sizeof(name), "%sAUTH_KEYS", CFG_ENV_PREFIX);
+    if (cfg->auth_nkeys > 0 && env_get(envp, name) == NULL)
+        return true;
+    return cfg->webhooks.n > 0;
+}
+
+/* Outside development a configuration file that holds a secret in force
+ * may not be readable by others. 0, or -1 with the reason. */
+static int check_file_mode(const struct config *cfg, const char *path, bool holds_secret, char *err,
+                           size_t errsz)
+{
+    struct stat st;
+
+    if (cfg->dev || !holds_secret || stat(path, &st) != 0)
+        return 0;
+    if (st.st_mode & S_IROTH) {
+        snprintf(err, errsz,
+                 "%s holds secrets and is readable by others (mode %04o): chmod o-r %s "
+                 "(only --dev or %s=1 accepts it)",
+                 path, (unsigned)(st.st_mode & 07777), path, CFG_DEV_ENV);
+        return -1;
+    }
+    return 0;
+}
+
 /* cfg_load, with the file's text in memory when text is not NULL. */
 static int load(struct config *cfg, const char *path, const char *text, size_t len,
                 const char *const *envp, unsigned flags, char *err, size_t errsz)
 {
+    bool holds_secret;
     char name[96];
     const char *v;
     size_t i;
@@ -1395,6 +1504,8 @@ static int load(struct config *cfg, const char *path, const char *text, size_t l
         return -1;
     if (path != NULL && apply_file(cfg, path, text, len, err, errsz) != 0)
         return -1;
+    holds_secret = path != NULL && text == NULL &&
+                   file_holds_secret(cfg, envp, (flags & CFG_LOAD_DB_ONLY) != 0);
     /* After the file, which names the gateways' secret variables. */
     if (check_env_names(cfg, envp, err, errsz) != 0)
         return -1;
@@ -1403,7 +1514,10 @@ static int load(struct config *cfg, const char *path, const char *text, size_t l
         if ((v = env_get(envp, name)) != NULL && set_value(cfg, &keys[i], v, name, err, errsz) != 0)
             return -1;
     }
-    return check_values(cfg, flags, err, errsz);
+    if (check_values(cfg, flags, err, errsz) != 0 ||
+        (!(flags & CFG_LOAD_DB_ONLY) && check_tls_endpoints(cfg, err, errsz) != 0))
+        return -1;
+    return holds_secret ? check_file_mode(cfg, path, true, err, errsz) : 0;
 }
 
 int cfg_load(struct config *cfg, const char *path, const char *const *envp, unsigned flags,

@@ -20,6 +20,7 @@
  * value starting so: the service refuses to start on any of them. */
 #define CFG_PLACEHOLDER "CHANGE-ME"
 #define CFG_DEV_SECRET "dev-secret" /* the shipped value: refused outside development */
+#define CFG_SECRET_MIN 32           /* bytes a callback secret holds at least outside development */
 #define CFG_DEV_ENV "PAYCALLBACK_DEV"
 
 #define CFG_AUTH_KEYS_MAX 16
@@ -158,17 +159,17 @@ struct config {
     int webhook_max_attempts;                         /* then the event is dead */
     int webhook_backoff_base_ms;
     int webhook_backoff_max_ms;
-    int webhook_workers;            /* relay threads */
-    int webhook_batch;              /* events one relay claims at once */
-    int webhook_inflight;           /* requests one relay has in flight at once */
-    int webhook_poll_ms;            /* idle relay's look for new events */
-    int webhook_replay_max;         /* events one replay request may read and send again */
-    int refunds_poll_ms;            /* the refund relay's pause when nothing is due */
-    int refunds_batch;              /* refunds one claim takes */
-    int refunds_backoff_base_ms;    /* wait before the second attempt, doubling */
-    int refunds_backoff_max_ms;     /* longest wait between attempts */
-    int refunds_sweep_s;            /* look for payments to refund that have no refund */
-    int refunds_unrefunded_alert_s; /* a double payment unrefunded this long alerts */
+    int webhook_workers;              /* relay threads */
+    int webhook_batch;                /* events one relay claims at once */
+    int webhook_inflight;             /* requests one relay has in flight at once */
+    int webhook_poll_ms;              /* idle relay's look for new events */
+    int webhook_replay_max;           /* events one replay request may read and send again */
+    int refunds_poll_ms;              /* the refund relay's pause when nothing is due */
+    int refunds_batch;                /* refunds one claim takes */
+    int refunds_backoff_base_ms;      /* wait before the second attempt, doubling */
+    int refunds_backoff_max_ms;       /* longest wait between attempts */
+    int refunds_sweep_s;              /* look for payments to refund that have no refund */
+    int refunds_unrefunded_alert_s;   /* a double payment unrefunded this long alerts */
     int refunds_approver_must_differ; /* 1: four eyes on a refund's approval */
 
     int orders_max_open_per_user; /* 0: no cap; else WAIT_PAY orders one user_id may hold */

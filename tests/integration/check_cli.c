@@ -285,9 +285,10 @@ END_TEST
 START_TEST(a_real_secret_starts_without_the_dev_switch)
 {
     static const char *const args[] = { "--check-config", NULL };
-    static const char *const env[] = { "PAYCALLBACK_DEV=0",
-                                       "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e",
-                                       "PAYCALLBACK_AUTH_KEYS=ops:ops-key-0123456789abcdef", NULL };
+    static const char *const env[] = {
+        "PAYCALLBACK_DEV=0", "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e-0123456789abcdef",
+        "PAYCALLBACK_AUTH_KEYS=ops:ops-key-0123456789abcdef", NULL
+    };
     struct h_run r;
 
     h_run(args, env, RUN_TIMEOUT_MS, &r);
@@ -299,8 +300,9 @@ END_TEST
 START_TEST(start_is_refused_without_an_operator_key_outside_development)
 {
     static const char *const args[] = { "--check-config", NULL };
-    static const char *const env[] = { "PAYCALLBACK_DEV=0",
-                                       "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e", NULL };
+    static const char *const env[] = {
+        "PAYCALLBACK_DEV=0", "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e-0123456789abcdef", NULL
+    };
     struct h_run r;
 
     h_run(args, env, RUN_TIMEOUT_MS, &r);
@@ -313,9 +315,10 @@ END_TEST
 START_TEST(start_is_refused_with_the_development_operator_key)
 {
     static const char *const args[] = { "--check-config", NULL };
-    static const char *const env[] = { "PAYCALLBACK_DEV=0",
-                                       "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e",
-                                       "PAYCALLBACK_AUTH_KEYS=ops:" H_OPERATOR_KEY, NULL };
+    static const char *const env[] = {
+        "PAYCALLBACK_DEV=0", "PAYCALLBACK_CALLBACK_SECRET=a-real-secret-8c1e-0123456789abcdef",
+        "PAYCALLBACK_AUTH_KEYS=ops:" H_OPERATOR_KEY, NULL
+    };
     struct h_run r;
 
     h_run(args, env, RUN_TIMEOUT_MS, &r);

@@ -15,7 +15,7 @@
 #define LOG_WAIT_MS 5000
 #define OPS_KEY "ops-key-5b7e0c1d9a2f4e68"
 #define PROM_KEY "prom-key-1c2d3e4f5a6b7c8d"
-#define REAL_SECRET "operator-auth-secret-4d1f"
+#define REAL_SECRET "operator-auth-secret-4d1f-0123456789ab"
 
 /* The routes an operator key opens: method and path. */
 static const struct {

@@ -910,8 +910,8 @@ END_TEST
 
 /* ---- secret rotation ------------------------------------------------------ */
 
-#define ROTATION_NEW "rotation-new-secret-2f9c"
-#define ROTATION_OLD "rotation-old-secret-77a1"
+#define ROTATION_NEW "rotation-new-secret-2f9c-0123456789ab"
+#define ROTATION_OLD "rotation-old-secret-77a1-0123456789ab"
 
 /* A server outside development mode holding two secrets, as during a
  * rotation: the bank may sign with either until it has switched. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -17,7 +18,8 @@
 #define ERR_MAX 512
 #define OPS_KEY "0123456789abcdef0123" /* 20 characters: a valid operator key */
 #define SHOP_KEY "shop-key-AAAAAAAAAAAA+/=="
-#define WITH_KEYS "{\"callback\": {\"secret\": \"s\"}, \"auth\": {\"keys\": "
+#define WITH_KEYS \
+    "{\"callback\": {\"secret\": \"s-0123456789abcdef0123456789abcdef\"}, \"auth\": {\"keys\": "
 
 static char cfg_path[64];
 static char err[ERR_MAX];
@@ -302,7 +304,7 @@ END_TEST
 START_TEST(cfg_load_refuses_the_shipped_secret_outside_development)
 {
     const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=" CFG_DEV_SECRET, NULL };
-    const char *prev[] = { "PAYCALLBACK_CALLBACK_SECRET=a-real-one",
+    const char *prev[] = { "PAYCALLBACK_CALLBACK_SECRET=a-real-one-0123456789abcdef0123456789",
                            "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=" CFG_DEV_SECRET, NULL };
 
     refused_flags("{\"callback\": {\"secret\": \"dev-secret\"}}", NULL, 0,
@@ -312,16 +314,90 @@ START_TEST(cfg_load_refuses_the_shipped_secret_outside_development)
 }
 END_TEST
 
+#define LONG_SECRET "a-real-one-0123456789abcdef0123456789"
+#define PROD_KEYS "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY
+
+START_TEST(cfg_load_refuses_a_short_secret_outside_development)
+{
+    const char *shortish[] = { "PAYCALLBACK_CALLBACK_SECRET=0123456789abcdef0123456789abcde",
+                               PROD_KEYS, NULL };
+    const char *prev[] = { "PAYCALLBACK_CALLBACK_SECRET=" LONG_SECRET,
+                           "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=old-and-short", PROD_KEYS, NULL };
+    const char *exact[] = { "PAYCALLBACK_CALLBACK_SECRET=0123456789abcdef0123456789abcdef",
+                            PROD_KEYS, NULL };
+    struct config cfg;
+
+    refused_flags("{}", shortish, 0, "callback.secret is shorter than 32 bytes");
+    refused_flags("{}", prev, 0, "callback.previous_secret is shorter than 32 bytes");
+    ck_assert_int_eq(0, load_flags(&cfg, "{}", exact, 0));
+    ck_assert_int_eq(0, load_flags(&cfg, "{}", shortish, CFG_LOAD_DEV));
+}
+END_TEST
+
+/* A gateway's refund or query endpoint, and the native query endpoint,
+ * carry credentials: http:// is refused outside development. */
+START_TEST(cfg_load_refuses_plain_http_credentials_outside_development)
+{
+    const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=" LONG_SECRET, PROD_KEYS,
+                          "TEST_GW_SECRET=whsec_x", "TEST_GW_KEY=sk_test_x", NULL };
+    const char *native[] = { "PAYCALLBACK_CALLBACK_SECRET=" LONG_SECRET, PROD_KEYS,
+                             "PAYCALLBACK_CALLBACK_QUERY_URL=http://bank.example/q",
+                             "PAYCALLBACK_CALLBACK_QUERY_TOKEN=t", NULL };
+    static const char plain[] =
+        "{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\": "
+        "\"TEST_GW_SECRET\", \"refund_url\": \"http://127.0.0.1:9\", \"refund_key_env\": "
+        "\"TEST_GW_KEY\"}]}";
+    static const char tls[] =
+        "{\"gateways\": [{\"name\": \"stripe\", \"kind\": \"stripe\", \"secret_env\": "
+        "\"TEST_GW_SECRET\", \"refund_url\": \"https://api.stripe.com\", \"refund_key_env\": "
+        "\"TEST_GW_KEY\"}]}";
+    struct config cfg;
+
+    refused_flags(plain, env, 0, "\"stripe\": refund_url is http://");
+    refused_flags("{}", native, 0, "callback.query_url is http://");
+    ck_assert_int_eq(0, load_flags(&cfg, tls, env, 0));
+    ck_assert_int_eq(0, load_flags(&cfg, plain, env, CFG_LOAD_DEV));
+}
+END_TEST
+
+/* A configuration file that holds a secret in force may not be readable
+ * by others outside development; one whose secrets the environment
+ * replaces may. */
+START_TEST(cfg_load_refuses_a_file_with_secrets_readable_by_others)
+{
+    const char *keys_only[] = { PROD_KEYS, NULL };
+    const char *all_env[] = { "PAYCALLBACK_CALLBACK_SECRET=another-0123456789abcdef0123456789",
+                              PROD_KEYS, NULL };
+    static const char text[] = "{\"callback\": {\"secret\": \"" LONG_SECRET "\"}}";
+    struct config cfg;
+    int rc;
+
+    write_config(text);
+    ck_assert_int_eq(0, chmod(cfg_path, 0644));
+    rc = cfg_load(&cfg, cfg_path, keys_only, 0, err, sizeof err);
+    ck_assert_int_eq(-1, rc);
+    ck_assert_msg(strstr(err, "holds secrets and is readable by others (mode 0644)") != NULL,
+                  "reason: %s", err);
+    ck_assert_int_eq(0, cfg_load(&cfg, cfg_path, all_env, 0, err, sizeof err)); /* replaced */
+    ck_assert_int_eq(0, cfg_load(&cfg, cfg_path, keys_only, CFG_LOAD_DEV, err, sizeof err));
+    ck_assert_int_eq(0, chmod(cfg_path, 0640));
+    ck_assert_int_eq(0, cfg_load(&cfg, cfg_path, keys_only, 0, err, sizeof err));
+    unlink(cfg_path);
+}
+END_TEST
+
 START_TEST(cfg_load_takes_a_real_secret_from_the_environment)
 {
-    const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=a-real-one",
-                          "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=the-old-one",
-                          "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY, NULL };
+    const char *env[] = {
+        "PAYCALLBACK_CALLBACK_SECRET=a-real-one-0123456789abcdef0123456789",
+        "PAYCALLBACK_CALLBACK_PREVIOUS_SECRET=the-old-one-0123456789abcdef0123456789",
+        "PAYCALLBACK_AUTH_KEYS=ops:" OPS_KEY, NULL
+    };
     struct config cfg;
 
     ck_assert_int_eq(0, load_flags(&cfg, "{\"callback\": {\"secret\": \"dev-secret\"}}", env, 0));
-    ck_assert_str_eq("a-real-one", cfg.callback_secret);
-    ck_assert_str_eq("the-old-one", cfg.callback_previous_secret);
+    ck_assert_str_eq("a-real-one-0123456789abcdef0123456789", cfg.callback_secret);
+    ck_assert_str_eq("the-old-one-0123456789abcdef0123456789", cfg.callback_previous_secret);
     ck_assert_int_eq(0, cfg.dev);
 }
 END_TEST
@@ -410,7 +486,7 @@ END_TEST
 
 START_TEST(cfg_load_refuses_an_empty_key_list_outside_development)
 {
-    const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=s", NULL };
+    const char *env[] = { "PAYCALLBACK_CALLBACK_SECRET=s-0123456789abcdef0123456789abcdef", NULL };
     const char *emptied[] = { "PAYCALLBACK_AUTH_KEYS=", NULL };
 
     refused_flags("{}", env, 0, "auth.keys is empty");
@@ -872,6 +948,9 @@ static Suite *config_suite(void)
     tc = tcase_create("fail closed on the callback secret");
     tcase_add_test(tc, cfg_load_refuses_an_empty_secret_outside_development);
     tcase_add_test(tc, cfg_load_refuses_the_shipped_secret_outside_development);
+    tcase_add_test(tc, cfg_load_refuses_a_short_secret_outside_development);
+    tcase_add_test(tc, cfg_load_refuses_plain_http_credentials_outside_development);
+    tcase_add_test(tc, cfg_load_refuses_a_file_with_secrets_readable_by_others);
     tcase_add_test(tc, cfg_load_takes_a_real_secret_from_the_environment);
     tcase_add_test(tc, cfg_load_allows_the_shipped_secret_with_the_dev_switch);
     tcase_add_test(tc, cfg_load_never_leaves_the_secret_empty_in_development);
