@@ -240,9 +240,13 @@ static const struct cfg_key keys[] = {
     I("webhook", "replay_max", webhook_replay_max, 1, 100000, "1000",
       "events one replay request (POST /ops/outbox/replay) may read and send again"),
     I("refunds", "poll_ms", refunds_poll_ms, 10, 60000, "500",
-      "an idle refund relay looks for due refunds this often (one relay per shard)"),
+      "an idle refund relay looks for due refunds this often (one relay per shard and "
+      "gateway profile)"),
     I("refunds", "batch", refunds_batch, 1, 100, "8",
-      "refunds one relay claims at once; its lease covers two gateway calls each"),
+      "refunds one relay claims at once, at most as many as it has idle senders"),
+    I("refunds", "inflight", refunds_inflight, 1, 64, "4",
+      "refunds one relay (one per shard and gateway profile with a refund_url) has in "
+      "flight at once, each on its own sender; a hung gateway holds only its own"),
     I("refunds", "backoff_base_ms", refunds_backoff_base_ms, 10, 3600000, "2000",
       "wait before a refund is submitted or asked about again; each attempt doubles it "
       "(with jitter). A refund is never given up on"),

@@ -166,6 +166,7 @@ struct config {
     int webhook_replay_max;           /* events one replay request may read and send again */
     int refunds_poll_ms;              /* the refund relay's pause when nothing is due */
     int refunds_batch;                /* refunds one claim takes */
+    int refunds_inflight;             /* refunds in flight per shard and gateway profile */
     int refunds_backoff_base_ms;      /* wait before the second attempt, doubling */
     int refunds_backoff_max_ms;       /* longest wait between attempts */
     int refunds_sweep_s;              /* look for payments to refund that have no refund */

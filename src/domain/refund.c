@@ -560,55 +560,121 @@ enum db_status refund_list(struct db_conn *c, const struct refund_filter *f, uin
 
 /* ---- the relay's steps ----------------------------------------------------- */
 
-struct claim_job {
+#define CLAIM_SPARE 8 /* candidates read past max, for those another claim takes first */
+
+struct claim_one_job {
     const char *owner;
     int lease_s;
+    const char *id, *pay_no;
     struct refund *out;
-    struct db_row *rows;
-    size_t max, n;
+    bool claimed;
 };
 
-static enum db_status claim_txn(struct db_conn *c, void *arg)
+/* Leases one due refund, under its payment's lock, when no other refund of
+ * the payment holds a lease: the candidates were read without a lock, so
+ * two claims may race for two refunds of one payment, and the lock makes
+ * the second see the first's lease. A refund whose payment row is gone is
+ * left alone. */
+static enum db_status claim_one_txn(struct db_conn *c, void *arg)
 {
-    struct claim_job *j = arg;
-    char lease[DB_INT_BUF], s0[DB_INT_BUF], s1[DB_INT_BUF], s2[DB_INT_BUF], lim[DB_INT_BUF];
+    struct claim_one_job *j = arg;
+    char lease[DB_INT_BUF], s0[DB_INT_BUF], s1[DB_INT_BUF], s2[DB_INT_BUF];
+    const char *pay[] = { j->pay_no }, *other[] = { j->pay_no, j->id };
     const char *up[] = { j->owner,
                          db_param_int(lease, j->lease_s),
+                         j->id,
                          db_param_int(s0, REFUND_REQUESTED),
                          db_param_int(s1, REFUND_SUBMITTED),
-                         db_param_int(s2, REFUND_UNKNOWN),
-                         db_param_int(lim, (int64_t)j->max) };
-    const char *sel[] = { j->owner };
+                         db_param_int(s2, REFUND_UNKNOWN) };
+    const char *key[] = { j->id };
+    struct db_row row;
     enum db_status st;
-    size_t n = 0, i;
+    int64_t leased = 0;
+    uint64_t rows = 0;
+    bool found = false;
 
-    j->n = 0;
-    if ((st = db_exec(c, ST_RF_CLAIM, up, 6, NULL)) != DB_OK)
+    j->claimed = false;
+    if ((st = db_query_one(c, ST_RF_PAY_LOCK, pay, 1, &row, &found)) != DB_OK || !found)
         return st;
-    if ((st = db_query(c, ST_RF_CLAIMED, sel, 1, j->rows, j->max, &n)) != DB_OK)
+    if ((st = db_query_one(c, ST_RF_LEASED_OTHER, other, 2, &row, &found)) != DB_OK)
         return st;
-    for (i = 0; i < n; i++)
-        if (read_refund(&j->rows[i], &j->out[i]) != 0)
-            return db_fail(c, "refund: malformed claimed refund");
-    j->n = n;
+    if (!found || db_row_int(&row, 0, 0, INT64_MAX, &leased) != 0)
+        return db_fail(c, "refund: unreadable count of leased refunds");
+    if (leased > 0)
+        return DB_OK;
+    if ((st = db_exec(c, ST_RF_LEASE, up, 6, &rows)) != DB_OK || rows != 1)
+        return st;
+    if ((st = db_query_one(c, ST_RF_BY_ID, key, 1, &row, &found)) != DB_OK)
+        return st;
+    if (!found || read_refund(&row, j->out) != 0)
+        return db_fail(c, "refund: malformed claimed refund %s", j->id);
+    j->claimed = true;
     return DB_OK;
 }
 
-enum db_status refund_claim(struct db_conn *c, const char *owner, int lease_s, struct refund *out,
-                            size_t max, size_t *n)
+/* The due refunds of of (ST_RF_DUE or ST_RF_DUE_OTHERS), up to max. */
+static enum db_status claim_candidates(struct db_conn *c, const struct refund_claim_of *of,
+                                       struct db_row *rows, size_t max, size_t *n)
 {
-    struct claim_job j = { .owner = owner, .lease_s = lease_s, .out = out, .max = max };
+    char s0[DB_INT_BUF], s1[DB_INT_BUF], s2[DB_INT_BUF], lim[DB_INT_BUF];
+    const char *p[3 + REFUND_CLAIM_OTHERS_MAX + 1] = { db_param_int(s0, REFUND_REQUESTED),
+                                                       db_param_int(s1, REFUND_SUBMITTED),
+                                                       db_param_int(s2, REFUND_UNKNOWN) };
+    size_t i;
+
+    db_param_int(lim, (int64_t)max);
+    if (of->gateway != NULL) {
+        p[3] = of->gateway;
+        p[4] = lim;
+        return db_query_retry(c, ST_RF_DUE, p, 5, rows, max, n);
+    }
+    for (i = 0; i < REFUND_CLAIM_OTHERS_MAX; i++)
+        p[3 + i] = i < of->n_others ? of->others[i] : "";
+    p[3 + REFUND_CLAIM_OTHERS_MAX] = lim;
+    return db_query_retry(c, ST_RF_DUE_OTHERS, p, 3 + REFUND_CLAIM_OTHERS_MAX + 1, rows, max, n);
+}
+
+enum db_status refund_claim(struct db_conn *c, const char *owner, int lease_s,
+                            const struct refund_claim_of *of, struct refund *out, size_t max,
+                            size_t *n)
+{
+    struct claim_one_job j = { .owner = owner, .lease_s = lease_s };
+    char pay_no[ID_BUF], id[DB_INT_BUF];
+    struct db_row *rows = NULL;
+    size_t got = 0, cand = 0, i, k;
     enum db_status st;
+    int64_t v;
 
     *n = 0;
     if (max == 0)
         return DB_OK;
-    if ((j.rows = calloc(max, sizeof(*j.rows))) == NULL)
+    if (of->gateway == NULL && of->n_others > REFUND_CLAIM_OTHERS_MAX)
+        return db_fail(c, "refund: more than %d gateway profiles to leave out",
+                       REFUND_CLAIM_OTHERS_MAX);
+    if ((rows = calloc(max + CLAIM_SPARE, sizeof(*rows))) == NULL)
         return db_fail(c, "refund: out of memory");
-    st = db_txn(c, claim_txn, &j);
-    free(j.rows);
-    if (st == DB_OK)
-        *n = j.n;
+    if ((st = claim_candidates(c, of, rows, max + CLAIM_SPARE, &cand)) != DB_OK)
+        goto out;
+    for (i = 0; i < cand && got < max; i++) {
+        if (db_row_int(&rows[i], RDC_ID, 1, INT64_MAX, &v) != 0 ||
+            db_row_str(&rows[i], RDC_PAY_NO, pay_no, sizeof(pay_no)) != 0) {
+            st = db_fail(c, "refund: malformed due refund");
+            goto out;
+        }
+        for (k = 0; k < got && strcmp(out[k].pay_no, pay_no) != 0; k++)
+            ;
+        if (k < got)
+            continue; /* one refund of a payment per claim */
+        j.id = db_param_int(id, v);
+        j.pay_no = pay_no;
+        j.out = &out[got];
+        if ((st = db_txn(c, claim_one_txn, &j)) != DB_OK)
+            goto out;
+        got += j.claimed;
+    }
+out:
+    free(rows);
+    *n = got; /* what was leased stays leased, even when a later one failed */
     return st;
 }
 

@@ -174,11 +174,27 @@ enum db_status refund_list(struct db_conn *c, const struct refund_filter *f, uin
 
 /* ---- the relay's steps (refund_relay.c) --------------------------------- */
 
-/* Claims up to max due refunds (REQUESTED, SUBMITTED, UNKNOWN) for owner
- * under a lease of lease_s seconds. A refund has one unexpired lease at a
- * time, so no two relays submit it together. */
-enum db_status refund_claim(struct db_conn *c, const char *owner, int lease_s, struct refund *out,
-                            size_t max, size_t *n);
+#define REFUND_CLAIM_OTHERS_MAX 8 /* profiles a claim of the others leaves out */
+
+/* Which refunds a claim takes: those of one gateway profile, or (gateway
+ * NULL) those of none of others[0..n_others) (no profile, or one without
+ * a refund API). */
+struct refund_claim_of {
+    const char *gateway;
+    const char *const *others;
+    size_t n_others; /* <= REFUND_CLAIM_OTHERS_MAX */
+};
+
+/* Claims up to max due refunds (REQUESTED, SUBMITTED, UNKNOWN) of of for
+ * owner under a lease of lease_s seconds, oldest due first. A refund has
+ * one unexpired lease at a time, so no two relays submit it together; and
+ * a refund whose payment has another refund under an unexpired lease is
+ * skipped, so two refunds of one payment are never in flight together
+ * (each lease is taken under the payment's row lock). *n counts what was
+ * leased, also when a later step failed. */
+enum db_status refund_claim(struct db_conn *c, const char *owner, int lease_s,
+                            const struct refund_claim_of *of, struct refund *out, size_t max,
+                            size_t *n);
 
 /* Before a call leaves: SUBMITTED, attempts + 1, while owner still holds
  * the lease (*held false, and nothing is sent, otherwise). Committed

@@ -1,4 +1,9 @@
-/* refund_relay.c - the refund relay threads and the libcurl call they make.
+/* refund_relay.c - the refund relay threads and the libcurl calls they
+ * make. Per shard: one sweeper thread (refunds nobody asked for yet, the
+ * age of the oldest double payment, refunds of a profile without a refund
+ * API) and, per gateway profile with a refund_url, a lane: one claimer
+ * thread and refunds.inflight sender threads, each with its own curl
+ * handle. A gateway that hangs holds its own lane's senders and no other.
  * The records and their state changes are refund.c's; the wire format of
  * each gateway's refund API is gateway_refund.c's. */
 #include "refund_relay.h"
@@ -33,16 +38,47 @@
 #define RELAY_ANSWER_MAX (64 * 1024) /* a longer answer is cut and reads as unknown */
 #define RELAY_HEADERS_MAX 8192
 
+struct lane;
+
+/* One sender: a thread, its curl handle, the refund it works. */
+struct sender {
+    struct lane *l;
+    pthread_t thread;
+    bool started;
+    CURL *curl;
+};
+
+/* The refunds of one gateway profile on one shard. Its queue holds the
+ * refunds claimed and not yet taken by a sender; queued + busy never
+ * exceeds nsenders, so a claimed refund is sent at once and its lease
+ * only has to cover its own calls. Guarded by the relay's mu. */
+struct lane {
+    struct rrelay *r;
+    char gateway[33];
+    int lease_s;
+    pthread_t claimer;
+    bool started;
+    pthread_cond_t cv; /* a refund queued, a sender free, or stop */
+    struct refund *queue;
+    size_t queued;
+    int busy;
+    int nsenders;
+    struct sender *senders;
+    int failures;
+};
+
+/* One shard's relay. */
 struct rrelay {
     struct refund_relay *rr;
     const struct shard *sh;
-    pthread_t thread;
+    pthread_t thread; /* the sweeper */
     bool started;
     int failures;
     struct timespec next_sweep; /* CLOCK_MONOTONIC */
     atomic_llong oldest_s;      /* this shard's oldest unrefunded double payment */
     char owner[OUTBOX_OWNER_MAX];
-    CURL *curl;
+    struct lane *lanes;
+    int nlanes;
 };
 
 struct refund_relay {
@@ -105,8 +141,8 @@ static uint32_t random_u32(void)
 
 /* Sends call, and reads the answer into *a. No database connection is
  * held meanwhile. */
-static void perform(struct rrelay *r, const struct gateway *gw, int query,
-                    const struct gwr_call *call, struct gwr_answer *a)
+static void perform(CURL *curl, const struct gateway *gw, int query, const struct gwr_call *call,
+                    struct gwr_answer *a)
 {
     char body[RELAY_ANSWER_MAX], headers[RELAY_HEADERS_MAX];
     struct buf b = { body, 0, sizeof(body) }, h = { headers, 0, sizeof(headers) };
@@ -126,36 +162,36 @@ static void perform(struct rrelay *r, const struct gateway *gw, int query,
     }
     if ((t = curl_slist_append(hdr, "Expect:")) != NULL)
         hdr = t;
-    curl_easy_reset(r->curl);
-    curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(r->curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(r->curl, CURLOPT_URL, call->url);
-    curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(r->curl, CURLOPT_HEADERFUNCTION, collect);
-    curl_easy_setopt(r->curl, CURLOPT_HEADERDATA, &h);
-    curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, (long)gw->cfg->refund_timeout_ms);
-    curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)gw->cfg->refund_timeout_ms);
+    curl_easy_reset(curl);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_URL, call->url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &h);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)gw->cfg->refund_timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)gw->cfg->refund_timeout_ms);
     if (strcmp(call->method, "POST") == 0) {
-        curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, call->body);
-        curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE, (long)call->body_len);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, call->body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)call->body_len);
     } else {
-        curl_easy_setopt(r->curl, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
     }
-    cc = curl_easy_perform(r->curl);
+    cc = curl_easy_perform(curl);
     if (cc == CURLE_OPERATION_TIMEDOUT) {
         snprintf(a->message, sizeof(a->message), "no answer within %d ms",
                  gw->cfg->refund_timeout_ms);
     } else if (cc != CURLE_OK) {
         snprintf(a->message, sizeof(a->message), "%s", curl_easy_strerror(cc));
     } else {
-        curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
         gwr_read(gw, query, code, headers, body, b.len, a);
     }
 out:
-    curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(hdr);
 }
 
@@ -257,7 +293,7 @@ static bool mark_submitting(struct rrelay *r, size_t gwi, const struct refund *r
 
 /* One call, built by build (gwr_submit or gwr_query), sent and read. -1
  * when it could not be built (the refund cannot be submitted as it is). */
-static int call(struct rrelay *r, const struct gateway *gw, const struct refund *rf, int query,
+static int call(CURL *curl, const struct gateway *gw, const struct refund *rf, int query,
                 struct gwr_answer *a)
 {
     struct gwr_refund g;
@@ -274,13 +310,27 @@ static int call(struct rrelay *r, const struct gateway *gw, const struct refund 
     rc = query ? gwr_query(gw, &g, c, a->message, sizeof(a->message))
                : gwr_submit(gw, &g, c, a->message, sizeof(a->message));
     if (rc == 0)
-        perform(r, gw, query, c, a);
+        perform(curl, gw, query, c, a);
     free(c);
     return rc;
 }
 
-/* Submits or asks about one claimed refund, and records what came of it. */
-static void work(struct rrelay *r, struct refund *rf)
+/* A refund of a profile that has no refund API (or no longer exists):
+ * nothing can be sent; it waits, alerted, until the profile has one. */
+static void no_gateway(struct rrelay *r, struct refund *rf)
+{
+    struct gwr_answer a;
+
+    memset(&a, 0, sizeof(a));
+    a.outcome = GWR_UNKNOWN;
+    snprintf(a.message, sizeof(a.message), "gateway profile \"%s\" has no refund_url", rf->gateway);
+    log_alert("REFUND_NO_GATEWAY", "refund_no=%s gateway=%s", rf->refund_no, rf->gateway);
+    record(r, SIZE_MAX, rf, &a);
+}
+
+/* Submits or asks about one claimed refund with curl, and records what
+ * came of it. */
+static void work(struct rrelay *r, CURL *curl, struct refund *rf)
 {
     struct keyring *kr = keyslot_acquire(r->rr->srv->keys);
     const struct gateway *gw = gateways_find(kr->gw, rf->gateway);
@@ -289,23 +339,19 @@ static void work(struct rrelay *r, struct refund *rf)
 
     memset(&a, 0, sizeof(a));
     if (gw == NULL || gw->cfg->refund_url[0] == '\0') {
-        a.outcome = GWR_UNKNOWN;
-        snprintf(a.message, sizeof(a.message), "gateway profile \"%s\" has no refund_url",
-                 rf->gateway);
-        log_alert("REFUND_NO_GATEWAY", "refund_no=%s gateway=%s", rf->refund_no, rf->gateway);
-        record(r, SIZE_MAX, rf, &a);
+        no_gateway(r, rf);
         goto out;
     }
     if (!mark_submitting(r, gw->index, rf))
         goto out;
-    if (call(r, gw, rf, query, &a) != 0) {
+    if (call(curl, gw, rf, query, &a) != 0) {
         a.outcome = GWR_FAILED;
         snprintf(a.code, sizeof(a.code), "not_submittable");
     } else if (query && a.outcome == GWR_NOT_FOUND) {
         /* It never arrived: submit it now, under the same number. */
         log_info("refund unknown to its gateway, submitted again", "refund_no=%s gateway=%s",
                  rf->refund_no, rf->gateway);
-        if (call(r, gw, rf, 0, &a) != 0) {
+        if (call(curl, gw, rf, 0, &a) != 0) {
             a.outcome = GWR_FAILED;
             snprintf(a.code, sizeof(a.code), "not_submittable");
         }
@@ -326,51 +372,44 @@ static bool shard_away(const struct rrelay *r)
     return h == DB_HEALTH_DOWN || h == DB_HEALTH_NOT_SYNCED || h == DB_HEALTH_MAP_STALE;
 }
 
-static void claim_failed(struct rrelay *r, enum db_status st, const char *err)
+static void claim_failed(const struct rrelay *r, int *failures, const char *what, enum db_status st,
+                         const char *err)
 {
-    if (r->failures++ == 0)
-        log_warn("refund relay: claim failed", "shard=%s status=%s error=\"%s\"", r->sh->label,
-                 db_status_str(st), err);
+    if ((*failures)++ == 0)
+        log_warn("refund relay: claim failed", "shard=%s gateway=%s status=%s error=\"%s\"",
+                 r->sh->label, what, db_status_str(st), err);
 }
 
-/* Claims a batch; the count, or -1 when the shard's database failed. */
-static long claim(struct rrelay *r, struct refund *out, size_t max)
+/* Claims up to max due refunds of of under a lease of lease_s; the count,
+ * or -1 when the shard's database failed (*failures counts those in a
+ * row, and the first is logged). */
+static long claim(struct rrelay *r, const struct refund_claim_of *of, int lease_s, int *failures,
+                  struct refund *out, size_t max)
 {
-    /* Two calls per refund (a query, then a submission), each bounded by
-     * the longest refund timeout of a profile with a refund API, so a live
-     * relay keeps its claims, and a crashed one's run out no later than
-     * they must. */
-    const struct config *cfg = r->rr->srv->cfg;
-    int64_t longest = 0;
-    int lease_s;
+    const char *what = of->gateway != NULL ? of->gateway : "(none)";
     struct db_conn *c;
     enum db_status st;
     size_t n = 0;
 
-    for (size_t i = 0; i < cfg->gateways.n; i++)
-        if (cfg->gateways.profile[i].refund_url[0] != '\0' &&
-            cfg->gateways.profile[i].refund_timeout_ms > longest)
-            longest = cfg->gateways.profile[i].refund_timeout_ms;
-    lease_s = (int)(((int64_t)max * 2 * longest + 999) / 1000) + RELAY_LEASE_PAD_S;
     if (shard_away(r)) {
-        claim_failed(r, DB_UNAVAILABLE, "the shard's prober finds it away");
+        claim_failed(r, failures, what, DB_UNAVAILABLE, "the shard's prober finds it away");
         return -1;
     }
     if ((c = shard_acquire(r->sh, RELAY_DB_WAIT_MS)) == NULL) {
-        claim_failed(r, DB_UNAVAILABLE, "no free connection");
+        claim_failed(r, failures, what, DB_UNAVAILABLE, "no free connection");
         return -1;
     }
-    st = refund_claim(c, r->owner, lease_s, out, max, &n);
+    st = refund_claim(c, r->owner, lease_s, of, out, max, &n);
     if (st != DB_OK) {
-        claim_failed(r, st, db_errstr(c));
+        claim_failed(r, failures, what, st, db_errstr(c));
         shard_release(r->sh, c);
-        return -1;
+        return n > 0 ? (long)n : -1;
     }
     shard_release(r->sh, c);
-    if (r->failures > 0)
-        log_info("refund relay: claims work again", "shard=%s failed_claims=%d", r->sh->label,
-                 r->failures);
-    r->failures = 0;
+    if (*failures > 0)
+        log_info("refund relay: claims work again", "shard=%s gateway=%s failed_claims=%d",
+                 r->sh->label, what, *failures);
+    *failures = 0;
     return (long)n;
 }
 
@@ -428,34 +467,126 @@ static void sweep(struct rrelay *r)
     shard_release(r->sh, c);
 }
 
-static void *relay_main(void *arg)
+/* The refunds of profiles without a lane (no refund_url, or gone from
+ * the configuration): claimed by the sweeper, each kept waiting with an
+ * alert, never lost. */
+static void orphans(struct rrelay *r)
+{
+    const char *names[REFUND_CLAIM_OTHERS_MAX];
+    struct refund rfs[4];
+    struct refund_claim_of of = { .gateway = NULL, .others = names };
+    long got;
+
+    for (int i = 0; i < r->nlanes && i < REFUND_CLAIM_OTHERS_MAX; i++)
+        names[of.n_others++] = r->lanes[i].gateway;
+    got = claim(r, &of, RELAY_LEASE_PAD_S, &r->failures, rfs, sizeof(rfs) / sizeof(rfs[0]));
+    for (long i = 0; i < got; i++)
+        no_gateway(r, &rfs[i]);
+}
+
+/* The shard's sweeper: the sweep every refunds.sweep_s, and the refunds
+ * no lane takes, every refunds.poll_ms. */
+static void *sweeper_main(void *arg)
 {
     struct rrelay *r = arg;
     struct refund_relay *rr = r->rr;
-    size_t batch = (size_t)rr->srv->cfg->refunds_batch;
-    struct refund *rfs = calloc(batch, sizeof(*rfs));
 
-    if (rfs == NULL) {
-        log_error("refund relay: out of memory", "owner=%s", r->owner);
+    while (!stopping(rr)) {
+        sweep(r);
+        orphans(r);
+        idle(rr, r->failures > 0 ? delivery_down_wait_ms(rr->srv->cfg->refunds_poll_ms, r->failures)
+                                 : rr->srv->cfg->refunds_poll_ms);
+    }
+    return NULL;
+}
+
+/* Waits on the lane's cv until until (CLOCK_MONOTONIC) or stop; rr->mu
+ * held. */
+static void lane_wait_until(struct lane *l, const struct timespec *until)
+{
+    struct refund_relay *rr = l->r->rr;
+
+    while (!rr->stop)
+        if (pthread_cond_timedwait(&l->cv, &rr->mu, until) == ETIMEDOUT)
+            break;
+}
+
+/* A lane's claimer: claims as many due refunds as it has idle senders (at
+ * most refunds.batch at once) and queues them; waits while every sender is
+ * busy, and refunds.poll_ms when nothing more is due. */
+static void *claimer_main(void *arg)
+{
+    struct lane *l = arg;
+    struct rrelay *r = l->r;
+    struct refund_relay *rr = r->rr;
+    const struct config *cfg = rr->srv->cfg;
+    struct refund_claim_of of = { .gateway = l->gateway };
+    struct refund *got = calloc((size_t)l->nsenders, sizeof(*got));
+
+    if (got == NULL) {
+        log_error("refund relay: out of memory", "gateway=%s", l->gateway);
         return NULL;
     }
-    while (!stopping(rr)) {
-        long got;
+    pthread_mutex_lock(&rr->mu);
+    while (!rr->stop) {
+        size_t idle_senders, want;
+        struct timespec until;
+        long n;
 
-        sweep(r);
-        got = claim(r, rfs, batch);
-        size_t n = got > 0 ? (size_t)got : 0, i;
-
-        for (i = 0; i < n && !stopping(rr); i++)
-            work(r, &rfs[i]);
-        if (i < n)
-            hand_back(r);
-        if (got < 0)
-            idle(rr, delivery_down_wait_ms(rr->srv->cfg->refunds_poll_ms, r->failures));
-        else if (n < batch)
-            idle(rr, rr->srv->cfg->refunds_poll_ms);
+        if (l->busy + (int)l->queued >= l->nsenders) {
+            pthread_cond_wait(&l->cv, &rr->mu);
+            continue;
+        }
+        idle_senders = (size_t)(l->nsenders - l->busy) - l->queued;
+        want =
+            idle_senders < (size_t)cfg->refunds_batch ? idle_senders : (size_t)cfg->refunds_batch;
+        pthread_mutex_unlock(&rr->mu);
+        n = claim(r, &of, l->lease_s, &l->failures, got, want);
+        pthread_mutex_lock(&rr->mu);
+        for (long i = 0; i < n; i++)
+            l->queue[l->queued++] = got[i];
+        if (n > 0)
+            pthread_cond_broadcast(&l->cv);
+        if (n < 0)
+            until = monotime_after_ms(delivery_down_wait_ms(cfg->refunds_poll_ms, l->failures));
+        else if ((size_t)n < want)
+            until = monotime_after_ms(cfg->refunds_poll_ms);
+        else
+            continue;
+        lane_wait_until(l, &until);
     }
-    free(rfs);
+    pthread_mutex_unlock(&rr->mu);
+    free(got);
+    return NULL;
+}
+
+/* A lane's sender: takes a queued refund, works it, and says it is free
+ * again. At stop it finishes the refund in hand; the queued ones are
+ * handed back. */
+static void *sender_main(void *arg)
+{
+    struct sender *s = arg;
+    struct lane *l = s->l;
+    struct refund_relay *rr = l->r->rr;
+    struct refund rf;
+
+    pthread_mutex_lock(&rr->mu);
+    for (;;) {
+        while (!rr->stop && l->queued == 0)
+            pthread_cond_wait(&l->cv, &rr->mu);
+        if (rr->stop)
+            break;
+        rf = l->queue[0];
+        memmove(&l->queue[0], &l->queue[1], (l->queued - 1) * sizeof(l->queue[0]));
+        l->queued--;
+        l->busy++;
+        pthread_mutex_unlock(&rr->mu);
+        work(l->r, s->curl, &rf);
+        pthread_mutex_lock(&rr->mu);
+        l->busy--;
+        pthread_cond_broadcast(&l->cv);
+    }
+    pthread_mutex_unlock(&rr->mu);
     return NULL;
 }
 
@@ -475,11 +606,74 @@ static void owner_id(char out[OUTBOX_OWNER_MAX], int index)
              (unsigned)(unsigned char)index, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
 }
 
+/* A condition variable whose timed waits take CLOCK_MONOTONIC times. */
+static void cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+/* The lease of a refund of profile p: two calls (a query, then a
+ * submission), each bounded by its refund_timeout_ms, and a pad, so a live
+ * relay keeps its claims and a crashed one's run out no later than they
+ * must. */
+static int lease_of(const struct gateway_profile_cfg *p)
+{
+    return (int)((2 * (int64_t)p->refund_timeout_ms + 999) / 1000) + RELAY_LEASE_PAD_S;
+}
+
+/* Builds the lanes of r (one per profile with a refund_url) and starts
+ * their threads. 0, or -1 (what started is stopped by refund_relay_stop). */
+static int lanes_start(struct rrelay *r)
+{
+    const struct config *cfg = r->rr->srv->cfg;
+    int n = 0;
+
+    for (size_t i = 0; i < cfg->gateways.n; i++)
+        n += cfg->gateways.profile[i].refund_url[0] != '\0';
+    if (n == 0)
+        return 0;
+    if ((r->lanes = calloc((size_t)n, sizeof(*r->lanes))) == NULL)
+        return -1;
+    for (size_t i = 0; i < cfg->gateways.n; i++) {
+        const struct gateway_profile_cfg *p = &cfg->gateways.profile[i];
+        struct lane *l = &r->lanes[r->nlanes];
+
+        if (p->refund_url[0] == '\0')
+            continue;
+        l->r = r;
+        snprintf(l->gateway, sizeof(l->gateway), "%s", p->name);
+        l->lease_s = lease_of(p);
+        l->nsenders = cfg->refunds_inflight;
+        cond_init_monotonic(&l->cv);
+        r->nlanes++;
+        if ((l->queue = calloc((size_t)l->nsenders, sizeof(*l->queue))) == NULL ||
+            (l->senders = calloc((size_t)l->nsenders, sizeof(*l->senders))) == NULL)
+            return -1;
+        for (int k = 0; k < l->nsenders; k++) {
+            struct sender *s = &l->senders[k];
+
+            s->l = l;
+            if ((s->curl = curl_easy_init()) == NULL ||
+                pthread_create(&s->thread, NULL, sender_main, s) != 0)
+                return -1;
+            s->started = true;
+        }
+        if (pthread_create(&l->claimer, NULL, claimer_main, l) != 0)
+            return -1;
+        l->started = true;
+    }
+    return 0;
+}
+
 struct refund_relay *refund_relay_start(struct server *srv)
 {
     int nrelays = (int)srv->shards.n;
     struct refund_relay *rr;
-    pthread_condattr_t ca;
     int i;
 
     if ((rr = calloc(1, sizeof(*rr))) == NULL ||
@@ -491,31 +685,45 @@ struct refund_relay *refund_relay_start(struct server *srv)
     rr->srv = srv;
     metrics_set_gauge(srv->m, G_REFUND_ALERT_AGE_S, srv->cfg->refunds_unrefunded_alert_s);
     pthread_mutex_init(&rr->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&rr->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&rr->cv);
     for (i = 0; i < nrelays; i++) {
         struct rrelay *r = &rr->relays[i];
 
         r->rr = rr;
         r->sh = &srv->shards.s[i];
         owner_id(r->owner, i);
-        if ((r->curl = curl_easy_init()) == NULL)
-            goto fail;
-        if (pthread_create(&r->thread, NULL, relay_main, r) != 0)
+        rr->nrelays = i + 1;
+        if (lanes_start(r) != 0 || pthread_create(&r->thread, NULL, sweeper_main, r) != 0)
             goto fail;
         r->started = true;
-        rr->nrelays = i + 1;
     }
-    log_info("refund relay started", "shards=%zu", srv->shards.n);
+    log_info("refund relay started", "shards=%zu lanes=%d inflight=%d", srv->shards.n,
+             rr->relays[0].nlanes, srv->cfg->refunds_inflight);
     return rr;
 fail:
-    log_error("refund relay: cannot start", "worker=%d", i);
-    if (rr->relays[i].curl != NULL && !rr->relays[i].started)
-        rr->nrelays = i + 1;
+    log_error("refund relay: cannot start", "shard=%d", i);
     refund_relay_stop(rr);
     return NULL;
+}
+
+static void lanes_stop(struct rrelay *r)
+{
+    for (int i = 0; i < r->nlanes; i++) {
+        struct lane *l = &r->lanes[i];
+
+        if (l->started)
+            pthread_join(l->claimer, NULL);
+        for (int k = 0; l->senders != NULL && k < l->nsenders; k++) {
+            if (l->senders[k].started)
+                pthread_join(l->senders[k].thread, NULL);
+            if (l->senders[k].curl != NULL)
+                curl_easy_cleanup(l->senders[k].curl);
+        }
+        pthread_cond_destroy(&l->cv);
+        free(l->senders);
+        free(l->queue);
+    }
+    free(r->lanes);
 }
 
 void refund_relay_stop(struct refund_relay *rr)
@@ -527,12 +735,17 @@ void refund_relay_stop(struct refund_relay *rr)
     pthread_mutex_lock(&rr->mu);
     rr->stop = true;
     pthread_cond_broadcast(&rr->cv);
+    for (i = 0; i < rr->nrelays; i++)
+        for (int k = 0; k < rr->relays[i].nlanes; k++)
+            pthread_cond_broadcast(&rr->relays[i].lanes[k].cv);
     pthread_mutex_unlock(&rr->mu);
     for (i = 0; i < rr->nrelays; i++) {
-        if (rr->relays[i].started)
-            pthread_join(rr->relays[i].thread, NULL);
-        if (rr->relays[i].curl != NULL)
-            curl_easy_cleanup(rr->relays[i].curl);
+        struct rrelay *r = &rr->relays[i];
+
+        if (r->started)
+            pthread_join(r->thread, NULL);
+        lanes_stop(r);
+        hand_back(r); /* what was claimed and not sent */
     }
     pthread_cond_destroy(&rr->cv);
     pthread_mutex_destroy(&rr->mu);

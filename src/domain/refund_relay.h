@@ -1,6 +1,9 @@
-/* refund_relay.h - the refund relay: one thread per shard that claims due
- * refunds under a lease (as the outbox relay claims events) and submits
- * each to its gateway's refund API, or asks the gateway what became of it.
+/* refund_relay.h - the refund relay: per shard and gateway profile with a
+ * refund API, a claimer that takes due refunds under a lease (as the
+ * outbox relay claims events) and refunds.inflight senders that each
+ * submit one to the gateway's refund API, or ask the gateway what became
+ * of it; so a gateway that hangs holds its own senders only. Two refunds
+ * of one payment are never in flight together (refund_claim).
  *
  * Exactly one refund at the gateway per refund record: every call carries
  * the refund's own number, which the gateways treat as the same refund, and
@@ -18,13 +21,14 @@
 struct server;
 struct refund_relay;
 
-/* Starts one relay thread per shard. NULL on failure (logged). Call after
+/* Starts the relays of every shard (a sweeper thread, and a claimer and
+ * refunds.inflight senders per profile with a refund_url). NULL on failure (logged). Call after
  * the pools exist and curl_global_init has run. */
 struct refund_relay *refund_relay_start(struct server *srv);
 
-/* Stops the relays: a call in flight finishes (bounded by the profile's
- * refund_timeout_ms), the leases not yet used are handed back, the threads
- * are joined. NULL-safe. */
+/* Stops the relays: a refund in hand finishes (bounded by its profile's
+ * refund_timeout_ms, twice), the leases not yet used are handed back, the
+ * threads are joined. NULL-safe. */
 void refund_relay_stop(struct refund_relay *rr);
 
 #endif

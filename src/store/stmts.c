@@ -31,6 +31,14 @@
         "r.finished_at") ", " ISO_TIME("r.next_attempt_at") ", "                                    \
                                                             "(SELECT p.amount FROM payment_record p WHERE p.pay_no = r.pay_no)"
 
+/* A refund that is due and free, of a payment with no other refund under a
+ * lease: two refunds of one payment are never in flight together.
+ * ST_RF_LEASED_OTHER re-checks it under the payment's lock. */
+#define RF_DUE                                                                           \
+    "r.next_attempt_at <= NOW(3) AND (r.lease_until IS NULL OR r.lease_until < NOW(3)) " \
+    "AND NOT EXISTS (SELECT 1 FROM refund o WHERE o.pay_no = r.pay_no AND o.id <> r.id " \
+    "AND o.lease_until >= NOW(3))"
+
 const char *const stmt_sql[ST_COUNT] = {
     /* No rows on a plain server; on Galera, whether the node takes writes.
      * Bounded, and never waiting on the cluster (an operator's
@@ -312,12 +320,22 @@ const char *const stmt_sql[ST_COUNT] = {
                    "AND (? IS NULL OR r.create_time < NOW(3) - INTERVAL ? SECOND) "
                    "AND (? IS NULL OR r.pay_no = ?) "
                    "AND r.id > ? ORDER BY r.id LIMIT ?",
-    [ST_RF_CLAIM] =
-        "UPDATE refund SET lease_owner = ?, lease_until = NOW(3) + INTERVAL ? SECOND "
-        "WHERE state IN (?, ?, ?) AND next_attempt_at <= NOW(3) "
-        "AND (lease_until IS NULL OR lease_until < NOW(3)) ORDER BY next_attempt_at, id LIMIT ?",
-    [ST_RF_CLAIMED] = "SELECT " RF_COLS " FROM refund r WHERE r.lease_owner = ? "
-                      "AND r.lease_until > NOW(3) ORDER BY r.next_attempt_at, r.id",
+    /* Due refunds of one gateway profile (or of none of eight), each of a
+     * payment with no other refund under a lease: two refunds of one
+     * payment are never in flight together. ST_RF_LEASE re-checks under
+     * the payment's lock. */
+    [ST_RF_DUE] = "SELECT r.id, r.pay_no FROM refund r WHERE r.state IN (?, ?, ?) "
+                  "AND r.gateway = ? AND " RF_DUE " ORDER BY r.next_attempt_at, r.id LIMIT ?",
+    [ST_RF_DUE_OTHERS] =
+        "SELECT r.id, r.pay_no FROM refund r WHERE r.state IN (?, ?, ?) AND (r.gateway IS NULL "
+        "OR r.gateway NOT IN (?, ?, ?, ?, ?, ?, ?, ?)) AND " RF_DUE
+        " ORDER BY r.next_attempt_at, r.id LIMIT ?",
+    [ST_RF_LEASED_OTHER] = "SELECT COUNT(*) FROM refund WHERE pay_no = ? AND id <> ? "
+                           "AND lease_until >= NOW(3) LOCK IN SHARE MODE",
+    [ST_RF_LEASE] = "UPDATE refund SET lease_owner = ?, lease_until = NOW(3) + INTERVAL ? SECOND "
+                    "WHERE id = ? AND state IN (?, ?, ?) AND next_attempt_at <= NOW(3) "
+                    "AND (lease_until IS NULL OR lease_until < NOW(3))",
+    [ST_RF_BY_ID] = "SELECT " RF_COLS " FROM refund r WHERE r.id = ?",
     [ST_RF_SUBMITTING] = "UPDATE refund SET state = ?, attempts = attempts + 1 "
                          "WHERE id = ? AND lease_owner = ? AND lease_until > NOW(3)",
     [ST_RF_WAIT] =
@@ -348,7 +366,6 @@ const char *const stmt_sql[ST_COUNT] = {
         "origin, dedupe_key, reason, requested_by, approved_by, gateway_refund_id, finished_at) "
         "SELECT ?, p.pay_no, p.order_no, p.gateway, ?, o.currency, ?, ?, ?, ?, ?, ?, ?, NOW(3) "
         "FROM payment_record p JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",
-    [ST_RF_BY_ID] = "SELECT " RF_COLS " FROM refund r WHERE r.id = ?",
     [ST_RF_NEWEST_IN] =
         "SELECT refund_no FROM refund WHERE pay_no = ? AND state = ? ORDER BY id DESC LIMIT 1",
     [ST_RF_REJECT] = "UPDATE refund SET state = ?, failure_code = ?, last_error = ?, "

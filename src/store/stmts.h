@@ -130,8 +130,10 @@ enum db_stmt {
     ST_RF_DUE_NOW,        /* refund_no, state x3: a waiting refund due now */
     ST_RF_LIST,           /* state x2, gateway x2, age_s x2, pay_no x2 (NULL: any), after_id, limit
                            -> enum refund_row_col */
-    ST_RF_CLAIM,          /* owner, lease_s, state x3, limit */
-    ST_RF_CLAIMED,        /* owner -> enum refund_row_col */
+    ST_RF_DUE,            /* state x3, gateway, limit -> enum rf_due_col */
+    ST_RF_DUE_OTHERS,     /* state x3, gateway x8 (of none of these), limit -> enum rf_due_col */
+    ST_RF_LEASED_OTHER,   /* pay_no, id -> one column: the payment's other refunds under a lease */
+    ST_RF_LEASE,          /* owner, lease_s, id, state x3 */
     ST_RF_SUBMITTING,     /* submitted, id, owner: attempts + 1 */
     ST_RF_WAIT,           /* state, gateway_refund_id (NULL: kept), error, delay_ms, id, owner */
     ST_RF_FINISH,         /* state, gateway_refund_id (NULL: kept), failure_code, error,
@@ -384,13 +386,19 @@ enum rf_pay_col {
     RPC_GATEWAY
 };
 
+/* ST_RF_DUE, ST_RF_DUE_OTHERS: refunds a relay may claim. */
+enum rf_due_col {
+    RDC_ID,
+    RDC_PAY_NO
+};
+
 /* ST_RF_UNASKED: payments to refund that have no refund yet. */
 enum rf_unasked_col {
     RUC_PAY_NO,
     RUC_OUTCOME
 };
 
-/* ST_RF_BY_DEDUPE, ST_RF_GET, ST_RF_LIST, ST_RF_CLAIMED: a refund record,
+/* ST_RF_BY_DEDUPE, ST_RF_GET, ST_RF_LIST, ST_RF_BY_ID: a refund record,
  * with the amount of its payment. */
 enum refund_row_col {
     RRC_ID,

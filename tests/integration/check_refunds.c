@@ -1166,6 +1166,108 @@ START_TEST(a_kill_between_submission_and_answer_leaves_one_refund)
 }
 END_TEST
 
+/* ---- lanes: refunds in flight per gateway profile ------------------------ */
+
+/* POST /ops/payments/{pay_no}/refunds to the server on port, 201 asserted. */
+static void refund_at(int port, const char *pay_no, const char *key, const char *body)
+{
+    char path[128], hdr[160];
+    const char *headers[] = { "Content-Type: application/json", hdr, NULL };
+    struct h_resp r = { 0 };
+
+    snprintf(path, sizeof path, "/ops/payments/%s/refunds", pay_no);
+    snprintf(hdr, sizeof hdr, "Idempotency-Key: %s", key);
+    h_http(port, "POST", path, headers, body, strlen(body), &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+}
+
+/* Four refunds of each of two payments, each answered 0.4 s late: no two
+ * of one payment are at the gateway together (each request says whether
+ * another of its payment was in progress when it arrived), while the two
+ * payments' refunds are. */
+START_TEST(two_refunds_of_one_payment_are_never_in_flight_together)
+{
+    char key[16];
+
+    paid_payment("OW1", "pi_w1", "stripe");
+    paid_payment("OW2", "pi_w2", "stripe");
+    plant("pi_w1", "slow");
+    plant("pi_w2", "slow");
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "w1-%d", i);
+        refund_at(h_port(), "pi_w1", key, "{\"amount\":\"10.00\"}");
+        snprintf(key, sizeof key, "w2-%d", i);
+        refund_at(h_port(), "pi_w2", key, "{\"amount\":\"10.00\"}");
+    }
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE state = 3") == 8, RELAY_WAIT_MS,
+            "the eight refunds never all succeeded");
+    ck_assert_int_eq(4, gateway_refunds("pi_w1"));
+    ck_assert_int_eq(4, gateway_refunds("pi_w2"));
+    ck_assert_int_eq(0, h_tool_log_lines(&gw, "\"overlap\": true", "\"POST\""));
+    /* and the relay did have more than one in flight */
+    ck_assert_int_lt(h_tool_log_lines(&gw, "\"concurrent\": 1,", "\"made\""), 8);
+}
+END_TEST
+
+/* A profile whose gateway hangs (30 s before a call gives up) and one that
+ * answers, both through the test gateway. */
+static void lanes_config(char path[H_TEMP_PATH_MAX])
+{
+    char cfg[1024];
+
+    snprintf(cfg, sizeof cfg,
+             "{\"gateways\": ["
+             "{\"name\": \"stuck\", \"kind\": \"stripe\", \"secret_env\": "
+             "\"TEST_STRIPE_SECRET\", \"refund_url\": \"http://127.0.0.1:%d\", "
+             "\"refund_key_env\": \"TEST_STRIPE_KEY\", \"refund_timeout_ms\": 30000},"
+             "{\"name\": \"healthy\", \"kind\": \"stripe\", \"secret_env\": "
+             "\"TEST_STRIPE_SECRET\", \"refund_url\": \"http://127.0.0.1:%d\", "
+             "\"refund_key_env\": \"TEST_STRIPE_KEY\", \"refund_timeout_ms\": 30000}]}",
+             gw.port, gw.port);
+    h_temp_file(path, cfg);
+}
+
+/* Eight refunds hang at one profile's gateway (made, never answered); a
+ * refund through another profile succeeds meanwhile: it reaches SUCCEEDED
+ * while the eight are still SUBMITTED, their calls unanswered (the waits
+ * below are far shorter than their 30 s). */
+START_TEST(a_hung_gateway_does_not_delay_another_gateways_refund)
+{
+    static const char *const env[] = { "TEST_STRIPE_SECRET=" SECRET, "TEST_STRIPE_KEY=" API_KEY,
+                                       "PAYCALLBACK_REFUNDS_POLL_MS=50",
+                                       "PAYCALLBACK_REFUNDS_INFLIGHT=8", NULL };
+    char path[H_TEMP_PATH_MAX], order_no[16], pay_no[16];
+    struct h_server *s;
+
+    lanes_config(path);
+    s = h_server_start_config(path, env);
+    ck_assert_ptr_nonnull(s);
+    for (int i = 0; i < 8; i++) {
+        snprintf(order_no, sizeof order_no, "OH%d", i);
+        snprintf(pay_no, sizeof pay_no, "pi_hung%d", i);
+        paid_payment(order_no, pay_no, "stuck");
+        plant(pay_no, "hang");
+        refund_at(h_server_port(s), pay_no, pay_no, "{\"amount\":\"3.00\"}");
+    }
+    h_await(h_tool_log_lines(&gw, "\"made\"", "pi_hung") == 8, 5000,
+            "the eight refunds never all reached the gateway");
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"concurrent\": 8,", "pi_hung"));
+    paid_payment("OK1", "pi_ok", "healthy");
+    refund_at(h_server_port(s), "pi_ok", "ok", "{\"amount\":\"4.00\"}");
+    h_await(refund_state("pi_ok") == 3, 5000,
+            "the healthy profile's refund waited behind the hung ones");
+    ck_assert_int_eq(8, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no LIKE "
+                                       "'pi_hung%%' AND state = 2 AND attempts = 1"));
+    ck_assert_int_eq(1, gateway_refunds("pi_ok"));
+    /* the hung calls end when the gateway goes away, so the server stops */
+    gateway_down();
+    ck_assert_int_eq(0, h_server_stop(s));
+    unlink(path);
+    gateway_up();
+}
+END_TEST
+
 /* ---- Alipay and WeChat Pay v3 through the same test gateway ------------- */
 
 #define APIV3_KEY "0123456789abcdef0123456789abcdef"
@@ -2371,6 +2473,14 @@ static Suite *refunds_suite(void)
     tc = h_tcase_with("who may move money", TC_TIMEOUT_S, keyed_up, relay_down);
     tcase_add_test(tc, four_eyes_a_refund_is_approved_by_another_key);
     tcase_add_test(tc, cancelling_a_paid_order_needs_the_refunds_scope);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("lanes", TC_TIMEOUT_S, relay_up, relay_down);
+    tcase_add_test(tc, two_refunds_of_one_payment_are_never_in_flight_together);
+    suite_add_tcase(s, tc);
+
+    tc = h_tcase_with("a hung gateway", TC_TIMEOUT_S, gateway_up, gateway_down);
+    tcase_add_test(tc, a_hung_gateway_does_not_delay_another_gateways_refund);
     suite_add_tcase(s, tc);
 
     tc = h_tcase_with("a crash mid-submission", TC_TIMEOUT_S, gateway_up, gateway_down);

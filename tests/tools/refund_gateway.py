@@ -44,11 +44,16 @@ the gateway's own format: Stripe refund.updated signed with
 out_biz_no and refund_fee signed with the platform key; logged as
 {"notified": "<request number>", "status": <the service's answer>}),
 forge_answer (Alipay and WeChat: the refund is made, and every answer about
-it is signed with a key that is not the platform's).
+it is signed with a key that is not the platform's), slow (Stripe: the
+refund is made and answered 0.4 s later).
 An unplanted payment is "succeed". Each request is appended as one JSON
 line to --log:
   {"method": "POST", "path": "/v1/refunds", "key": "R...", "auth_ok": true,
-   "pay_no": "pi_1", "amount": "89900", "made": "re_1", "status": 200}
+   "pay_no": "pi_1", "amount": "89900", "made": "re_1", "status": 200,
+   "concurrent": 1, "overlap": false}
+where a Stripe request's "concurrent" counts the Stripe requests in
+progress when it arrived (itself included) and "overlap" says whether
+another request about the same payment was in progress then.
 GET /_stats returns {"refunds": {"re_1": {...}}, "keys": {"R...": "re_1"}}:
 the refunds made, and which refund each Idempotency-Key made. Python
 standard library only; stops on SIGTERM.
@@ -115,6 +120,8 @@ class State:
         self.seen = {}      # pay_no -> requests so far (500_then_succeed)
         self.alt = {}       # Alipay out_request_no / WeChat out_refund_no -> refund
         self.alt_made = []
+        self.active = 0     # Stripe requests in progress
+        self.active_pay = {}  # pay_no -> Stripe requests about it in progress
         self.lock = threading.Lock()
         self.stop = threading.Event()
 
@@ -287,19 +294,41 @@ def make_handler(st):
                 self.reply(404, "{}")
                 return
             form = {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
+            pay_no = form.get("payment_intent") or form.get("charge") or ""
+            self.arrive(pay_no)
+            try:
+                self.stripe_post(path, form)
+            finally:
+                self.leave(pay_no)
+
+        def arrive(self, pay_no):
+            """Counts a Stripe request in progress, for the log's
+            "concurrent" and "overlap"."""
+            with st.lock:
+                st.active += 1
+                st.active_pay[pay_no] = st.active_pay.get(pay_no, 0) + 1
+                self.seen_active = (st.active, st.active_pay[pay_no] > 1)
+
+        def leave(self, pay_no):
+            with st.lock:
+                st.active -= 1
+                st.active_pay[pay_no] -= 1
+
+        def stripe_post(self, path, form):
             key = self.headers.get("Idempotency-Key")
             auth_ok = self.headers.get("Authorization") == "Bearer " + st.key
             pay_no = form.get("payment_intent") or form.get("charge") or ""
             entry = {"method": "POST", "path": path, "key": key, "auth_ok": auth_ok,
                      "pay_no": pay_no, "amount": form.get("amount"),
-                     "refund_no": form.get("metadata[refund_no]")}
+                     "refund_no": form.get("metadata[refund_no]"),
+                     "concurrent": self.seen_active[0], "overlap": self.seen_active[1]}
             if not auth_ok or not key:
                 entry["status"] = 401 if not auth_ok else 400
                 self.record(entry)
                 self.reply(entry["status"], json.dumps({"error": {
                     "type": "invalid_request_error", "message": "key or Idempotency-Key"}}))
                 return
-            hang = False
+            hang = slow = False
             with st.lock:
                 if key in st.keys:
                     code, body = st.keys[key]
@@ -327,6 +356,7 @@ def make_handler(st):
                         st.keys[key] = (code, body)
                         entry["made"] = rid
                         hang = mode == "hang"
+                        slow = mode == "slow"
                         if mode == "notify_later":
                             later(st, self.record, "stripe", ref, key)
                     entry["status"] = code
@@ -334,6 +364,8 @@ def make_handler(st):
             if hang:
                 st.stop.wait(120)  # the refund is made; its answer never comes
                 return
+            if slow:
+                st.stop.wait(0.4)
             self.reply(code, body)
 
         # ---- shared: what a refund number does, once ------------------------
