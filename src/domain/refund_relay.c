@@ -35,6 +35,7 @@
 
 #define RELAY_DB_WAIT_MS 1000
 #define RELAY_LEASE_PAD_S 5
+#define RELAY_LEASE_CALLS 4 /* calls one lease covers, each at the profile's refund_timeout_ms */
 #define RELAY_ANSWER_MAX (64 * 1024) /* a longer answer is cut and reads as unknown */
 #define RELAY_HEADERS_MAX 8192
 
@@ -141,8 +142,8 @@ static uint32_t random_u32(void)
 
 /* Sends call, and reads the answer into *a. No database connection is
  * held meanwhile. */
-static void perform(CURL *curl, const struct gateway *gw, int query, const struct gwr_call *call,
-                    struct gwr_answer *a)
+static void perform(CURL *curl, const struct gateway *gw, const struct gwr_refund *g, int query,
+                    const struct gwr_call *call, struct gwr_answer *a)
 {
     char body[RELAY_ANSWER_MAX], headers[RELAY_HEADERS_MAX];
     struct buf b = { body, 0, sizeof(body) }, h = { headers, 0, sizeof(headers) };
@@ -188,7 +189,7 @@ static void perform(CURL *curl, const struct gateway *gw, int query, const struc
         snprintf(a->message, sizeof(a->message), "%s", curl_easy_strerror(cc));
     } else {
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
-        gwr_read(gw, query, code, headers, body, b.len, a);
+        gwr_read(gw, g, query, code, headers, body, b.len, a);
     }
 out:
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
@@ -291,10 +292,11 @@ static bool mark_submitting(struct rrelay *r, size_t gwi, const struct refund *r
     return held;
 }
 
-/* One call, built by build (gwr_submit or gwr_query), sent and read. -1
- * when it could not be built (the refund cannot be submitted as it is). */
-static int call(CURL *curl, const struct gateway *gw, const struct refund *rf, int query,
-                struct gwr_answer *a)
+/* One call about rf under Idempotency-Key generation key_seq, built by
+ * gwr_submit or gwr_query, sent and read. -1 when it could not be built
+ * (the refund cannot be submitted as it is). */
+static int call(CURL *curl, const struct gateway *gw, const struct refund *rf, int key_seq,
+                int query, struct gwr_answer *a)
 {
     struct gwr_refund g;
     struct gwr_call *c = calloc(1, sizeof(*c));
@@ -307,10 +309,11 @@ static int call(CURL *curl, const struct gateway *gw, const struct refund *rf, i
         return 0;
     }
     gwr_of(rf, &g);
+    g.key_seq = key_seq;
     rc = query ? gwr_query(gw, &g, c, a->message, sizeof(a->message))
                : gwr_submit(gw, &g, c, a->message, sizeof(a->message));
     if (rc == 0)
-        perform(curl, gw, query, c, a);
+        perform(curl, gw, &g, query, c, a);
     free(c);
     return rc;
 }
@@ -328,13 +331,63 @@ static void no_gateway(struct rrelay *r, struct refund *rf)
     record(r, SIZE_MAX, rf, &a);
 }
 
+/* The calls of one refund, from the first query (or the submission of a
+ * refund never sent) to an answer that decides, within the time its lease
+ * leaves. A query that finds nothing is followed by the submission under
+ * the same number. A submission whose Idempotency-Key the gateway keeps an
+ * error under (Stripe's 500: a replayed one cannot be told from a fresh
+ * one) is followed by a query, since that request may have made the refund
+ * before it failed, and when the query finds none, by the submission under
+ * the next key. Every attempt walks the keys again from the first (a spent
+ * one answers its kept error at once) and goes at most one key further
+ * than the attempt before could: attempt n uses keys 0..n-1, so a gateway
+ * that fails every request spends one key per attempt, not all of them at
+ * once. GWR_KEYS_MAX spent keys stop the walk with an alert. */
+static void calls(CURL *curl, const struct gateway *gw, const struct refund *rf,
+                  struct gwr_answer *a)
+{
+    int64_t budget_ms = (int64_t)(RELAY_LEASE_CALLS - 1) * gw->cfg->refund_timeout_ms;
+    struct timespec until = monotime_after_ms(budget_ms), now;
+    int query = rf->state != REFUND_REQUESTED, key_seq = 0;
+
+    for (;;) {
+        if (call(curl, gw, rf, key_seq, query, a) != 0) {
+            a->outcome = GWR_FAILED;
+            snprintf(a->code, sizeof(a->code), "not_submittable");
+            return;
+        }
+        if (query && a->outcome == GWR_NOT_FOUND) {
+            /* It never arrived: submit it now, under the same number. */
+            log_info("refund unknown to its gateway, submitted again",
+                     "refund_no=%s gateway=%s key_seq=%d", rf->refund_no, rf->gateway, key_seq);
+            query = 0;
+        } else if (!query && a->key_spent && key_seq + 1 < GWR_KEYS_MAX &&
+                   key_seq + 1 <= rf->attempts) {
+            key_seq++;
+            query = 1;
+        } else {
+            if (!query && a->key_spent && key_seq + 1 >= GWR_KEYS_MAX)
+                log_alert("REFUND_KEYS_SPENT", "refund_no=%s gateway=%s keys=%d", rf->refund_no,
+                          rf->gateway, GWR_KEYS_MAX);
+            return;
+        }
+        now = monotime_after_ms(gw->cfg->refund_timeout_ms);
+        if (now.tv_sec > until.tv_sec ||
+            (now.tv_sec == until.tv_sec && now.tv_nsec > until.tv_nsec)) {
+            a->outcome = GWR_UNKNOWN;
+            snprintf(a->message, sizeof(a->message),
+                     "no time left in the lease for another call (key_seq %d)", key_seq);
+            return;
+        }
+    }
+}
+
 /* Submits or asks about one claimed refund with curl, and records what
  * came of it. */
 static void work(struct rrelay *r, CURL *curl, struct refund *rf)
 {
     struct keyring *kr = keyslot_acquire(r->rr->srv->keys);
     const struct gateway *gw = gateways_find(kr->gw, rf->gateway);
-    int query = rf->state != REFUND_REQUESTED;
     struct gwr_answer a;
 
     memset(&a, 0, sizeof(a));
@@ -344,18 +397,7 @@ static void work(struct rrelay *r, CURL *curl, struct refund *rf)
     }
     if (!mark_submitting(r, gw->index, rf))
         goto out;
-    if (call(curl, gw, rf, query, &a) != 0) {
-        a.outcome = GWR_FAILED;
-        snprintf(a.code, sizeof(a.code), "not_submittable");
-    } else if (query && a.outcome == GWR_NOT_FOUND) {
-        /* It never arrived: submit it now, under the same number. */
-        log_info("refund unknown to its gateway, submitted again", "refund_no=%s gateway=%s",
-                 rf->refund_no, rf->gateway);
-        if (call(curl, gw, rf, 0, &a) != 0) {
-            a.outcome = GWR_FAILED;
-            snprintf(a.code, sizeof(a.code), "not_submittable");
-        }
-    }
+    calls(curl, gw, rf, &a);
     record(r, gw->index, rf, &a);
 out:
     keyring_release(kr);
@@ -617,13 +659,14 @@ static void cond_init_monotonic(pthread_cond_t *cv)
     pthread_condattr_destroy(&ca);
 }
 
-/* The lease of a refund of profile p: two calls (a query, then a
- * submission), each bounded by its refund_timeout_ms, and a pad, so a live
- * relay keeps its claims and a crashed one's run out no later than they
- * must. */
+/* The lease of a refund of profile p: RELAY_LEASE_CALLS calls, each
+ * bounded by its refund_timeout_ms (the calls stop one call short of it),
+ * and a pad, so a live relay keeps its claims and a crashed one's run out
+ * no later than they must. */
 static int lease_of(const struct gateway_profile_cfg *p)
 {
-    return (int)((2 * (int64_t)p->refund_timeout_ms + 999) / 1000) + RELAY_LEASE_PAD_S;
+    return (int)((RELAY_LEASE_CALLS * (int64_t)p->refund_timeout_ms + 999) / 1000) +
+           RELAY_LEASE_PAD_S;
 }
 
 /* Builds the lanes of r (one per profile with a refund_url) and starts

@@ -27,7 +27,7 @@ struct refund_relay;
 struct refund_relay *refund_relay_start(struct server *srv);
 
 /* Stops the relays: a refund in hand finishes (bounded by its profile's
- * refund_timeout_ms, twice), the leases not yet used are handed back, the
+ * refund_timeout_ms, three times), the leases not yet used are handed back, the
  * threads are joined. NULL-safe. */
 void refund_relay_stop(struct refund_relay *rr);
 

@@ -1,6 +1,7 @@
 /* gateway_refund.c - the refund calls of each gateway kind: Stripe's
- * POST /v1/refunds with the refund_no as Idempotency-Key and GET
- * /v1/refunds/{id}; Alipay's alipay.trade.refund and
+ * POST /v1/refunds with the refund_no as Idempotency-Key, GET
+ * /v1/refunds/{id} and the payment's list GET /v1/refunds?payment_intent=;
+ * Alipay's alipay.trade.refund and
  * alipay.trade.fastpay.refund.query, RSA2-signed with the merchant key,
  * their answers checked with Alipay's public key; WeChat Pay v3's
  * POST /v3/refund/domestic/refunds and GET .../{out_refund_no} with the
@@ -111,21 +112,34 @@ static int stripe_auth(const struct gateway *gw, struct gwr_call *call)
     return add_header(call, "Authorization: Bearer %s", gw->refund_key);
 }
 
+/* r's amount in its currency's minor units (JPY: yen, KWD: fils). -1 when
+ * the cents have no exact value there. */
+static int minor_of(const struct gwr_refund *r, int64_t *minor, char *err, size_t errsz)
+{
+    if (currency_cents_to_minor(r->currency, r->amount_cents, minor) != CURRENCY_OK) {
+        snprintf(err, errsz, "%lld cents of %s have no exact value in its minor units",
+                 (long long)r->amount_cents, r->currency);
+        return -1;
+    }
+    return 0;
+}
+
 static int stripe_submit(const struct gateway *gw, const struct gwr_refund *r,
                          struct gwr_call *call, char *err, size_t errsz)
 {
-    char minor[32];
+    char minor[32], key[GWR_HEADER_MAX / 2];
     int64_t m = 0;
 
-    if (currency_cents_to_minor(r->currency, r->amount_cents, &m) != CURRENCY_OK) {
-        snprintf(err, errsz, "%s cents of %s have no exact value in minor units", r->currency,
-                 r->currency);
+    if (minor_of(r, &m, err, errsz) != 0)
         return -1;
-    }
     snprintf(minor, sizeof(minor), "%lld", (long long)m);
+    if (r->key_seq == 0)
+        snprintf(key, sizeof(key), "%s", r->refund_no);
+    else
+        snprintf(key, sizeof(key), "%s-%d", r->refund_no, r->key_seq);
     snprintf(call->method, sizeof(call->method), "POST");
     if (set_url(call, gw->cfg->refund_url, "/v1/refunds") != 0 || stripe_auth(gw, call) != 0 ||
-        add_header(call, "Idempotency-Key: %s", r->refund_no) != 0 ||
+        add_header(call, "Idempotency-Key: %s", key) != 0 ||
         add_header(call, "Content-Type: application/x-www-form-urlencoded") != 0 ||
         form_add(call, strncmp(r->pay_no, "ch_", 3) == 0 ? "charge" : "payment_intent",
                  r->pay_no) != 0 ||
@@ -138,17 +152,31 @@ static int stripe_submit(const struct gateway *gw, const struct gwr_refund *r,
     return 0;
 }
 
+#define STRIPE_LIST_LIMIT 100 /* refunds one list answer holds: Stripe's largest page */
+
 static int stripe_query(const struct gateway *gw, const struct gwr_refund *r, struct gwr_call *call,
                         char *err, size_t errsz)
 {
-    char path[GWR_ID_MAX + 16];
+    char path[GWR_URL_MAX];
 
-    /* Without the refund's id, the submission again under the same
-     * Idempotency-Key is the question: Stripe answers it with the refund
-     * the first one made, or makes it if the first never arrived. */
-    if (r->gateway_refund_id[0] == '\0')
-        return stripe_submit(gw, r, call, err, errsz);
-    snprintf(path, sizeof(path), "/v1/refunds/%s", r->gateway_refund_id);
+    /* Without the refund's id, the payment's refunds are listed and ours
+     * is the one whose metadata.refund_no is our number. Not a submission
+     * under the same Idempotency-Key: Stripe answers that with whatever
+     * the key's first request got, a 500 included, for ever. */
+    if (r->gateway_refund_id[0] == '\0') {
+        struct gwr_call q;
+
+        memset(&q, 0, sizeof(q));
+        if (form_add(&q, strncmp(r->pay_no, "ch_", 3) == 0 ? "charge" : "payment_intent",
+                     r->pay_no) != 0 ||
+            (size_t)snprintf(path, sizeof(path), "/v1/refunds?%s&limit=%d", q.body,
+                             STRIPE_LIST_LIMIT) >= sizeof(path)) {
+            snprintf(err, errsz, "the refund query does not fit");
+            return -1;
+        }
+    } else {
+        snprintf(path, sizeof(path), "/v1/refunds/%s", r->gateway_refund_id);
+    }
     snprintf(call->method, sizeof(call->method), "GET");
     if (set_url(call, gw->cfg->refund_url, path) != 0 || stripe_auth(gw, call) != 0) {
         snprintf(err, errsz, "the refund query does not fit");
@@ -163,6 +191,13 @@ static void copy_str(const cJSON *obj, const char *name, char *out, size_t outsz
 
     if (cJSON_IsString(it))
         snprintf(out, outsz, "%s", it->valuestring);
+}
+
+/* metadata.refund_no of a Stripe refund object: "" when it has none. */
+static void stripe_refund_no(const cJSON *o, char *out, size_t outsz)
+{
+    out[0] = '\0';
+    copy_str(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "refund_no", out, outsz);
 }
 
 /* A refund object: its id and what its status says. */
@@ -188,20 +223,78 @@ static void stripe_refund_object(const cJSON *o, struct gwr_answer *out)
     snprintf(out->message, sizeof(out->message), "refund %.64s %s", out->gateway_refund_id, s);
 }
 
-static void stripe_read(int query, long status, const char *body, size_t len,
-                        struct gwr_answer *out)
+/* A refund object believed as the answer about r: its id, and a number
+ * and amount that are r's (metadata.refund_no, when it carries one, and
+ * the amount in minor units). Anything else is UNKNOWN. */
+static void stripe_ours(const struct gwr_refund *r, const cJSON *o, struct gwr_answer *out)
+{
+    const cJSON *amount = cJSON_GetObjectItemCaseSensitive(o, "amount");
+    char no[GWR_ID_MAX + 16], ignored[GWR_MESSAGE_MAX];
+    int64_t m = -1;
+
+    stripe_refund_no(o, no, sizeof(no));
+    if (no[0] != '\0' && strcmp(no, r->refund_no) != 0) {
+        snprintf(out->message, sizeof(out->message), "an answer about refund %.64s, not ours", no);
+        return;
+    }
+    /* A JSON number is a double; every amount the service holds (below
+     * 10^13 minor units) is an integer a double holds exactly. */
+    if (minor_of(r, &m, ignored, sizeof(ignored)) != 0 || !cJSON_IsNumber(amount) ||
+        amount->valuedouble != (double)m) {
+        snprintf(out->message, sizeof(out->message),
+                 "an answer whose amount is not the refund's %lld minor units", (long long)m);
+        return;
+    }
+    stripe_refund_object(o, out);
+    if (out->outcome != GWR_UNKNOWN && out->gateway_refund_id[0] == '\0') {
+        out->outcome = GWR_UNKNOWN;
+        snprintf(out->message, sizeof(out->message), "a refund without an id");
+    }
+}
+
+/* The payment's refunds: ours is the one named by metadata.refund_no;
+ * none of ours in a complete list is NOT_FOUND. */
+static void stripe_list(const struct gwr_refund *r, const cJSON *o, struct gwr_answer *out)
+{
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data"), *it;
+    char no[GWR_ID_MAX + 16];
+
+    if (!cJSON_IsArray(data)) {
+        snprintf(out->message, sizeof(out->message), "a list without data");
+        return;
+    }
+    cJSON_ArrayForEach (it, data) {
+        stripe_refund_no(it, no, sizeof(no));
+        if (strcmp(no, r->refund_no) == 0) {
+            stripe_ours(r, it, out);
+            return;
+        }
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "has_more"))) {
+        snprintf(out->message, sizeof(out->message),
+                 "more than %d refunds of the payment, none of them ours on the first page",
+                 STRIPE_LIST_LIMIT);
+        return;
+    }
+    out->outcome = GWR_NOT_FOUND;
+    snprintf(out->message, sizeof(out->message), "none of the payment's %d refunds is ours",
+             cJSON_GetArraySize(data));
+}
+
+static void stripe_read(const struct gwr_refund *r, int query, long status, const char *body,
+                        size_t len, struct gwr_answer *out)
 {
     cJSON *o = cJSON_ParseWithLength(body, len);
-    const cJSON *e;
+    const cJSON *e, *kind;
 
     if (!cJSON_IsObject(o)) {
         snprintf(out->message, sizeof(out->message), "HTTP %ld, not a JSON object", status);
     } else if (status == 200) {
-        stripe_refund_object(o, out);
-        if (out->outcome != GWR_UNKNOWN && out->gateway_refund_id[0] == '\0') {
-            out->outcome = GWR_UNKNOWN;
-            snprintf(out->message, sizeof(out->message), "a refund without an id");
-        }
+        kind = cJSON_GetObjectItemCaseSensitive(o, "object");
+        if (query && cJSON_IsString(kind) && strcmp(kind->valuestring, "list") == 0)
+            stripe_list(r, o, out);
+        else
+            stripe_ours(r, o, out);
     } else if (query && status == 404) {
         out->outcome = GWR_NOT_FOUND;
         snprintf(out->message, sizeof(out->message), "no such refund");
@@ -216,8 +309,17 @@ static void stripe_read(int query, long status, const char *body, size_t len,
             snprintf(out->code, sizeof(out->code), "http_%ld", status);
     } else {
         /* 401/403 (our key), 409 (the key's first request runs), 429, 5xx:
-         * nothing decided; ask again. */
+         * nothing decided; ask again. A 500 with Stripe's error object is
+         * the endpoint's own answer, which Stripe keeps under the key
+         * (502/503/504 may come from in front of it, the request perhaps
+         * still running: the key is kept for those). */
         snprintf(out->message, sizeof(out->message), "HTTP %ld", status);
+        if (!query && status == 500 &&
+            cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "error"))) {
+            out->key_spent = 1;
+            snprintf(out->message, sizeof(out->message),
+                     "HTTP 500, kept by the gateway under the Idempotency-Key");
+        }
     }
     cJSON_Delete(o);
 }
@@ -404,8 +506,32 @@ out:
     return inner;
 }
 
-static void alipay_read(const struct gateway *gw, int query, long status, const char *body,
-                        size_t len, struct gwr_answer *out)
+/* A signed query answer believed only when it names our number and, for
+ * a refund it says succeeded, our amount. 0 when it does; else -1 with
+ * out->message saying what it names. */
+static int alipay_names_ours(const struct gwr_refund *r, const cJSON *o, int success,
+                             struct gwr_answer *out)
+{
+    char no[GWR_ID_MAX + 16] = "", amount[32] = "";
+    int64_t cents = -1;
+
+    copy_str(o, "out_request_no", no, sizeof(no));
+    copy_str(o, "refund_amount", amount, sizeof(amount));
+    if ((no[0] != '\0' || success) && strcmp(no, r->refund_no) != 0) {
+        snprintf(out->message, sizeof(out->message),
+                 "a signed answer about refund \"%.64s\", not ours", no);
+        return -1;
+    }
+    if (success && (money_parse(amount, &cents) != MONEY_OK || cents != r->amount_cents)) {
+        snprintf(out->message, sizeof(out->message),
+                 "a signed answer whose refund_amount \"%.24s\" is not the refund's", amount);
+        return -1;
+    }
+    return 0;
+}
+
+static void alipay_read(const struct gateway *gw, const struct gwr_refund *r, int query,
+                        long status, const char *body, size_t len, struct gwr_answer *out)
 {
     cJSON *o;
     char code[16] = "", sub[GWR_CODE_MAX] = "", flag[32] = "";
@@ -423,7 +549,9 @@ static void alipay_read(const struct gateway *gw, int query, long status, const 
     copy_str(o, "trade_no", out->gateway_refund_id, sizeof(out->gateway_refund_id));
     copy_str(o, query ? "refund_status" : "fund_change", flag, sizeof(flag));
     if (strcmp(code, "10000") == 0) {
-        if (query)
+        if (query && alipay_names_ours(r, o, strcmp(flag, "REFUND_SUCCESS") == 0, out) != 0)
+            out->gateway_refund_id[0] = '\0'; /* UNKNOWN: not an answer about ours */
+        else if (query)
             out->outcome = strcmp(flag, "REFUND_SUCCESS") == 0 ? GWR_SUCCEEDED : GWR_NOT_FOUND;
         else /* "N": no money moved by this call (a repeat); the query says */
             out->outcome = strcmp(flag, "Y") == 0 ? GWR_SUCCEEDED : GWR_PENDING;
@@ -573,8 +701,38 @@ static void header_value(const char *headers, const char *name, char *out, size_
     }
 }
 
-static void wechat_read(const struct gateway *gw, int query, long status, const char *headers,
-                        const char *body, size_t len, struct gwr_answer *out)
+/* A signed refund object believed only when it names our out_refund_no,
+ * amount (fen) and currency. 0 when it does; else -1 with out->message
+ * saying what it names. */
+static int wechat_names_ours(const struct gwr_refund *r, const cJSON *o, struct gwr_answer *out)
+{
+    const cJSON *amount = cJSON_GetObjectItemCaseSensitive(o, "amount");
+    const cJSON *refund = cJSON_GetObjectItemCaseSensitive(amount, "refund");
+    char no[GWR_ID_MAX + 16] = "", currency[8] = "", ignored[GWR_MESSAGE_MAX];
+    int64_t m = -1;
+
+    copy_str(o, "out_refund_no", no, sizeof(no));
+    copy_str(amount, "currency", currency, sizeof(currency));
+    if (strcmp(no, r->refund_no) != 0) {
+        snprintf(out->message, sizeof(out->message),
+                 "a signed answer about refund \"%.64s\", not ours", no);
+        return -1;
+    }
+    /* A JSON number is a double: exact for every amount below 2^53 fen. */
+    if (minor_of(r, &m, ignored, sizeof(ignored)) != 0 || !cJSON_IsNumber(refund) ||
+        refund->valuedouble != (double)m ||
+        (currency[0] != '\0' && strcmp(currency, r->currency) != 0)) {
+        snprintf(out->message, sizeof(out->message),
+                 "a signed answer whose amount is not the refund's %lld %s", (long long)m,
+                 r->currency);
+        return -1;
+    }
+    return 0;
+}
+
+static void wechat_read(const struct gateway *gw, const struct gwr_refund *r, int query,
+                        long status, const char *headers, const char *body, size_t len,
+                        struct gwr_answer *out)
 {
     char ts[32], nonce[128], sig[1024], serial[128], st[32] = "";
     cJSON *o;
@@ -596,6 +754,8 @@ static void wechat_read(const struct gateway *gw, int query, long status, const 
     o = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(o)) {
         snprintf(out->message, sizeof(out->message), "HTTP %ld, not a JSON object", status);
+    } else if (status == 200 && wechat_names_ours(r, o, out) != 0) {
+        ; /* UNKNOWN: not an answer about ours */
     } else if (status == 200) {
         copy_str(o, "refund_id", out->gateway_refund_id, sizeof(out->gateway_refund_id));
         copy_str(o, "status", st, sizeof(st));
@@ -652,16 +812,16 @@ int gwr_query(const struct gateway *gw, const struct gwr_refund *r, struct gwr_c
     return -1;
 }
 
-void gwr_read(const struct gateway *gw, int query, long http_status, const char *headers,
-              const char *body, size_t body_len, struct gwr_answer *out)
+void gwr_read(const struct gateway *gw, const struct gwr_refund *r, int query, long http_status,
+              const char *headers, const char *body, size_t body_len, struct gwr_answer *out)
 {
     memset(out, 0, sizeof(*out));
     out->outcome = GWR_UNKNOWN;
     switch (gw->cfg->kind) {
-    case GATEWAY_STRIPE: stripe_read(query, http_status, body, body_len, out); break;
-    case GATEWAY_ALIPAY: alipay_read(gw, query, http_status, body, body_len, out); break;
+    case GATEWAY_STRIPE: stripe_read(r, query, http_status, body, body_len, out); break;
+    case GATEWAY_ALIPAY: alipay_read(gw, r, query, http_status, body, body_len, out); break;
     case GATEWAY_WECHATPAY_V3:
-        wechat_read(gw, query, http_status, headers, body, body_len, out);
+        wechat_read(gw, r, query, http_status, headers, body, body_len, out);
         break;
     }
 }

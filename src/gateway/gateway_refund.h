@@ -28,7 +28,13 @@ struct gwr_refund {
     int64_t pay_amount_cents;
     const char *currency;
     const char *gateway_refund_id; /* "" until the gateway named it */
+    int key_seq; /* Stripe: the Idempotency-Key's generation, 0 for refund_no itself */
 };
+
+/* Stripe keys one refund may walk through (refund_no, refund_no-1, ...):
+ * each is taken only after the one before ended in an error Stripe keeps
+ * under it and the payment's refunds show none of ours. */
+#define GWR_KEYS_MAX 32
 
 /* One HTTP request to make. */
 struct gwr_call {
@@ -54,6 +60,8 @@ struct gwr_answer {
     char gateway_refund_id[GWR_ID_MAX]; /* "" when the answer names none */
     char code[GWR_CODE_MAX];            /* the gateway's code of a refusal */
     char message[GWR_MESSAGE_MAX];      /* for logs and last_error */
+    int key_spent; /* a submission's Idempotency-Key has an error kept under it (Stripe
+                      500): every later request under it gets that error again */
 };
 
 /* The request that submits r through gw (whose profile has a refund_url).
@@ -63,15 +71,20 @@ int gwr_submit(const struct gateway *gw, const struct gwr_refund *r, struct gwr_
                char *err, size_t errsz);
 
 /* The request that asks gw what became of r: by its gateway_refund_id
- * when known, else by its refund_no where the gateway allows it. */
+ * when known, else by its refund_no (Alipay's out_request_no, WeChat's
+ * out_refund_no; Stripe: the list of the payment's refunds, ours named by
+ * metadata.refund_no). */
 int gwr_query(const struct gateway *gw, const struct gwr_refund *r, struct gwr_call *call,
               char *err, size_t errsz);
 
-/* Reads the answer to a submission (query 0) or a query (query 1): HTTP
- * status, headers (name: value lines, for the answer's signature) and
- * body. Never fails: what cannot be read is GWR_UNKNOWN. */
-void gwr_read(const struct gateway *gw, int query, long http_status, const char *headers,
-              const char *body, size_t body_len, struct gwr_answer *out);
+/* Reads the answer about r to a submission (query 0) or a query (query
+ * 1): HTTP status, headers (name: value lines, for the answer's
+ * signature) and body. Never fails: what cannot be read is GWR_UNKNOWN,
+ * and so is an answer that does not name r's number and amount where the
+ * gateway names them (a signed answer about another refund is no answer
+ * about ours). */
+void gwr_read(const struct gateway *gw, const struct gwr_refund *r, int query, long http_status,
+              const char *headers, const char *body, size_t body_len, struct gwr_answer *out);
 
 /* "SUCCEEDED", "PENDING", ... for logs. */
 const char *gwr_outcome_str(enum gwr_outcome o);

@@ -697,10 +697,14 @@ START_TEST(a_refusal_fails_the_refund_alerts_and_frees_its_amount)
 }
 END_TEST
 
+/* The first submission answered 500 and nothing made: the gateway keeps
+ * that 500 under the Idempotency-Key (as Stripe does) and answers it again
+ * to the next attempt, so the relay lists the payment's refunds, finds none
+ * of ours and submits the same refund number under the next key. */
 START_TEST(a_5xx_leaves_the_refund_unknown_then_the_same_number_succeeds)
 {
     struct h_resp r = { 0 };
-    char *refund_no;
+    char *refund_no, key[80];
 
     paid_payment("OD5", "pi_5", "stripe");
     plant("pi_5", "500_then_succeed");
@@ -709,10 +713,61 @@ START_TEST(a_5xx_leaves_the_refund_unknown_then_the_same_number_succeeds)
     h_resp_free(&r);
     await_state("pi_5", 3);
     refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_5'");
-    ck_assert_int_eq(2, h_tool_log_lines(&gw, "\"POST\"", refund_no)); /* the 500, then it */
+    /* the 500, the same 500 again under the same key, then the next key */
+    ck_assert_int_eq(3, h_tool_log_lines(&gw, "\"POST\"", refund_no));
+    snprintf(key, sizeof key, "\"key\": \"%s\"", refund_no);
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, key, "\"status\": 500, \"replayed\": true"));
+    snprintf(key, sizeof key, "\"key\": \"%s-1\"", refund_no);
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, key, "\"made\""));
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"list\": \"pi_5\"", "\"found\": 0"), 1);
     ck_assert_int_eq(1, gateway_refunds("pi_5"));
-    ck_assert_int_ge(h_db_scalar_ll("SELECT attempts FROM refund WHERE pay_no = 'pi_5'"), 2);
     free(refund_no);
+}
+END_TEST
+
+/* Stripe keeps a 500 under its Idempotency-Key once the endpoint started,
+ * whether or not the refund was made before it failed. Made: the listing
+ * of the payment's refunds finds ours by metadata.refund_no, SUCCEEDED
+ * with no second submission. Not made, and the gateway failing on: every
+ * submission under a spent key gets its kept 500 again; once the gateway
+ * works, the next key makes the one refund. */
+START_TEST(a_stripe_500_kept_under_the_key_recovers_with_one_refund)
+{
+    struct h_resp r = { 0 };
+    char *made_no, *lost_no, key[80];
+
+    paid_payment("OM5", "pi_m5", "stripe");
+    plant("pi_m5", "made_then_500");
+    ask_refund("pi_m5", "m5", "{\"amount\":\"6.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    paid_payment("ON5", "pi_n5", "stripe");
+    plant("pi_n5", "500");
+    ask_refund("pi_n5", "n5", "{\"amount\":\"7.00\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("pi_m5", 3);
+    made_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_m5'");
+    ck_assert_int_eq(1, gateway_refunds("pi_m5"));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"POST\"", made_no)); /* found, not resubmitted */
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"list\": \"pi_m5\"", "\"found\": 1"), 1);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_m5' AND "
+                                       "gateway_refund_id LIKE 're_%%'"));
+    /* pi_n5: a spent key answers its kept 500 again, nothing is made */
+    lost_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_n5'");
+    snprintf(key, sizeof key, "\"key\": \"%s\"", lost_no);
+    h_await(h_tool_log_lines(&gw, key, "\"status\": 500, \"replayed\": true") >= 1, RELAY_WAIT_MS,
+            "the first key of %s was never answered its kept 500", lost_no);
+    ck_assert_msg(refund_state("pi_n5") == 5 || refund_state("pi_n5") == 2, "state %lld",
+                  refund_state("pi_n5")); /* UNKNOWN, or SUBMITTED while asked again */
+    ck_assert_int_eq(0, gateway_refunds("pi_n5"));
+    plant("pi_n5", "succeed");
+    await_state("pi_n5", 3);
+    ck_assert_int_eq(1, gateway_refunds("pi_n5"));
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, lost_no, "\"made\""));
+    ck_assert_int_eq(0, h_tool_log_lines(&gw, key, "\"made\"")); /* a later key made it */
+    free(made_no);
+    free(lost_no);
 }
 END_TEST
 
@@ -736,7 +791,7 @@ START_TEST(a_timeout_leaves_the_refund_unknown_and_the_query_finds_the_one_refun
         free(refund_no);
     }
     ck_assert_int_eq(1, gateway_refunds("pi_h"));
-    ck_assert_int_ge(h_tool_log_lines(&gw, "\"replayed\": true", "pi_h"), 1);
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"list\": \"pi_h\"", "\"found\": 1"), 1);
 }
 END_TEST
 
@@ -1051,7 +1106,9 @@ START_TEST(a_backlog_of_refunds_drains_when_the_gateway_is_back)
         h_assert_status(&r, 201);
         h_resp_free(&r);
     }
-    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE attempts >= 2 AND state = 5") == 10,
+    /* UNKNOWN, or SUBMITTED while a sender asks again: never decided */
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE attempts >= 2 AND state IN (2, 5)") ==
+                10,
             RELAY_WAIT_MS, "the refunds were not retried while the gateway failed");
     for (int i = 0; i < 10; i++) {
         snprintf(pay_no, sizeof pay_no, "pi_b%d", i);
@@ -1086,7 +1143,8 @@ START_TEST(refunds_wait_while_the_gateway_is_down_and_drain_when_it_is_up)
         h_assert_status(&r, 201);
         h_resp_free(&r);
     }
-    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE attempts >= 2 AND state = 5") == 5,
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE attempts >= 2 AND state IN (2, 5)") ==
+                5,
             RELAY_WAIT_MS, "the refunds were not tried again while the gateway was down");
     snprintf(port, sizeof port, "%d", down_port);
     args[3] = port;
@@ -1160,7 +1218,8 @@ START_TEST(a_kill_between_submission_and_answer_leaves_one_refund)
     refund_no = h_db_scalar_str("SELECT refund_no FROM refund WHERE pay_no = 'pi_k'");
     ck_assert_int_eq(1, gateway_refunds("pi_k"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
-    ck_assert_int_ge(h_tool_log_lines(&gw, "\"replayed\": true", refund_no), 1);
+    ck_assert_int_ge(h_tool_log_lines(&gw, "\"list\": \"pi_k\"", "\"found\": 1"), 1);
+    ck_assert_int_eq(1, h_tool_log_lines(&gw, "\"POST\"", refund_no));
     ck_assert_int_eq(0, h_server_stop(s));
     free(refund_no);
 }
@@ -1888,6 +1947,45 @@ START_TEST(alipay_and_wechat_answers_not_signed_by_the_gateway_are_not_believed)
 }
 END_TEST
 
+/* The refund made and its answer lost; every query answer about it is
+ * signed by the gateway but names another refund number or amount
+ * (mode): not believed, the refund stays UNKNOWN (why in last_error),
+ * until a true answer ends it with the one refund. */
+static void lies_are_not_believed(const char *order_no, const char *pay_no, const char *gateway,
+                                  const char *mode, const char *why)
+{
+    struct h_resp r = { 0 };
+    char *refund_no;
+
+    paid_payment(order_no, pay_no, gateway);
+    plant(pay_no, mode);
+    ask_refund(pay_no, pay_no, "{\"amount\":\"4.00\"}", &r);
+    h_assert_status(&r, 201);
+    refund_no = h_json_get_str(r.body, "refund_no");
+    h_resp_free(&r);
+    h_await(h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = '%s' AND state = 5 AND "
+                           "attempts >= 3 AND last_error LIKE '%%%s%%'",
+                           pay_no, why) == 1,
+            RELAY_WAIT_MS, "%s answers about %s were believed or never came", mode, pay_no);
+    ck_assert_int_eq(1, gateway_refunds(pay_no));
+    plant(pay_no, "succeed");
+    await_state(pay_no, 3);
+    ck_assert_int_eq(1, gateway_refunds(pay_no));
+    ck_assert_int_eq(1, event_complete("refund.succeeded", refund_no, order_no, pay_no, "4.00"));
+    free(refund_no);
+}
+
+START_TEST(signed_answers_naming_another_number_or_amount_are_not_believed)
+{
+    lies_are_not_believed("OL1", "2026120322001400021", "alipay", "lie_number", "not ours");
+    lies_are_not_believed("OL2", "2026120322001400022", "alipay", "lie_amount",
+                          "is not the refund");
+    lies_are_not_believed("OL3", "4200000001202612030161", "wechat", "lie_number", "not ours");
+    lies_are_not_believed("OL4", "4200000001202612030162", "wechat", "lie_amount",
+                          "is not the refund");
+}
+END_TEST
+
 /* SIGHUP loads the merchant key again: after the gateway's key changed,
  * a file open to others is refused (the running key stays), then the new
  * key, owner-only, signs the next refund, which the gateway accepts. */
@@ -2426,6 +2524,7 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, fifty_concurrent_refunds_end_as_one_refund_each_at_the_gateway);
     tcase_add_test(tc, a_refusal_fails_the_refund_alerts_and_frees_its_amount);
     tcase_add_test(tc, a_5xx_leaves_the_refund_unknown_then_the_same_number_succeeds);
+    tcase_add_test(tc, a_stripe_500_kept_under_the_key_recovers_with_one_refund);
     tcase_add_test(tc, a_timeout_leaves_the_refund_unknown_and_the_query_finds_the_one_refund);
     tcase_add_test(tc, cancelling_a_paid_order_refunds_its_payment);
     tcase_add_test(tc, a_backlog_of_refunds_drains_when_the_gateway_is_back);
@@ -2462,6 +2561,7 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, wechat_abnormal_closed_forged_and_unsolicited_refund_notifications);
     tcase_add_test(tc, alipay_and_wechat_refunds_are_ended_by_the_gateways_later_notification);
     tcase_add_test(tc, alipay_and_wechat_answers_not_signed_by_the_gateway_are_not_believed);
+    tcase_add_test(tc, signed_answers_naming_another_number_or_amount_are_not_believed);
     tcase_add_test(tc, merchant_keys_reload_on_sighup_and_an_open_file_is_refused); /* last */
     suite_add_tcase(s, tc);
 

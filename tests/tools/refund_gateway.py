@@ -24,17 +24,23 @@ Listens on 127.0.0.1 (port 0 = any free port, written to --port-file) and
 serves Stripe's refund API as the service calls it:
   POST /v1/refunds  (form: payment_intent or charge, amount, metadata[...])
       Authorization: Bearer <--stripe-key> (else 401), Idempotency-Key
-      required. A key seen before answers what its first request got, as
-      Stripe does, and makes no second refund.
+      required. A key seen before answers what its first request got, a
+      500 included, with the header Idempotent-Replayed: true, as Stripe
+      does once its endpoint started, and makes no second refund.
   GET /v1/refunds/<id>  the refund as it is now.
+  GET /v1/refunds?payment_intent=<pi>|charge=<ch>[&limit=n]  the
+      payment's refunds, newest first: {"object": "list", "data": [...],
+      "has_more": false}; logged as {"method": "GET", "list": "<pi>"}.
 What a payment's refunds do is planted with POST /_plant and a JSON body
   {"pay_no": "pi_1", "mode": "succeed"}
 mode: succeed (status succeeded), pending (status pending; the refund
 succeeds when it is next read), stay_pending (pending however often it is
 read: only a notification ends it), refuse (400 charge_already_refunded, a
-business refusal, kept under the key), 500 (HTTP 500, nothing made), hang
-(the refund is made, then no answer until the client gives up: the answer
-is lost), 500_then_succeed (the first request 500, the next ones succeed),
+business refusal, kept under the key), 500 (HTTP 500, nothing made, kept
+under the key), made_then_500 (the refund is made, then HTTP 500, kept under
+the key), hang (the refund is made, then no answer until the client gives
+up: the answer is lost), 500_then_succeed (the first request 500, kept
+under its key; the next ones succeed),
 notify_later (the refund is made and answered pending, stays pending when
 read, and a moment later succeeds and is notified to the "notify" URL of
 the plant, {"pay_no", "mode", "notify": "http://.../pay/callback/x"}, in
@@ -44,7 +50,10 @@ the gateway's own format: Stripe refund.updated signed with
 out_biz_no and refund_fee signed with the platform key; logged as
 {"notified": "<request number>", "status": <the service's answer>}),
 forge_answer (Alipay and WeChat: the refund is made, and every answer about
-it is signed with a key that is not the platform's), slow (Stripe: the
+it is signed with a key that is not the platform's), lie_number and
+lie_amount (Alipay and WeChat: the refund is made and its answer lost as in
+hang; every answer about it is signed with the platform key but names
+another refund number, or another amount), slow (Stripe: the
 refund is made and answered 0.4 s later).
 An unplanted payment is "succeed". Each request is appended as one JSON
 line to --log:
@@ -216,9 +225,11 @@ def make_handler(st):
         def log_message(self, fmt, *args):
             pass
 
-        def reply(self, code, body):
+        def reply(self, code, body, headers=None):
             data = body.encode() if isinstance(body, str) else body
             self.send_response(code)
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -243,6 +254,9 @@ def make_handler(st):
                         k: json.loads(v[1]).get("id") for k, v in st.keys.items()}}))
                 return
             auth_ok = self.headers.get("Authorization") == "Bearer " + st.key
+            if path == "/v1/refunds":
+                self.stripe_list(auth_ok)
+                return
             rid = path.rsplit("/", 1)[-1] if path.startswith("/v1/refunds/") else ""
             with st.lock:
                 ref = st.refunds.get(rid)
@@ -258,6 +272,27 @@ def make_handler(st):
             elif body is None:
                 self.reply(404, json.dumps({"error": {"type": "invalid_request_error",
                                                       "code": "resource_missing"}}))
+            else:
+                self.reply(200, body)
+
+        def stripe_list(self, auth_ok):
+            q = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
+            pay_no = q.get("payment_intent") or q.get("charge") or ""
+            limit = int(q.get("limit") or 10)
+            with st.lock:
+                mine = [r for r in st.refunds.values() if r["payment_intent"] == pay_no]
+                for ref in mine:
+                    if ref["status"] == "pending" and st.plants.get(pay_no) not in HELD_MODES:
+                        ref["status"] = "succeeded"
+                mine.sort(key=lambda r: int(r["id"][3:]), reverse=True)
+                body = json.dumps({"object": "list", "url": "/v1/refunds", "data": mine[:limit],
+                                   "has_more": len(mine) > limit})
+            self.record({"method": "GET", "path": "/v1/refunds", "list": pay_no,
+                         "auth_ok": auth_ok, "found": len(mine),
+                         "status": 200 if auth_ok else 401})
+            if not auth_ok:
+                self.reply(401, json.dumps({"error": {"type": "invalid_request_error",
+                                                      "message": "Invalid API Key"}}))
             else:
                 self.reply(200, body)
 
@@ -328,17 +363,19 @@ def make_handler(st):
                 self.reply(entry["status"], json.dumps({"error": {
                     "type": "invalid_request_error", "message": "key or Idempotency-Key"}}))
                 return
-            hang = slow = False
+            hang = slow = replayed = False
             with st.lock:
                 if key in st.keys:
                     code, body = st.keys[key]
                     entry.update(status=code, replayed=True)
+                    replayed = True
                 else:
                     mode = st.plants.get(pay_no, "succeed")
                     n = st.seen.get(pay_no, 0)
                     st.seen[pay_no] = n + 1
                     if mode == "500" or (mode == "500_then_succeed" and n == 0):
                         code, body = 500, json.dumps({"error": {"type": "api_error"}})
+                        st.keys[key] = (code, body)  # the endpoint started: kept
                     elif mode == "refuse":
                         code, body = 400, json.dumps({"error": {
                             "type": "invalid_request_error", "code": "charge_already_refunded",
@@ -353,6 +390,8 @@ def make_handler(st):
                                             "order_no": form.get("metadata[order_no]")}}
                         st.refunds[rid] = ref
                         code, body = 200, json.dumps(ref)
+                        if mode == "made_then_500":
+                            code, body = 500, json.dumps({"error": {"type": "api_error"}})
                         st.keys[key] = (code, body)
                         entry["made"] = rid
                         hang = mode == "hang"
@@ -366,7 +405,7 @@ def make_handler(st):
                 return
             if slow:
                 st.stop.wait(0.4)
-            self.reply(code, body)
+            self.reply(code, body, {"Idempotent-Replayed": "true"} if replayed else None)
 
         # ---- shared: what a refund number does, once ------------------------
 
@@ -394,7 +433,7 @@ def make_handler(st):
             entry["made"] = rid
             if mode == "notify_later":
                 later(st, self.record, self.kind, ref, key)
-            return ("hang" if mode == "hang" else "made"), ref
+            return ("hang" if mode in ("hang", "lie_number", "lie_amount") else "made"), ref
 
         # ---- Alipay --------------------------------------------------------
 
@@ -431,6 +470,11 @@ def make_handler(st):
                     if ref is not None and ref["status"] == "succeeded":
                         inner.update(refund_amount=ref["amount"], refund_status="REFUND_SUCCESS",
                                      trade_no=ref["pay_no"])
+                        lie = st.plants.get(ref["pay_no"])
+                        if lie == "lie_number":
+                            inner["out_request_no"] = key + "9"
+                        elif lie == "lie_amount":
+                            inner["refund_amount"] = "0.01"
                     entry["status"] = 200
                     kind = "query"
                 else:
@@ -485,10 +529,13 @@ def make_handler(st):
             return verify(st.merchant.public_key(), msg, fields.get("signature", ""))
 
         def wechat_refund(self, ref):
-            return {"refund_id": ref["id"], "out_refund_no": ref["key"],
+            lie = st.plants.get(ref["pay_no"])
+            return {"refund_id": ref["id"],
+                    "out_refund_no": ref["key"] + ("9" if lie == "lie_number" else ""),
                     "transaction_id": ref["pay_no"], "status":
                     "SUCCESS" if ref["status"] == "succeeded" else "PROCESSING",
-                    "amount": {"refund": ref["amount"], "currency": "CNY"}}
+                    "amount": {"refund": ref["amount"] + (1 if lie == "lie_amount" else 0),
+                               "currency": "CNY"}}
 
         def do_wechat(self, method, path, raw):
             self.signer = st.platform
