@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "audit.h"
+#include "currency.h"
 #include "gateway.h"
 #include "ids.h"
 #include "money.h"
@@ -307,6 +308,21 @@ static enum db_status nothing_left(struct db_conn *c, struct create_job *j,
     return settle_if_full(c, j->cr->pay_no, p->amount_cents, newest);
 }
 
+/* A refund is in its payment's currency, and its amount is a whole number
+ * of that currency's minor units (the gateways are sent those):
+ * REFUND_OK, REFUND_CURRENCY or REFUND_INEXACT. */
+static enum refund_result currency_refusal(const struct refund_create_req *cr,
+                                           const struct locked_payment *p, int64_t amount)
+{
+    int64_t minor = 0;
+
+    if (cr->currency != NULL && strcmp(cr->currency, p->currency) != 0)
+        return REFUND_CURRENCY;
+    if (currency_cents_to_minor(p->currency, amount, &minor) != CURRENCY_OK)
+        return REFUND_INEXACT;
+    return REFUND_OK;
+}
+
 static enum db_status create_txn(struct db_conn *c, void *arg)
 {
     struct create_job *j = arg;
@@ -343,6 +359,11 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
         j->out->amount_cents = amount > 0 ? amount : 0;
         j->out->pay_amount_cents = p.amount_cents - refunded; /* what is left */
         j->result = REFUND_EXCEEDS;
+        return DB_ROLLBACK;
+    }
+    if ((j->result = currency_refusal(cr, &p, amount)) != REFUND_OK) {
+        snprintf(j->out->currency, sizeof(j->out->currency), "%s", p.currency);
+        j->out->amount_cents = amount;
         return DB_ROLLBACK;
     }
     state = initial_state(cr, gw);

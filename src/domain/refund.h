@@ -60,6 +60,8 @@ enum refund_result {
     REFUND_DUPLICATE,   /* already made (dedupe key) or already in that state */
     REFUND_NOT_FOUND,   /* no such payment / refund */
     REFUND_EXCEEDS,     /* the payment's refunds would pass its amount: nothing written */
+    REFUND_CURRENCY,    /* asked in another currency than the payment's: nothing written */
+    REFUND_INEXACT,     /* the amount has no exact value in the currency's minor unit */
     REFUND_MANUAL,      /* the payment's gateway has no refund API: settle by hand */
     REFUND_ILLEGAL,     /* not in a state this change starts from */
     REFUND_ABORTED,     /* the Idempotency-Key claim was lost: rolled back */
@@ -104,7 +106,8 @@ struct refund_create_req {
     const char *reason;   /* NULL or <= REFUND_REASON_MAX characters */
     const char *actor;    /* who asks (operator key's name, or REFUND_ACTOR_SYSTEM) */
     const char *request_id;
-    bool approved; /* REQUESTED at once; else AWAITING_APPROVAL */
+    const char *currency; /* NULL: the payment's; else it must be the payment's (REFUND_CURRENCY) */
+    bool approved;        /* REQUESTED at once; else AWAITING_APPROVAL */
     /* Which gateways have a refund API, and their approval rule for an
      * automatic refund (origin DOUBLE_PAYMENT or CANCEL: the profile's
      * refund_auto decides, approved is ignored). */
@@ -116,7 +119,10 @@ struct refund_create_req {
  * refund_no gets its prefix), in one transaction with its audit row: locks
  * the payment, refuses a gateway without a refund API (REFUND_MANUAL) or a
  * payment settled by hand (REFUND_ILLEGAL), sums the payment's refunds not
- * FAILED and refuses an amount past what is left (REFUND_EXCEEDS). An
+ * FAILED and refuses an amount past what is left (REFUND_EXCEEDS), a
+ * currency other than the payment's (REFUND_CURRENCY: a refund always
+ * takes its payment's currency) and an amount with no exact value in that
+ * currency's minor unit (REFUND_INEXACT: 100.50 JPY). An
  * automatic origin is made once per payment: a second ask is
  * REFUND_DUPLICATE with the first refund in *out. */
 enum refund_result refund_create(struct db_conn *c, const struct shard_set *set,

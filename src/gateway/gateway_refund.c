@@ -417,10 +417,23 @@ out:
     return rc;
 }
 
+/* Alipay's refund API and WeChat Pay's domestic one take CNY only (yuan
+ * with two decimals, fen): a refund in another currency is not sent. */
+static int cny_only(const char *kind, const struct gwr_refund *r, char *err, size_t errsz)
+{
+    if (strcmp(r->currency, "CNY") == 0)
+        return 0;
+    snprintf(err, errsz, "%s refunds are in CNY; this refund is in %.3s", kind, r->currency);
+    return -1;
+}
+
 static int alipay_submit(const struct gateway *gw, const struct gwr_refund *r,
                          struct gwr_call *call, char *err, size_t errsz)
 {
     char biz[512];
+
+    if (cny_only("Alipay", r, err, errsz) != 0)
+        return -1;
 
     if (alipay_biz(r, 1, biz, sizeof(biz)) != 0) {
         snprintf(err, errsz, "the refund request does not fit");
@@ -618,30 +631,35 @@ out:
     return rc;
 }
 
-/* An amount in fen (the cents of CNY) as a JSON integer written from its
+/* An amount in fen (CNY's minor unit) as a JSON integer written from its
  * integer text, never through cJSON's double. */
-static cJSON *add_fen(cJSON *o, const char *name, int64_t cents)
+static cJSON *add_fen(cJSON *o, const char *name, int64_t fen)
 {
     char text[24];
 
-    snprintf(text, sizeof(text), "%" PRId64, cents);
+    snprintf(text, sizeof(text), "%" PRId64, fen);
     return cJSON_AddRawToObject(o, name, text);
 }
 
 static int wechat_submit(const struct gateway *gw, const struct gwr_refund *r,
                          struct gwr_call *call, char *err, size_t errsz)
 {
-    cJSON *o = cJSON_CreateObject(), *amount;
+    struct gwr_refund whole = *r;
+    cJSON *o = NULL, *amount;
     char *text = NULL;
+    int64_t refund = 0, total = 0;
     int rc = -1;
 
-    if (o == NULL)
+    whole.amount_cents = r->pay_amount_cents;
+    if (cny_only("WeChat Pay", r, err, errsz) != 0 || minor_of(r, &refund, err, errsz) != 0 ||
+        minor_of(&whole, &total, err, errsz) != 0)
+        return -1;
+    if ((o = cJSON_CreateObject()) == NULL)
         return -1;
     if (cJSON_AddStringToObject(o, "transaction_id", r->pay_no) == NULL ||
         cJSON_AddStringToObject(o, "out_refund_no", r->refund_no) == NULL ||
         (amount = cJSON_AddObjectToObject(o, "amount")) == NULL ||
-        add_fen(amount, "refund", r->amount_cents) == NULL ||
-        add_fen(amount, "total", r->pay_amount_cents) == NULL ||
+        add_fen(amount, "refund", refund) == NULL || add_fen(amount, "total", total) == NULL ||
         cJSON_AddStringToObject(amount, "currency", r->currency) == NULL ||
         (text = cJSON_PrintUnformatted(o)) == NULL || strlen(text) >= sizeof(call->body)) {
         snprintf(err, errsz, "the refund request does not fit");

@@ -14,6 +14,7 @@
 #include "api_error.h"
 #include "auth.h"
 #include "common.h"
+#include "currency.h"
 #include "handlers.h"
 #include "http.h"
 #include "idempotency.h"
@@ -104,6 +105,16 @@ static void reply_refusal(const struct http_req *req, struct http_resp *resp, en
                  money_format(e->pay_amount_cents, left, sizeof(left)));
         api_reply(resp, API_REFUND_EXCEEDS_PAYMENT, msg);
         break;
+    case REFUND_CURRENCY:
+        snprintf(msg, sizeof(msg), "the payment is in %s: a refund is in its payment's currency",
+                 e->currency);
+        api_reply(resp, API_REFUND_CURRENCY_MISMATCH, msg);
+        break;
+    case REFUND_INEXACT:
+        snprintf(msg, sizeof(msg), "%s %s has no exact value in %s's minor unit",
+                 money_format(e->amount_cents, left, sizeof(left)), e->currency, e->currency);
+        api_reply(resp, API_REFUND_AMOUNT_INEXACT, msg);
+        break;
     case REFUND_MANUAL:
         api_reply(resp, API_REFUND_MANUAL,
                   "the payment's gateway has no refund API: refund it by hand and settle it");
@@ -127,11 +138,13 @@ static void reply_refusal(const struct http_req *req, struct http_resp *resp, en
     }
 }
 
-/* POST /ops/payments/{pay_no}/refunds {"amount"?, "reason"?}: an
- * Idempotency-Key is required, since a refund asked twice would give the
+/* POST /ops/payments/{pay_no}/refunds {"amount"?, "currency"?, "reason"?}:
+ * an Idempotency-Key is required, since a refund asked twice would give the
  * money back twice; keys are scoped by the operator key's name. Without
- * "amount" the refund is what is left of the payment. Under
- * refunds.approver_must_differ it waits for another key's approval. */
+ * "amount" the refund is what is left of the payment. A refund is in its
+ * payment's currency: "currency", when given, must name it (422
+ * REFUND_CURRENCY_MISMATCH otherwise). Under refunds.approver_must_differ
+ * it waits for another key's approval. */
 void handle_ops_refund_create(struct server *srv, const struct http_req *req,
                               struct http_resp *resp)
 {
@@ -144,7 +157,7 @@ void handle_ops_refund_create(struct server *srv, const struct http_req *req,
                                     .approved = srv->cfg->refunds_approver_must_differ == 0,
                                     .gw = req->keys->gw };
     struct idempotency ir = { .on = false };
-    char scope[IDEM_SCOPE_MAX + 1], reason[REFUND_REASON_MAX + 1] = "";
+    char scope[IDEM_SCOPE_MAX + 1], reason[REFUND_REASON_MAX + 1] = "", currency[CURRENCY_BUF];
     struct route_failure fail = { .shard = NULL };
     const cJSON *it;
     struct refund e = { .id = 0 };
@@ -169,6 +182,14 @@ void handle_ops_refund_create(struct server *srv, const struct http_req *req,
     if (cJSON_GetObjectItemCaseSensitive(body, "amount") != NULL && cr.amount_cents <= 0) {
         api_reply(resp, API_BAD_REQUEST, "amount must be above 0");
         goto out;
+    }
+    it = cJSON_GetObjectItemCaseSensitive(body, "currency");
+    if (it != NULL) {
+        if (!cJSON_IsString(it) || currency_normalize(it->valuestring, currency) != CURRENCY_OK) {
+            api_reply(resp, API_BAD_REQUEST, "currency must be an ISO 4217 code (\"CNY\")");
+            goto out;
+        }
+        cr.currency = currency;
     }
     it = cJSON_GetObjectItemCaseSensitive(body, "reason");
     if (it != NULL) {

@@ -42,6 +42,8 @@ struct http_resp;
     X(ALREADY_SETTLED, 409, "the payment was settled with another reference")                      \
     X(REFUND_NOT_FOUND, 404, "no refund with this refund_no")                                      \
     X(REFUND_EXCEEDS_PAYMENT, 422, "the payment's refunds would exceed its amount")                \
+    X(REFUND_CURRENCY_MISMATCH, 422, "a refund is in its payment's currency")                      \
+    X(REFUND_AMOUNT_INEXACT, 422, "the amount has no exact value in the currency's minor unit")    \
     X(REFUND_MANUAL, 409, "the payment's gateway has no refund API: settle it by hand")            \
     X(REFUND_ILLEGAL_STATE, 409, "the refund's state does not allow this change")                  \
     X(REFUND_IN_PROGRESS, 409, "a refund of this payment is under way")                            \

@@ -180,8 +180,10 @@ static void await_state(const char *pay_no, int state)
             pay_no, state);
 }
 
-/* Posts a signed payment_intent.succeeded of pi for order_no to gateway. */
-static void stripe_paid(const char *gateway, const char *pi, const char *order_no, struct h_resp *r)
+/* Posts a signed payment_intent.succeeded of pi for order_no to gateway:
+ * minor units of currency (lower-case, as Stripe writes it). */
+static void stripe_paid_in(const char *gateway, const char *pi, const char *order_no,
+                           const char *minor, const char *currency, struct h_resp *r)
 {
     char body[1024], hdr[160], t[24], mac[65], route[64];
     const char *headers[] = { "Content-Type: application/json", hdr, NULL };
@@ -189,14 +191,20 @@ static void stripe_paid(const char *gateway, const char *pi, const char *order_n
     snprintf(body, sizeof body,
              "{\"id\":\"evt_%s\",\"object\":\"event\",\"type\":\"payment_intent.succeeded\","
              "\"data\":{\"object\":{\"id\":\"%s\",\"object\":\"payment_intent\",\"amount\":"
-             "%s,\"amount_received\":%s,\"currency\":\"cny\",\"status\":\"succeeded\","
+             "%s,\"amount_received\":%s,\"currency\":\"%s\",\"status\":\"succeeded\","
              "\"metadata\":{\"order_no\":\"%s\"}}}}",
-             pi, pi, PRICE_MINOR, PRICE_MINOR, order_no);
+             pi, pi, minor, minor, currency, order_no);
     snprintf(t, sizeof t, "%lld", (long long)time(NULL));
     testkey_hmac_hex(SECRET, t, body, mac);
     snprintf(hdr, sizeof hdr, "Stripe-Signature: t=%s,v1=%s", t, mac);
     snprintf(route, sizeof route, "/pay/callback/%s", gateway);
     h_http(h_port(), "POST", route, headers, body, strlen(body), r);
+}
+
+/* Posts a signed payment_intent.succeeded of pi for order_no to gateway. */
+static void stripe_paid(const char *gateway, const char *pi, const char *order_no, struct h_resp *r)
+{
+    stripe_paid_in(gateway, pi, order_no, PRICE_MINOR, "cny", r);
 }
 
 /* A PAID order paid by pay_no through gateway (NULL: the native callback). */
@@ -792,6 +800,101 @@ START_TEST(a_timeout_leaves_the_refund_unknown_and_the_query_finds_the_one_refun
     }
     ck_assert_int_eq(1, gateway_refunds("pi_h"));
     ck_assert_int_ge(h_tool_log_lines(&gw, "\"list\": \"pi_h\"", "\"found\": 1"), 1);
+}
+END_TEST
+
+/* An order of amount in currency (upper-case), paid through the stripe
+ * profile by pi in minor units: the callback converts them exactly. */
+static void stripe_order_in(const char *order_no, const char *pi, const char *amount,
+                            const char *currency, const char *minor)
+{
+    struct h_resp r = { 0 };
+    char lower[4];
+
+    for (int i = 0; i < 4; i++)
+        lower[i] =
+            currency[i] >= 'A' && currency[i] <= 'Z' ? (char)(currency[i] + 32) : currency[i];
+    h_db_insert_order(order_no, "u1", amount, 1);
+    h_db_exec("UPDATE orders SET currency = '%s' WHERE order_no = '%s'", currency, order_no);
+    stripe_paid_in("stripe", pi, order_no, minor, lower, &r);
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM payment_record WHERE pay_no = '%s' "
+                                       "AND amount = %s",
+                                       pi, amount));
+}
+
+/* pay_no's refunds the gateway made of exactly minor units. */
+static int made_of(const char *pay_no, const char *minor)
+{
+    char what[96];
+
+    snprintf(what, sizeof what, "\"pay_no\": \"%s\", \"amount\": \"%s\"", pay_no, minor);
+    return h_tool_log_lines(&gw, what, "\"made\"");
+}
+
+/* JPY has no minor unit below the yen and KWD has fils (1/1000): the
+ * gateway receives 500 for 500 yen and 1250 for 1.25 dinars, through an
+ * operator's refund and through the automatic refund of a double payment
+ * (the whole payment: 1500 yen). */
+START_TEST(jpy_and_kwd_refunds_reach_stripe_in_their_minor_units)
+{
+    struct h_resp r = { 0 };
+
+    stripe_order_in("OJ1", "pi_jpy", "1500.00", "JPY", "1500");
+    ask_refund("pi_jpy", "j1", "{\"amount\":\"500\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    stripe_order_in("OK2", "pi_kwd", "12.34", "KWD", "12340");
+    ask_refund("pi_kwd", "k1", "{\"amount\":\"1.25\",\"currency\":\"kwd\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    stripe_order_in("OJ3", "pi_jd1", "1500.00", "JPY", "1500");
+    stripe_paid_in("stripe", "pi_jd2", "OJ3", "1500", "jpy", &r); /* a double payment */
+    h_assert_status(&r, 200);
+    h_resp_free(&r);
+    await_state("pi_jpy", 3);
+    await_state("pi_kwd", 3);
+    await_state("pi_jd2", 3);
+    ck_assert_int_eq(1, made_of("pi_jpy", "500"));
+    ck_assert_int_eq(1, made_of("pi_kwd", "1250"));
+    ck_assert_int_eq(1, made_of("pi_jd2", "1500"));
+    ck_assert_int_eq(1, gateway_refunds("pi_jpy"));
+    ck_assert_int_eq(1, gateway_refunds("pi_kwd"));
+    ck_assert_int_eq(1, gateway_refunds("pi_jd2"));
+    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = 'pi_jd2' "
+                                       "AND currency = 'JPY' AND amount = 1500.00"));
+}
+END_TEST
+
+/* A refund is in its payment's currency: another one named is 422
+ * REFUND_CURRENCY_MISMATCH, an amount with no exact value in the minor
+ * unit (100.50 yen) 422 REFUND_AMOUNT_INEXACT; nothing written. */
+START_TEST(a_refund_in_another_currency_or_below_its_minor_unit_is_refused)
+{
+    struct h_resp r = { 0 };
+
+    stripe_order_in("OJ4", "pi_jx", "1500.00", "JPY", "1500");
+    ask_refund("pi_jx", "x1", "{\"amount\":\"100\",\"currency\":\"USD\"}", &r);
+    h_assert_status(&r, 422);
+    ck_assert_ptr_nonnull(strstr(r.body, "REFUND_CURRENCY_MISMATCH"));
+    ck_assert_ptr_nonnull(strstr(r.body, "JPY"));
+    h_resp_free(&r);
+    ask_refund("pi_jx", "x2", "{\"amount\":\"100.50\"}", &r);
+    h_assert_status(&r, 422);
+    ck_assert_ptr_nonnull(strstr(r.body, "REFUND_AMOUNT_INEXACT"));
+    h_resp_free(&r);
+    ask_refund("pi_jx", "x3", "{\"amount\":\"100\",\"currency\":\"XYZ\"}", &r);
+    h_assert_status(&r, 400);
+    h_resp_free(&r);
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM refund"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE action = "
+                                       "'refund.request'"));
+    ask_refund("pi_jx", "x4", "{\"amount\":\"100\",\"currency\":\"jpy\"}", &r);
+    h_assert_status(&r, 201);
+    h_resp_free(&r);
+    await_state("pi_jx", 3);
+    ck_assert_int_eq(1, made_of("pi_jx", "100"));
 }
 END_TEST
 
@@ -1986,6 +2089,33 @@ START_TEST(signed_answers_naming_another_number_or_amount_are_not_believed)
 }
 END_TEST
 
+/* Alipay's refund API and WeChat Pay's domestic one take CNY only: a
+ * refund of a JPY payment through them is FAILED (not_submittable) with an
+ * alert, and never reaches the gateway. */
+START_TEST(a_refund_in_another_currency_than_cny_is_not_sent_to_alipay_or_wechat)
+{
+    const char *pays[][3] = { { "OY1", "2026120322001400031", "alipay" },
+                              { "OY2", "4200000001202612030171", "wechat" } };
+    struct h_resp r = { 0 };
+
+    for (int i = 0; i < 2; i++) {
+        paid_payment(pays[i][0], pays[i][1], pays[i][2]);
+        h_db_exec("UPDATE orders SET currency = 'JPY' WHERE order_no = '%s'", pays[i][0]);
+        ask_refund(pays[i][1], pays[i][1], "{\"amount\":\"100\"}", &r);
+        h_assert_status(&r, 201);
+        h_resp_free(&r);
+    }
+    for (int i = 0; i < 2; i++) {
+        await_state(pays[i][1], 4);
+        ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM refund WHERE pay_no = '%s' AND "
+                                           "failure_code = 'not_submittable' AND last_error "
+                                           "LIKE '%%refunds are in CNY%%'",
+                                           pays[i][1]));
+        ck_assert_int_eq(0, h_tool_log_lines(&gw, pays[i][1], pays[i][1]));
+    }
+}
+END_TEST
+
 /* SIGHUP loads the merchant key again: after the gateway's key changed,
  * a file open to others is refused (the running key stays), then the new
  * key, owner-only, signs the next refund, which the gateway accepts. */
@@ -2525,6 +2655,8 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, a_refusal_fails_the_refund_alerts_and_frees_its_amount);
     tcase_add_test(tc, a_5xx_leaves_the_refund_unknown_then_the_same_number_succeeds);
     tcase_add_test(tc, a_stripe_500_kept_under_the_key_recovers_with_one_refund);
+    tcase_add_test(tc, jpy_and_kwd_refunds_reach_stripe_in_their_minor_units);
+    tcase_add_test(tc, a_refund_in_another_currency_or_below_its_minor_unit_is_refused);
     tcase_add_test(tc, a_timeout_leaves_the_refund_unknown_and_the_query_finds_the_one_refund);
     tcase_add_test(tc, cancelling_a_paid_order_refunds_its_payment);
     tcase_add_test(tc, a_backlog_of_refunds_drains_when_the_gateway_is_back);
@@ -2562,6 +2694,7 @@ static Suite *refunds_suite(void)
     tcase_add_test(tc, alipay_and_wechat_refunds_are_ended_by_the_gateways_later_notification);
     tcase_add_test(tc, alipay_and_wechat_answers_not_signed_by_the_gateway_are_not_believed);
     tcase_add_test(tc, signed_answers_naming_another_number_or_amount_are_not_believed);
+    tcase_add_test(tc, a_refund_in_another_currency_than_cny_is_not_sent_to_alipay_or_wechat);
     tcase_add_test(tc, merchant_keys_reload_on_sighup_and_an_open_file_is_refused); /* last */
     suite_add_tcase(s, tc);
 
