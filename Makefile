@@ -139,6 +139,7 @@ bench: services
 	@$(MAKE) --no-print-directory all $(CEILING)
 	@bench/run.sh $(BIN) $(CEILING)
 	@bench/webhooks.sh $(BIN)
+	@bench/refund_lanes.sh $(BIN)
 
 # The operator console in headless chromium (puppeteer-core), against the
 # real service, MariaDB and Redis: about a minute. Screenshots in build/console/.
