@@ -10,7 +10,10 @@
 # single: every instance uses the private MariaDB of scripts/services.sh.
 # galera: instance N uses Galera node ((N-1) % 3) + 1 of deploy/galera.sh.
 # shards: every instance spreads orders over both shards of deploy/shards.sh
-#         (PAYCALLBACK_MYSQL_SHARDS names them; shard 1 is also mysql.*).
+#         (PAYCALLBACK_MYSQL_SHARDS names them; shard 1 is also mysql.*), as
+#         cluster PAYCALLBACK_MYSQL_CLUSTER_ID (default deploy-shards);
+#         start first runs `paycallback shards init` over them (re-runnable:
+#         a shard that already carries this identity is left as it is).
 # All share the private Redis. The configuration is config/paycallback.json
 # with the database endpoint overridden through the environment; any other
 # PAYCALLBACK_* variable set by the caller (e.g. PAYCALLBACK_REDIS_DB,
@@ -56,6 +59,24 @@ shards_spec() {
 	echo "$spec"
 }
 
+# The mysql.cluster_id of the shards target ("" for the others).
+cluster_id() {
+	[[ $TARGET == shards ]] && echo "${PAYCALLBACK_MYSQL_CLUSTER_ID:-deploy-shards}"
+	return 0
+}
+
+# shards_init: gives every shard its identity before the first instance
+# starts (an instance refuses a shard without one).
+shards_init() {
+	local unset
+	[[ $TARGET == shards ]] || return 0
+	mapfile -t unset < <(script_only_env)
+	PAYCALLBACK_MYSQL_SHARDS=$(shards_spec) PAYCALLBACK_MYSQL_CLUSTER_ID=$(cluster_id) \
+		PAYCALLBACK_MYSQL_HOST=127.0.0.1 PAYCALLBACK_MYSQL_PORT=$(mysql_port_for 1) \
+		PAYCALLBACK_MYSQL_DATABASE=$DB_NAME env "${unset[@]}" "$BIN" -c "$CONFIG" shards init ||
+		die "shards init refused the shards of deploy/shards.sh"
+}
+
 # The service refuses PAYCALLBACK_* variables that name no configuration
 # key: the deploy and test settings stay with the scripts.
 script_only_env() {
@@ -74,7 +95,7 @@ start_one() {
 		port_busy "$(instance_port "$n")" && die "127.0.0.1:$(instance_port "$n") is in use by another process"
 		[[ -x $BIN ]] || die "$BIN is missing: run make first"
 		mapfile -t unset < <(script_only_env)
-		pid=$(PAYCALLBACK_MYSQL_SHARDS=$(shards_spec) PAYCALLBACK_LISTEN_ADDRESS=127.0.0.1 PAYCALLBACK_LISTEN_PORT=$(instance_port "$n") \
+		pid=$(PAYCALLBACK_MYSQL_SHARDS=$(shards_spec) PAYCALLBACK_MYSQL_CLUSTER_ID=$(cluster_id) PAYCALLBACK_LISTEN_ADDRESS=127.0.0.1 PAYCALLBACK_LISTEN_PORT=$(instance_port "$n") \
 			PAYCALLBACK_MYSQL_HOST=127.0.0.1 PAYCALLBACK_MYSQL_PORT=$(mysql_port_for "$n") \
 			PAYCALLBACK_MYSQL_DATABASE=$DB_NAME PAYCALLBACK_REDIS_PORT=$REDIS_PORT \
 			PAYCALLBACK_MYSQL_PASSWORD=${PAYCALLBACK_MYSQL_PASSWORD:-$DB_PASSWORD} \
@@ -128,6 +149,7 @@ start_all() {
 	K=$1 TARGET=${2:-single}
 	mysql_port_for 1 >/dev/null
 	echo "$K $TARGET" >"$TOPOLOGY"
+	shards_init
 	for ((i = 1; i <= K; i++)); do
 		start_one "$i"
 	done

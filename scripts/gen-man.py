@@ -39,7 +39,7 @@ def parse_help(text):
     for p in paras:
         if p[0].startswith("  -"):
             for line in p:
-                m = re.match(r"^\s{2,6}(-\S.*?|[a-z]+)\s{2,}(\S.*)$", line)
+                m = re.match(r"^\s{2,6}(-\S.*?|[a-z]+(?: [a-z]+)?)\s{2,}(\S.*)$", line)
                 if m:
                     options.append([m.group(1).strip(), m.group(2).strip()])
                 elif options:

@@ -51,6 +51,7 @@ static void usage(FILE *f)
             "       paycallback [-c PATH] --backfill-registries\n"
             "       paycallback [-c PATH] migrate\n"
             "       paycallback [-c PATH] --write-shard-map\n"
+            "       paycallback [-c PATH] shards init\n"
             "\n"
             "Idempotent payment callbacks, anti-resubmit tokens and order state changes\n"
             "over HTTP, on MySQL/MariaDB and Redis.\n"
@@ -68,6 +69,14 @@ static void usage(FILE *f)
             "      --write-shard-map  with mysql.shards: store this shard list as the shard\n"
             "                      map, with the next epoch, on every shard, then exit (the\n"
             "                      one way to change the list; docs/sharding.md)\n"
+            "  shards init         with mysql.shards and mysql.cluster_id: give every\n"
+            "                      shard's database its identity (the cluster and its shard\n"
+            "                      id), then exit; a database with none is never served.\n"
+            "                      Every shard must answer; refused, writing nothing, for a\n"
+            "                      database that is another cluster's or another shard's,\n"
+            "                      or a blank one for a shard id the cluster already has. A\n"
+            "                      database holding this shard's map is adopted; in a new\n"
+            "                      cluster it writes the first shard map. Re-runnable\n"
             "  migrate             bring the schema of every database of the configuration\n"
             "                      to the version of this build (the migrations embedded\n"
             "                      in it, sql/migrations/), then exit; re-runnable. Needs\n"
@@ -92,7 +101,8 @@ static void usage(FILE *f)
             "reachable for --check-config or migrate, a migration that failed, cannot\n"
             "listen, requests cut by the grace period); 2 bad flags or configuration, or\n"
             "a database at another schema version than this build's (run migrate, or\n"
-            "upgrade the binary): a restart cannot fix these; 3 --backfill-registries\n"
+            "upgrade the binary), or a shard whose identity or map is not the\n"
+            "configuration's: a restart cannot fix these; 3 --backfill-registries\n"
             "stopped by SIGTERM or SIGINT (run it again to resume).\n"
             "\n"
             "Logs are logfmt lines on stderr (log_format json: one JSON object per line,\n"
@@ -107,6 +117,7 @@ struct opts {
     int check_only;
     int backfill;
     int migrate;
+    int shards_init;
     int write_map;
     int dev;
 };
@@ -159,6 +170,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
     if (optind < argc && strcmp(argv[optind], "migrate") == 0) {
         o->migrate = 1;
         optind++;
+    } else if (optind + 1 < argc && strcmp(argv[optind], "shards") == 0 &&
+               strcmp(argv[optind + 1], "init") == 0) {
+        o->shards_init = 1;
+        optind += 2;
     }
     if (optind != argc) {
         fprintf(stderr, "paycallback: unexpected argument '%s'\n", argv[optind]);
@@ -460,8 +475,8 @@ int main(int argc, char **argv)
     sigaddset(&wait_set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &wait_set, NULL);
     if (cfg_load(&cfg, o.config, (const char *const *)environ,
-                 (o.dev ? CFG_LOAD_DEV : 0) | (o.migrate ? CFG_LOAD_DB_ONLY : 0), err,
-                 sizeof(err)) != 0) {
+                 (o.dev ? CFG_LOAD_DEV : 0) | (o.migrate || o.shards_init ? CFG_LOAD_DB_ONLY : 0),
+                 err, sizeof(err)) != 0) {
         fprintf(stderr, "paycallback: %s\n", err);
         return 2;
     }
@@ -472,6 +487,16 @@ int main(int argc, char **argv)
             return 1;
         }
         rc = migrate_run(&cfg, stdout, stderr);
+        mysql_library_end();
+        return rc;
+    }
+    /* shards init, likewise: it writes identities, nothing else. */
+    if (o.shards_init) {
+        if (mysql_library_init(0, NULL, NULL) != 0) {
+            fprintf(stderr, "paycallback: cannot initialise the mysql client library\n");
+            return 1;
+        }
+        rc = shardmap_init(&cfg, stdout, stderr);
         mysql_library_end();
         return rc;
     }
@@ -517,6 +542,15 @@ int main(int argc, char **argv)
         query_destroy(srv.query);
         keyring_release(kr0);
         return 1;
+    }
+    /* A tool writes to the shards only once each is the shard it is
+     * configured as, with the stored map: a swapped, blank or foreign
+     * database is refused before the first row. */
+    if ((o.backfill || o.check_only) && cfg.nshards > 0 &&
+        shardmap_check_tool(&cfg, true, err, sizeof(err)) != 0) {
+        fprintf(stderr, "paycallback: %s\n", err);
+        rc = 2;
+        goto out;
     }
     if (o.backfill) {
         rc = backfill_registries(&cfg, stop_requested, stdout, stderr);
@@ -598,6 +632,7 @@ int main(int argc, char **argv)
             continue;
         if (sig != SIGHUP)
             break;
+        shard_probers_wake(&srv.shards); /* each shard's identity and map, checked now */
         reload(&srv, &o, &generation);
     }
     sd_notify(0, "STOPPING=1\nSTATUS=draining requests in flight");

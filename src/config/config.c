@@ -173,6 +173,11 @@ static const struct cfg_key keys[] = {
       "a shard on which no request has finished for this long while requests are in "
       "flight is stalled, and mysql.shard_max_inflight applies to it; a shard that "
       "keeps finishing requests is never capped"),
+    S("mysql", "cluster_id", mysql_cluster_id, 0, "",
+      "the name of the shard set, required with mysql.shards (1..64 of A-Z a-z 0-9 . _ -): "
+      "`paycallback shards init` stores it with its shard id in every shard, and a shard "
+      "whose stored identity is another cluster's, another shard id or none is refused "
+      "(docs/sharding.md)"),
     SH("mysql", "shards", shards,
        "the databases orders are spread over (docs/scaling.md): "
        "[{\"id\":1,\"host\":...,\"port\":...,\"database\":...}] in the file, "
@@ -816,6 +821,29 @@ static int set_shards_json(struct config *cfg, const cJSON *item, const char *fi
     return 0;
 }
 
+/* mysql.cluster_id: required with mysql.shards, a short name of letters,
+ * digits, '.', '_' and '-' (it is written to every shard and into logs). */
+static int check_cluster_id(const struct config *cfg, unsigned flags, char *err, size_t errsz)
+{
+    const char *p;
+
+    for (p = cfg->mysql_cluster_id; *p != '\0'; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-')) {
+            snprintf(err, errsz, "mysql.cluster_id may hold only A-Z a-z 0-9 . _ -");
+            return -1;
+        }
+    if (cfg->nshards == 0 || (flags & CFG_LOAD_DB_ONLY))
+        return 0; /* migrate needs none; shards init says so itself */
+    if (cfg->mysql_cluster_id[0] == '\0') {
+        snprintf(err, errsz,
+                 "mysql.cluster_id is required with mysql.shards: the name every shard stores "
+                 "(paycallback shards init, docs/sharding.md)");
+        return -1;
+    }
+    return 0;
+}
+
 /* Fills each shard's endpoint left out with mysql.*'s, and refuses two
  * shards on one database: every guarantee across shards rests on them
  * being distinct. */
@@ -1400,7 +1428,7 @@ static int check_values(struct config *cfg, unsigned flags, char *err, size_t er
                  cfg->listen_address);
         return -1;
     }
-    if (check_shards(cfg, err, errsz) != 0)
+    if (check_shards(cfg, err, errsz) != 0 || check_cluster_id(cfg, flags, err, errsz) != 0)
         return -1;
     if (flags & CFG_LOAD_DB_ONLY) /* only the database is reached */
         return 0;

@@ -12,7 +12,8 @@
 #include "netaddr.h"
 
 #define CFG_STR_MAX 256
-#define CFG_TIME_MAX 21 /* "2026-12-03T15:00:00Z" and the NUL */
+#define CFG_CLUSTER_ID_MAX 65 /* mysql.cluster_id: 64 bytes and the NUL */
+#define CFG_TIME_MAX 21       /* "2026-12-03T15:00:00Z" and the NUL */
 #define CFG_WEBHOOK_STANDARD "standard"
 #define CFG_WEBHOOK_LEGACY "legacy"
 #define CFG_DEFAULT_PATH "config/paycallback.json"
@@ -118,8 +119,10 @@ struct config {
     int mysql_breaker_open_ms;            /* how long an open breaker refuses before a trial */
     int mysql_shard_max_inflight; /* requests in flight on one stalled shard; 0: the default rule */
     int mysql_shard_stall_ms;     /* no request of a shard done for this long: it is stalled */
+    char mysql_cluster_id[CFG_CLUSTER_ID_MAX]; /* the shard set's name, stored in every shard */
     /* mysql.shards: 0 = one database (mysql.*), order numbers unprefixed;
-     * else the databases orders are spread over, in placement order. */
+     * else the databases orders are spread over (placement follows the
+     * ids ascending, never the order of the list). */
     struct cfg_shard shards[CFG_SHARDS_MAX];
     int nshards;
 

@@ -96,13 +96,44 @@ int shard_max_inflight(const struct config *cfg)
 
 /* ---- the probers ------------------------------------------------------------ */
 
-/* One probe of sh: its health, checking (or giving) its shard map. */
-static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *map_alerted)
+/* Whether sh's database is still what this instance started on: the
+ * identity of its shard and the map of epoch set->map_epoch (sharded), or
+ * neither (one database). NULL, or the reason in why. */
+static const char *probe_differs(const struct shard *sh, struct db_conn *c, char *why, size_t whysz)
 {
     const struct shard_set *set = sh->set;
-    struct db_conn *c = db_acquire(sh->probe, 0);
+    struct shard_identity id;
     struct shard_map map;
-    char ids[SHARD_IDS_MAX], why[256];
+    char ids[SHARD_IDS_MAX];
+
+    if (!set->sharded) {
+        if (shardmap_read(c, &map) != DB_OK || !map.found)
+            return NULL;
+        snprintf(why, whysz, "now holds a shard map (shard %d of %s)", map.shard_id, map.ids);
+        return why;
+    }
+    if (shardmap_read_identity(c, &id) != DB_OK) {
+        snprintf(why, whysz, "cannot read its identity: %s", db_errstr(c));
+        return why;
+    }
+    if (shardmap_identity_differs(&id, set->cfg->mysql_cluster_id, sh->id, why, whysz) != NULL)
+        return why;
+    if (shardmap_read(c, &map) != DB_OK) {
+        snprintf(why, whysz, "cannot read its shard map: %s", db_errstr(c));
+        return why;
+    }
+    shardmap_ids(set->cfg, ids);
+    return shardmap_differs(&map, sh->id, ids, set->map_epoch, why, whysz);
+}
+
+/* One probe of sh: its health, checking its identity and shard map. A
+ * database that is no longer this shard's (blank, another shard's or
+ * another cluster's, or holding another map) refuses every request, with
+ * one alert line when it starts to. */
+static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *map_alerted)
+{
+    struct db_conn *c = db_acquire(sh->probe, 0);
+    char why[256];
     enum db_health h = DB_HEALTH_DOWN;
     enum db_status st;
 
@@ -114,25 +145,18 @@ static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *m
         h = node->galera ? DB_HEALTH_NOT_SYNCED : DB_HEALTH_DOWN;
         goto out;
     }
-    shardmap_ids(set->cfg, ids);
-    if (shardmap_read(c, &map) != DB_OK)
-        goto out;
-    if (set->sharded && !map.found) { /* a new, empty database: it is given ours */
-        if (shardmap_adopt(c, sh->id, ids, set->map_epoch) != DB_OK ||
-            shardmap_read(c, &map) != DB_OK)
-            goto out;
-    }
     h = DB_HEALTH_UP;
-    if (set->sharded ? shardmap_differs(&map, sh->id, ids, set->map_epoch, why, sizeof(why)) != NULL
-                     : map.found) {
-        if (!set->sharded)
-            snprintf(why, sizeof(why), "now holds a shard map (shard %d of %s)", map.shard_id,
-                     map.ids);
+    if (probe_differs(sh, c, why, sizeof(why)) != NULL) {
+        if (db_unreachable(c)) {
+            h = DB_HEALTH_DOWN;
+            goto out;
+        }
         h = DB_HEALTH_MAP_STALE;
         if (!*map_alerted)
             log_alert("SHARD_MAP_CHANGED",
                       "shard=%s reason=\"%s\" action=\"the shard refuses "
-                      "every request until this instance restarts with the stored map\"",
+                      "every request until its database is this shard's again or this "
+                      "instance restarts with the stored map\"",
                       sh->label, why);
         *map_alerted = true;
     } else
@@ -140,6 +164,16 @@ static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *m
 out:
     db_release(sh->probe, c);
     return h;
+}
+
+/* Wakes every prober for a probe now (SIGHUP): what a reload changes in
+ * a shard's database is found at once. Any thread. */
+void shard_probers_wake(struct shard_set *set)
+{
+    pthread_mutex_lock(&set->mu);
+    set->wake_gen++;
+    pthread_cond_broadcast(&set->wake);
+    pthread_mutex_unlock(&set->mu);
 }
 
 static void *prober_main(void *arg)
@@ -177,7 +211,10 @@ static void *prober_main(void *arg)
             until.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&set->mu);
-        while (!set->stopping && pthread_cond_timedwait(&set->wake, &set->mu, &until) != ETIMEDOUT)
+        unsigned long gen = set->wake_gen;
+
+        while (!set->stopping && gen == set->wake_gen &&
+               pthread_cond_timedwait(&set->wake, &set->mu, &until) != ETIMEDOUT)
             ;
         if (set->stopping) {
             pthread_mutex_unlock(&set->mu);

@@ -52,7 +52,8 @@ struct shard_set {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     bool stopping;
-    size_t probed; /* probers done with their first probe */
+    size_t probed;          /* probers done with their first probe */
+    unsigned long wake_gen; /* shard_probers_wake: each prober probes now */
 };
 
 /* Starts one background prober per shard: every mysql.probe_interval_ms
@@ -61,13 +62,19 @@ struct shard_set {
  * as the pool's health (db_pool_set_health) and the shard's
  * paycallback_shard_ready gauge. A shard whose map is not the one this
  * instance started with (epoch map_epoch; a newer epoch means the map was
- * changed with --write-shard-map) is DB_HEALTH_MAP_STALE and refuses every
- * request until the instance is restarted with the new list; a shard with
- * no map is given this one (shardmap_adopt). Readiness reads these states
+ * changed with --write-shard-map), or whose identity is not this shard of
+ * mysql.cluster_id (none, another cluster's, another shard id: its
+ * database was replaced), is DB_HEALTH_MAP_STALE and refuses every request
+ * (503) with an alert line; nothing is ever written to a shard's identity
+ * or map here. Readiness reads these states
  * and never waits on a database. Returns once every shard was probed once
  * (or after the longest a probe can take), so the first /readyz knows.
  * 0, or -1 when a thread could not start (those started are stopped). */
 int shard_probers_start(struct shard_set *set, uint64_t map_epoch);
+
+/* Has every prober probe now rather than at its next interval (SIGHUP).
+ * Any thread. */
+void shard_probers_wake(struct shard_set *set);
 
 /* Stops and joins the probers. Safe on a set whose probers never started. */
 void shard_probers_stop(struct shard_set *set);

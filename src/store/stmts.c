@@ -68,6 +68,19 @@ const char *const stmt_sql[ST_COUNT] = {
         "VALUES (1, ?, ?, ?, ?)",
     [ST_SHARD_MAP_PUT] = "REPLACE INTO shard_map (singleton, shard_id, shard_ids, scheme, epoch) "
                          "VALUES (1, ?, ?, ?, ?)",
+    /* The identity of a shard's database, written once by shards init:
+     * the one table that init makes, where migrate has not (yet). */
+    [ST_SHARD_ID_TABLE] = "CREATE TABLE IF NOT EXISTS shard_identity ("
+                          "singleton TINYINT UNSIGNED NOT NULL DEFAULT 1, "
+                          "cluster_id VARCHAR(64) NOT NULL, "
+                          "shard_id TINYINT UNSIGNED NOT NULL, "
+                          "init_time DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+                          "PRIMARY KEY (singleton), "
+                          "CONSTRAINT ck_shard_identity_singleton CHECK (singleton = 1)"
+                          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    [ST_SHARD_ID_GET] = "SELECT cluster_id, shard_id FROM shard_identity",
+    [ST_SHARD_ID_PUT] = "INSERT IGNORE INTO shard_identity (singleton, cluster_id, shard_id) "
+                        "VALUES (1, ?, ?)",
     [ST_PAY_SELECT] = "SELECT p.order_no, p.amount, p.outcome, o.status, "
                       "TIMESTAMPDIFF(SECOND, p.create_time, NOW(3)) FROM payment_record p "
                       "LEFT JOIN orders o ON o.order_no = p.order_no WHERE p.pay_no = ?",

@@ -30,6 +30,9 @@ enum db_stmt {
     ST_SHARD_MAP_GET,   /* -> enum shard_map_col */
     ST_SHARD_MAP_ADOPT, /* shard_id, shard_ids, scheme, epoch: only where none is */
     ST_SHARD_MAP_PUT,   /* shard_id, shard_ids, scheme, epoch */
+    ST_SHARD_ID_TABLE,  /* shards init: the identity's table, where none is */
+    ST_SHARD_ID_GET,    /* -> enum shard_id_col */
+    ST_SHARD_ID_PUT,    /* cluster_id, shard_id: only where none is */
     /* outbox (outbox.c) */
     ST_OUTBOX_INSERT, /* event_type, order_no, subject, payload */
     /* orders (orders.c) */
@@ -181,6 +184,12 @@ enum checkout_aged_col {
     CAC_REQUEST_ID,
     CAC_ORDER_NO,
     CAC_CREATE_TIME
+};
+
+/* ST_SHARD_ID_GET: this database's identity. */
+enum shard_id_col {
+    SIC_CLUSTER_ID,
+    SIC_SHARD_ID
 };
 
 /* ST_SHARD_MAP_GET: this database's row of the shard map. */

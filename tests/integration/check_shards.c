@@ -385,7 +385,7 @@ START_TEST(a_service_with_the_shards_databases_swapped_refuses_to_start)
 
     start_with("1:" H_SHARD2_SUFFIX ",2:", 8000, &run);
     ck_assert_msg(run.status == 2, "exit %d: %s", run.status, run.err);
-    ck_assert_msg(strstr(run.err, "shard map") != NULL, "%s", run.err);
+    ck_assert_msg(strstr(run.err, "shard identity") != NULL, "%s", run.err);
     h_run_free(&run);
 }
 END_TEST

@@ -37,8 +37,10 @@ struct h_server;
  * var/test-logs/<test binary>.log. Waits until the server has written its
  * port (15 s, 90 s for an ASan build). A server of one database (no
  * PAYCALLBACK_MYSQL_SHARDS in extra_env) first empties the test databases'
- * shard maps, which a sharded server left there and on which it would
- * refuse to start. Returns the server, or NULL with the reason on stderr. Only the calling process may signal or stop it, so a
+ * shard maps and identities, which a sharded server left there and on
+ * which it would refuse to start; a sharded one first runs `paycallback
+ * shards init` over the two test shards (h_shards_env), as an operator
+ * does, with mysql.cluster_id H_CLUSTER_ID. Returns the server, or NULL with the reason on stderr. Only the calling process may signal or stop it, so a
  * server started in an unchecked fixture survives Check's forked tests. */
 struct h_server *h_server_start(const char *const *extra_env);
 
@@ -269,6 +271,7 @@ void h_db_reset(void);
  * names with it in h_db_exec: "paycallback_test_s2.orders"). h_db_reset
  * empties both. */
 #define H_SHARD2_SUFFIX "_s2"
+#define H_CLUSTER_ID "paycallback-test" /* mysql.cluster_id of every test server */
 #define H_SHARD2_DB "paycallback_test" H_SHARD2_SUFFIX
 
 /* "PAYCALLBACK_MYSQL_SHARDS=1=...,2=...": the environment entry that makes

@@ -113,11 +113,27 @@ kept() {
 }
 check "every row is kept, unchanged" kept
 
+# A sharded service serves only shards that carry their identity, which
+# only `paycallback shards init` writes: after migrate, before the start.
+initialised() {
+	env "${env[@]}" "$shards" PAYCALLBACK_MYSQL_CLUSTER_ID=migrate-test "$bin" \
+		-c "$ROOT/config/paycallback.json" shards init >"$tmp/init.out" 2>&1 ||
+		{ cat "$tmp/init.out" >&2; return 1; }
+	grep -q "cluster migrate-test: shards 1,2" "$tmp/init.out" ||
+		{ echo "shards init: $(cat "$tmp/init.out")" >&2; return 1; }
+}
+check "shards init gives both migrated shards their identity" initialised
+
 checked() {
-	env "${env[@]}" "$shards" "$bin" -c "$ROOT/config/paycallback.json" --dev --check-config \
+	env "${env[@]}" "$shards" PAYCALLBACK_MYSQL_CLUSTER_ID=migrate-test "$bin" \
+		-c "$ROOT/config/paycallback.json" --dev --check-config \
 		>"$tmp/check.out" 2>&1 || { cat "$tmp/check.out" >&2; return 1; }
 }
 check "--check-config passes on the migrated shards" checked
+# The suites that follow start with databases that are no shard yet.
+for d in "${dbs[@]}"; do
+	as_root "$d" -e "DELETE FROM shard_map; DELETE FROM shard_identity"
+done
 
 # The development servers' provisioning (make services) brings a database
 # that is behind the tree forward with the migrations it lacks only: an

@@ -750,11 +750,14 @@ START_TEST(cfg_load_reads_shards_and_fills_their_endpoints_from_mysql)
 {
     struct config cfg;
 
-    ck_assert_int_eq(0, load(&cfg,
-                             "{\"mysql\": {\"host\": \"10.0.0.5\", \"port\": 3310, "
-                             "\"database\": \"pc\", \"shards\": [{\"id\": 2, \"port\": 33412}, "
-                             "{\"id\": 7, \"host\": \"10.0.0.9\", \"database\": \"pc7\"}]}}",
-                             NULL));
+    ck_assert_int_eq(
+        0,
+        load(
+            &cfg,
+            "{\"mysql\": {\"host\": \"10.0.0.5\", \"port\": 3310, "
+            "\"cluster_id\": \"eu-1\", \"database\": \"pc\", \"shards\": [{\"id\": 2, \"port\": 33412}, "
+            "{\"id\": 7, \"host\": \"10.0.0.9\", \"database\": \"pc7\"}]}}",
+            NULL));
     ck_assert_int_eq(2, cfg.nshards);
     ck_assert_int_eq(2, cfg.shards[0].id);
     ck_assert_str_eq("10.0.0.5", cfg.shards[0].host);
@@ -775,7 +778,8 @@ START_TEST(cfg_load_lets_the_environment_replace_the_shard_list)
     const char *none[] = { "PAYCALLBACK_MYSQL_SHARDS=", NULL };
     struct config cfg;
 
-    ck_assert_int_eq(0, load(&cfg, "{\"mysql\": {\"shards\": [{\"id\": 9}]}}", env));
+    ck_assert_int_eq(
+        0, load(&cfg, "{\"mysql\": {\"cluster_id\": \"c\", \"shards\": [{\"id\": 9}]}}", env));
     ck_assert_int_eq(3, cfg.nshards);
     ck_assert_int_eq(1, cfg.shards[0].id);
     ck_assert_str_eq("127.0.0.1", cfg.shards[0].host);
@@ -824,6 +828,22 @@ START_TEST(cfg_load_refuses_bad_shard_lists)
     refused("{}", e2, "id must be in 1..99");
     refused("{}", e3, "must be id=host:port/database");
     refused("{}", e4, "shard id 1 appears twice");
+}
+END_TEST
+
+START_TEST(cfg_load_needs_a_cluster_id_with_shards)
+{
+    struct config cfg;
+
+    refused("{\"mysql\": {\"shards\": [{\"id\": 1}]}}", NULL,
+            "mysql.cluster_id is required with mysql.shards");
+    refused("{\"mysql\": {\"cluster_id\": \"eu 1\", \"shards\": [{\"id\": 1}]}}", NULL,
+            "mysql.cluster_id may hold only");
+    ck_assert_int_eq(0, load(&cfg,
+                             "{\"mysql\": {\"cluster_id\": \"eu-1.a_b\", \"shards\": "
+                             "[{\"id\": 1}]}}",
+                             NULL));
+    ck_assert_str_eq("eu-1.a_b", cfg.mysql_cluster_id);
 }
 END_TEST
 
@@ -943,6 +963,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, cfg_load_reads_shards_and_fills_their_endpoints_from_mysql);
     tcase_add_test(tc, cfg_load_lets_the_environment_replace_the_shard_list);
     tcase_add_test(tc, cfg_load_refuses_bad_shard_lists);
+    tcase_add_test(tc, cfg_load_needs_a_cluster_id_with_shards);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fail closed on the callback secret");

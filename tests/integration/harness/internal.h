@@ -42,7 +42,14 @@ int hi_base_env(struct envv *e);
 int hi_server_env(struct envv *e, const char *const *extra_env);
 void hi_server_bin(const char *root, char *buf, size_t sz);
 int hi_reap_pid(pid_t pid, int timeout_ms);
-/* Empties shard_map in the test database and its _s2 twin (db.c). */
+/* Empties shard_map and shard_identity in the test database and its _s2
+ * twin (db.c). */
 void hi_forget_shard_maps(void);
+
+/* Runs `paycallback shards init` over the two test shards (h_shards_env):
+ * gives each its identity, as an operator does before a sharded start. A
+ * refusal (a test made a shard blank or foreign on purpose) is left to the
+ * start that follows. */
+void hi_shards_init(void);
 
 #endif

@@ -106,6 +106,7 @@ int hi_server_env(struct envv *e, const char *const *extra_env)
     rc |= env_set(e, "PAYCALLBACK_MYSQL_PASSWORD",
                   hi_test_env("PCB_TEST_MYSQL_PASSWORD", H_DB_PASSWORD));
     rc |= env_set(e, "PAYCALLBACK_REDIS_DB", "9");
+    rc |= env_set(e, "PAYCALLBACK_MYSQL_CLUSTER_ID", H_CLUSTER_ID); /* used once sharded */
     rc |= env_set(e, "PAYCALLBACK_DEV", "1"); /* the shipped development secret */
     /* The suites empty the database under a running server, which no
      * database does to a recorded payment: the replay cache, which
@@ -232,6 +233,8 @@ struct h_server *h_server_start_config(const char *config_path, const char *cons
     timeout_ms = strstr(bin, "/asan/") != NULL ? H_START_TIMEOUT_ASAN_MS : H_START_TIMEOUT_MS;
     if (!sharded_env(extra_env))
         hi_forget_shard_maps();
+    else
+        hi_shards_init();
     if (access(bin, X_OK) != 0) {
         fprintf(stderr, "harness: cannot execute %s: %s\n", bin, strerror(errno));
         return NULL;
