@@ -166,13 +166,15 @@ static const struct cfg_key keys[] = {
       "how long an open breaker answers 503 at once (with X-Shard-Outage) before one "
       "request goes through as a trial; its success or a successful probe closes it"),
     I("mysql", "shard_max_inflight", mysql_shard_max_inflight, 0, 4096, "0",
-      "requests in flight (holding or waiting for a connection) on a stalled shard "
-      "past which more are refused at once; 0 = three quarters of workers with "
+      "requests in flight (holding or waiting for a connection) on one shard, counted "
+      "before a request waits or calls, so a shard that hangs holds at most this many "
+      "workers from its first stuck request; 0 = three quarters of workers with "
       "several shards, no cap with one database"),
     I("mysql", "shard_stall_ms", mysql_shard_stall_ms, 10, 60000, "250",
       "a shard on which no request has finished for this long while requests are in "
-      "flight is stalled, and mysql.shard_max_inflight applies to it; a shard that "
-      "keeps finishing requests is never capped"),
+      "flight is stalled: a request finding mysql.shard_max_inflight reached is "
+      "refused at once; before that it waits for a request in flight to end, never "
+      "past this long since the shard's last progress"),
     S("mysql", "cluster_id", mysql_cluster_id, 0, "",
       "the name of the shard set, required with mysql.shards (1..64 of A-Z a-z 0-9 . _ -): "
       "`paycallback shards init` stores it with its shard id in every shard, and a shard "

@@ -117,8 +117,8 @@ struct config {
     int mysql_probe_interval_ms;          /* each shard's background readiness probe */
     int mysql_breaker_failures;           /* consecutive failures that open a shard's breaker */
     int mysql_breaker_open_ms;            /* how long an open breaker refuses before a trial */
-    int mysql_shard_max_inflight; /* requests in flight on one stalled shard; 0: the default rule */
-    int mysql_shard_stall_ms;     /* no request of a shard done for this long: it is stalled */
+    int mysql_shard_max_inflight;         /* requests in flight on one shard; 0: the default rule */
+    int mysql_shard_stall_ms; /* no request of a shard done for this long: it is stalled */
     char mysql_cluster_id[CFG_CLUSTER_ID_MAX]; /* the shard set's name, stored in every shard */
     /* mysql.shards: 0 = one database (mysql.*), order numbers unprefixed;
      * else the databases orders are spread over (placement follows the

@@ -56,6 +56,7 @@ enum breaker {
 
 struct db_guard {
     pthread_mutex_t mu;
+    pthread_cond_t slot; /* signalled when a request in flight ends (CLOCK_MONOTONIC) */
     bool on;
     int failures_max, open_ms, max_inflight, stall_ms, probe_timeout_ms;
     bool trust_probe;
@@ -798,6 +799,19 @@ const char *db_status_str(enum db_status st)
     return (unsigned)st < ARRAY_SIZE(names) ? names[st] : "UNKNOWN";
 }
 
+/* The guard's lock and the condition a request at the cap waits on,
+ * timed on the monotonic clock (monotime_ms). */
+static void guard_init(struct db_guard *g)
+{
+    pthread_condattr_t a;
+
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->slot, &a);
+    pthread_condattr_destroy(&a);
+}
+
 struct db_pool *db_pool_create(const struct config *cfg, const struct cfg_shard *at,
                                struct metrics *m)
 {
@@ -817,7 +831,7 @@ struct db_pool *db_pool_create(const struct config *cfg, const struct cfg_shard 
     }
     for (int i = 0; i < p->size; i++)
         p->conns[i].pool = p;
-    pthread_mutex_init(&p->g.mu, NULL);
+    guard_init(&p->g);
     return p;
 }
 
@@ -838,7 +852,7 @@ struct db_pool *db_pool_create_probe(const struct config *cfg, const struct cfg_
         return NULL;
     }
     p->conns[0].pool = p;
-    pthread_mutex_init(&p->g.mu, NULL);
+    guard_init(&p->g);
     return p;
 }
 
@@ -855,6 +869,7 @@ void db_pool_destroy(struct db_pool *p)
         disconnect(&p->conns[i]);
     slots_destroy(p->free);
     pthread_mutex_destroy(&p->g.mu);
+    pthread_cond_destroy(&p->g.slot);
     free(p->conns);
     free(p);
 }
@@ -937,8 +952,9 @@ static enum db_refusal guard_admit(struct db_pool *p, bool *trial)
             return DB_REFUSED_OUTAGE;
         g->trial_out = *trial = true;
     }
-    if (g->max_inflight > 0 && g->inflight >= g->max_inflight &&
-        monotime_ms() - g->last_done_ms > g->stall_ms) {
+    /* The bulkhead holds from the first request: at the cap, nothing more
+     * goes in (cap_wait decides whether the caller may wait for a slot). */
+    if (g->max_inflight > 0 && g->inflight >= g->max_inflight) {
         if (*trial)
             g->trial_out = *trial = false;
         return DB_REFUSED_BUSY;
@@ -946,6 +962,25 @@ static enum db_refusal guard_admit(struct db_pool *p, bool *trial)
     if (g->inflight++ == 0)
         g->last_done_ms = monotime_ms(); /* an idle shard is not a stalled one */
     return DB_REFUSED_NONE;
+}
+
+/* A request found the cap reached (g->mu held). While the shard is making
+ * progress (a request finished within stall_ms) it waits for one in flight
+ * to end, until the shard would count as stalled: true when woken, to try
+ * again. False once stalled: refused at once, so a shard that hangs holds
+ * at most the cap from its first stuck request, and the threads kept
+ * waiting are released within stall_ms of its last progress. */
+static bool cap_wait(struct db_pool *p)
+{
+    long long until = p->g.last_done_ms + p->g.stall_ms;
+    struct timespec ts;
+
+    if (monotime_ms() >= until)
+        return false;
+    ts.tv_sec = (time_t)(until / 1000);
+    ts.tv_nsec = (long)(until % 1000) * 1000000L;
+    pthread_cond_timedwait(&p->g.slot, &p->g.mu, &ts);
+    return true;
 }
 
 struct db_conn *db_acquire_why(struct db_pool *p, int wait_ms, enum db_refusal *why)
@@ -958,7 +993,8 @@ struct db_conn *db_acquire_why(struct db_pool *p, int wait_ms, enum db_refusal *
         *why = DB_REFUSED_NONE;
     if (p->g.on) {
         pthread_mutex_lock(&p->g.mu);
-        r = guard_admit(p, &trial);
+        while ((r = guard_admit(p, &trial)) == DB_REFUSED_BUSY && cap_wait(p))
+            ;
         pthread_mutex_unlock(&p->g.mu);
         if (r != DB_REFUSED_NONE) {
             metrics_shard_inc(p->m, p->shard_index,
@@ -976,6 +1012,7 @@ struct db_conn *db_acquire_why(struct db_pool *p, int wait_ms, enum db_refusal *
         if (p->g.on) { /* every connection held that long: a failure */
             pthread_mutex_lock(&p->g.mu);
             p->g.inflight--;
+            pthread_cond_signal(&p->g.slot); /* one may go in: cap_wait */
             if (trial)
                 p->g.trial_out = false;
             breaker_failure(p);
@@ -1006,6 +1043,7 @@ void db_release(struct db_pool *p, struct db_conn *c)
     if (c->guarded) {
         pthread_mutex_lock(&p->g.mu);
         p->g.inflight--;
+        pthread_cond_signal(&p->g.slot); /* one may go in: cap_wait */
         if (!c->unreachable)
             p->g.last_done_ms = monotime_ms(); /* progress: the shard is not stalled */
         if (c->unreachable)
@@ -1124,6 +1162,7 @@ struct db_conn *db_try_acquire(struct db_pool *p, enum db_refusal *why)
         if (p->g.on) { /* not a failure: the caller waits its turn */
             pthread_mutex_lock(&p->g.mu);
             p->g.inflight--;
+            pthread_cond_signal(&p->g.slot); /* one may go in: cap_wait */
             if (trial)
                 p->g.trial_out = false;
             pthread_mutex_unlock(&p->g.mu);

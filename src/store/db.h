@@ -96,11 +96,14 @@ void db_release(struct db_pool *pool, struct db_conn *conn);
  *    for breaker_open_ms, then lets one request through as a trial
  *    (half-open): its success, or a successful probe, closes it, its
  *    failure opens it again;
- *  - a cap on requests in flight (borrowed or waiting for a connection) on
- *    a stalled shard, one where no request has finished for stall_ms:
- *    past it, refused at once, so a hung shard holds at most that many of
- *    the service's workers. A shard that keeps finishing requests is not
- *    capped: a storm on a healthy shard may use every worker.
+ *  - a cap on requests in flight (borrowed or waiting for a connection),
+ *    counted when a request is admitted, before it waits or calls, so a
+ *    shard that hangs holds at most that many of the service's workers
+ *    from its first stuck request (not only once it is seen stalled). A
+ *    request that finds the cap reached waits for a request in flight to
+ *    end while the shard makes progress, and is refused at once when it
+ *    does not: once no request has finished for stall_ms (a stalled
+ *    shard), and never later than that.
  * A pool starts with no guard (db_pool_create); shard_set_open arms it. */
 
 /* Why db_acquire_why gave no connection. */

@@ -1,8 +1,9 @@
 /* check_db_guard.c - unit tests for the guard of a shard's pool (db.c):
  * the prober's health, the circuit breaker and the cap on requests in
- * flight on a stalled shard. Connections are borrowed and given back, never
+ * flight, held from the first request. Connections are borrowed and given back, never
  * connected: no database is needed. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -109,7 +110,7 @@ START_TEST(repeated_failures_open_the_breaker_and_one_trial_half_opens_it)
 }
 END_TEST
 
-START_TEST(a_stalled_shard_holds_at_most_its_cap_a_busy_one_is_not_capped)
+START_TEST(a_shard_at_its_cap_lets_nothing_more_in_from_the_first_request)
 {
     struct db_pool *p = guarded_pool(4, 100, 60000, 2, 50);
     struct db_conn *a, *b, *c;
@@ -120,14 +121,14 @@ START_TEST(a_stalled_shard_holds_at_most_its_cap_a_busy_one_is_not_capped)
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
     ck_assert_int_eq(2, db_pool_inflight(p));
-    c = db_acquire_why(p, 0, &why); /* just busy: not capped */
-    ck_assert_ptr_nonnull(c);
-    db_release(p, c);
-
-    sleep_ms(80); /* nothing finished for stall_ms */
+    /* Nothing finishes: a third waits at most until the shard counts as
+     * stalled, then is refused; it never goes in beside the two. */
     ck_assert_ptr_null(db_acquire_why(p, 0, &why));
     ck_assert_int_eq(DB_REFUSED_BUSY, why);
     ck_assert_int_eq(2, db_pool_inflight(p));
+    sleep_ms(80); /* stalled: refused at once */
+    ck_assert_ptr_null(db_acquire_why(p, 0, &why));
+    ck_assert_int_eq(DB_REFUSED_BUSY, why);
 
     db_release(p, a); /* progress again */
     c = db_acquire_why(p, 0, &why);
@@ -139,6 +140,42 @@ START_TEST(a_stalled_shard_holds_at_most_its_cap_a_busy_one_is_not_capped)
 }
 END_TEST
 
+struct taker {
+    struct db_pool *p;
+    struct db_conn *c;
+    enum db_refusal why;
+};
+
+static void *take(void *arg)
+{
+    struct taker *t = arg;
+
+    t->c = db_acquire_why(t->p, 0, &t->why);
+    return NULL;
+}
+
+START_TEST(a_request_at_the_cap_of_a_progressing_shard_waits_for_a_slot)
+{
+    struct db_pool *p = guarded_pool(4, 100, 60000, 1, 60000);
+    struct taker t = { .p = NULL };
+    struct db_conn *a;
+    pthread_t th;
+
+    t.p = p;
+    a = db_acquire(p, 0);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(0, pthread_create(&th, NULL, take, &t));
+    sleep_ms(20); /* let it reach the cap (it may also arrive after the release) */
+    db_release(p, a);
+    pthread_join(th, NULL);
+    ck_assert_ptr_nonnull(t.c);
+    ck_assert_int_eq(DB_REFUSED_NONE, t.why);
+    ck_assert_int_eq(1, db_pool_inflight(p));
+    db_release(p, t.c);
+    db_pool_destroy(p);
+}
+END_TEST
+
 static Suite *db_guard_suite(void)
 {
     Suite *s = suite_create("db_guard");
@@ -146,7 +183,8 @@ static Suite *db_guard_suite(void)
 
     tcase_add_test(tc, a_shard_the_prober_finds_down_refuses_at_once_until_it_is_up);
     tcase_add_test(tc, repeated_failures_open_the_breaker_and_one_trial_half_opens_it);
-    tcase_add_test(tc, a_stalled_shard_holds_at_most_its_cap_a_busy_one_is_not_capped);
+    tcase_add_test(tc, a_shard_at_its_cap_lets_nothing_more_in_from_the_first_request);
+    tcase_add_test(tc, a_request_at_the_cap_of_a_progressing_shard_waits_for_a_slot);
     suite_add_tcase(s, tc);
     return s;
 }
