@@ -213,7 +213,8 @@ struct config {
 bool cfg_default_webhook(const struct config *running, const struct config *snap,
                          struct webhook_endpoint_cfg *out);
 
-/* The databases cfg names, in placement order, into out: its mysql.shards,
+/* The databases cfg names, in the order listed (placement follows the ids
+ * ascending, never this order), into out: its mysql.shards,
  * or mysql.* alone as shard 1. Returns how many (1..CFG_SHARDS_MAX). */
 size_t cfg_endpoints(const struct config *cfg, struct cfg_shard out[CFG_SHARDS_MAX]);
 

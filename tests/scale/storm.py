@@ -31,7 +31,9 @@ Sharded topology (shard ids 1..--nshards; see docs/sharding.md):
   storm.py cancel URL PREFIX N --orders FILE --key KEY [--repeat R]
       POST /order/{order_no}/cancel for the first N orders of FILE (0:
       all), each sent R times in a shuffled order, with the operator KEY.
-  storm.py place KEY... : the shard id each key is placed on.
+  storm.py place KEY... [--ids 1,2,5 | --nshards N] : the shard id each key
+      is placed on, over the configured shard ids (any order; placement
+      follows them ascending), or ids 1..N.
 With --down ID, every reply is also counted under "split" by status and
 error code ("201", "503 UNAVAILABLE"): "needs" when the request needs shard
 ID (its order's shard, its pay_no's or user's registry shard, its sku's
@@ -132,10 +134,17 @@ class Tally:
             return body
 
 
-def place(key, nshards):
+def place_in(key, ids):
     """The shard id key is placed on: SHA-256(key)'s first 8 bytes,
-    big-endian, modulo the number of shards (src/store/shard.c), ids 1..n."""
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % nshards + 1
+    big-endian, modulo the number of shards, indexing the shard ids in
+    ascending order (src/store/shard.c, scheme sha256-mod-ascending-ids)."""
+    ids = sorted(ids)
+    return ids[int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % len(ids)]
+
+
+def place(key, nshards):
+    """place_in over shard ids 1..nshards (the scale topology's)."""
+    return place_in(key, range(1, nshards + 1))
 
 
 def order_shard(order_no):
@@ -403,9 +412,15 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "place":
         p = argparse.ArgumentParser(prog="storm.py place")
         p.add_argument("keys", nargs="+")
-        p.add_argument("--nshards", type=int, default=2)
+        p.add_argument("--nshards", type=int, default=2, help="shard ids 1..N")
+        p.add_argument("--ids", help="the configured shard ids, comma-separated (wins over --nshards)")
         a = p.parse_args(sys.argv[2:])
-        print(" ".join(str(place(k, a.nshards)) for k in a.keys))
+        ids = range(1, a.nshards + 1)
+        if a.ids:
+            ids = [int(x) for x in a.ids.split(",")]
+            if len(set(ids)) != len(ids) or not all(1 <= i <= 99 for i in ids):
+                p.error("--ids: distinct shard ids in 1..99")
+        print(" ".join(str(place_in(k, ids)) for k in a.keys))
         return 0
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=sorted(MODES))
