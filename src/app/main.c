@@ -546,11 +546,14 @@ int main(int argc, char **argv)
     /* A tool writes to the shards only once each is the shard it is
      * configured as, with the stored map: a swapped, blank or foreign
      * database is refused before the first row. */
-    if ((o.backfill || o.check_only) && cfg.nshards > 0 &&
-        shardmap_check_tool(&cfg, true, err, sizeof(err)) != 0) {
-        fprintf(stderr, "paycallback: %s\n", err);
-        rc = 2;
-        goto out;
+    if ((o.backfill || o.check_only) && cfg.nshards > 0) {
+        int checked = shardmap_check_tool(&cfg, true, err, sizeof(err));
+
+        if (checked != 0) {
+            fprintf(stderr, "paycallback: %s\n", err);
+            rc = checked == -2 ? 1 : 2; /* a shard that did not answer, or not its own */
+            goto out;
+        }
     }
     if (o.backfill) {
         rc = backfill_registries(&cfg, stop_requested, stdout, stderr);

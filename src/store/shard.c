@@ -98,29 +98,34 @@ int shard_max_inflight(const struct config *cfg)
 
 /* Whether sh's database is still what this instance started on: the
  * identity of its shard and the map of epoch set->map_epoch (sharded), or
- * neither (one database). NULL, or the reason in why. */
-static const char *probe_differs(const struct shard *sh, struct db_conn *c, char *why, size_t whysz)
+ * neither (one database). NULL, or the reason in why; *failed is set when
+ * they could not be read (the shard then counts as down, not changed). */
+static const char *probe_differs(const struct shard *sh, struct db_conn *c, bool *failed, char *why,
+                                 size_t whysz)
 {
     const struct shard_set *set = sh->set;
     struct shard_identity id;
     struct shard_map map;
     char ids[SHARD_IDS_MAX];
 
+    *failed = false;
     if (!set->sharded) {
-        if (shardmap_read(c, &map) != DB_OK || !map.found)
+        if (shardmap_read(c, &map) != DB_OK)
+            *failed = true;
+        if (*failed || !map.found)
             return NULL;
         snprintf(why, whysz, "now holds a shard map (shard %d of %s)", map.shard_id, map.ids);
         return why;
     }
     if (shardmap_read_identity(c, &id) != DB_OK) {
-        snprintf(why, whysz, "cannot read its identity: %s", db_errstr(c));
-        return why;
+        *failed = true;
+        return NULL;
     }
     if (shardmap_identity_differs(&id, set->cfg->mysql_cluster_id, sh->id, why, whysz) != NULL)
         return why;
     if (shardmap_read(c, &map) != DB_OK) {
-        snprintf(why, whysz, "cannot read its shard map: %s", db_errstr(c));
-        return why;
+        *failed = true;
+        return NULL;
     }
     shardmap_ids(set->cfg, ids);
     return shardmap_differs(&map, sh->id, ids, set->map_epoch, why, whysz);
@@ -134,6 +139,7 @@ static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *m
 {
     struct db_conn *c = db_acquire(sh->probe, 0);
     char why[256];
+    bool failed;
     enum db_health h = DB_HEALTH_DOWN;
     enum db_status st;
 
@@ -145,12 +151,7 @@ static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *m
         h = node->galera ? DB_HEALTH_NOT_SYNCED : DB_HEALTH_DOWN;
         goto out;
     }
-    h = DB_HEALTH_UP;
-    if (probe_differs(sh, c, why, sizeof(why)) != NULL) {
-        if (db_unreachable(c)) {
-            h = DB_HEALTH_DOWN;
-            goto out;
-        }
+    if (probe_differs(sh, c, &failed, why, sizeof(why)) != NULL) {
         h = DB_HEALTH_MAP_STALE;
         if (!*map_alerted)
             log_alert("SHARD_MAP_CHANGED",
@@ -159,8 +160,10 @@ static enum db_health probe_once(struct shard *sh, struct db_node *node, bool *m
                       "instance restarts with the stored map\"",
                       sh->label, why);
         *map_alerted = true;
-    } else
+    } else if (!failed) {
+        h = DB_HEALTH_UP;
         *map_alerted = false;
+    }
 out:
     db_release(sh->probe, c);
     return h;

@@ -183,7 +183,8 @@ static const char *reach_why(const struct reading *r)
 }
 
 /* Every reachable shard's identity must be cfg's (cluster, shard id); with
- * all, every shard must also answer. 0, or -1 with a one-line reason. */
+ * all, every shard must also answer. 0; -1 with a one-line reason for an
+ * identity that is not cfg's, -2 for a shard that could not be read. */
 static int check_identities(const struct config *cfg, const struct reading *rd, size_t n, bool all,
                             char *err, size_t errsz)
 {
@@ -195,7 +196,7 @@ static int check_identities(const struct config *cfg, const struct reading *rd, 
         if (r->st == DB_ERROR || (all && r->st != DB_OK)) {
             snprintf(err, errsz, "shard %d (%s:%d/%s): cannot read its identity: %s", r->at.id,
                      r->at.host, r->at.port, r->at.database, reach_why(r));
-            return -1;
+            return -2;
         }
         if (r->st == DB_OK && shardmap_identity_differs(&r->id, cfg->mysql_cluster_id, r->at.id,
                                                         why, sizeof(why)) != NULL) {
@@ -221,6 +222,8 @@ static int check_maps(const struct config *cfg, const struct reading *rd, size_t
     for (i = 0; i < n; i++)
         if (rd[i].st == DB_OK && rd[i].m.found && rd[i].m.epoch > e)
             e = rd[i].m.epoch;
+    if (e == 0)
+        e = 1; /* no shard answered: the probers compare with the first map */
     for (i = 0; i < n; i++)
         if (rd[i].st == DB_OK &&
             shardmap_differs(&rd[i].m, rd[i].at.id, ids, e, why, sizeof(why)) != NULL) {
@@ -269,7 +272,7 @@ int shardmap_check_start(const struct config *cfg, uint64_t *epoch, char *err, s
         rc = check_identities(cfg, rd, n, false, err, errsz) != 0 ||
                      check_maps(cfg, rd, n, epoch, err, errsz) != 0
                  ? -1
-                 : 0;
+                 : 0; /* a shard that does not answer is left to its prober */
     close_all(rd, n);
     return rc;
 }
@@ -283,22 +286,17 @@ int shardmap_check_tool(const struct config *cfg, bool map_too, char *err, size_
 
     if (cfg->nshards == 0)
         rc = check_unsharded(&rd[0], err, errsz);
-    else
-        rc = check_identities(cfg, rd, n, true, err, errsz) != 0 ||
-                     (map_too && check_maps(cfg, rd, n, &epoch, err, errsz) != 0)
-                 ? -1
-                 : 0;
+    else if ((rc = check_identities(cfg, rd, n, true, err, errsz)) == 0 && map_too)
+        rc = check_maps(cfg, rd, n, &epoch, err, errsz);
     close_all(rd, n);
     return rc;
 }
 
 /* shards init on one shard r, checked by the caller (its identity is
  * cfg's or none; a blank one is not a shard the cluster already has):
- * writes its identity, and with fresh (no shard holds a map yet) the first
- * map. 0 written or already so, -1 a race lost (reason on errs), -2 a
- * database failure. */
-static int init_one(const struct config *cfg, struct reading *r, bool fresh, const char *ids,
-                    FILE *out, FILE *errs)
+ * writes its identity. 0 written or already so, -1 a race lost (reason on
+ * errs), -2 a database failure. */
+static int init_one(const struct config *cfg, struct reading *r, FILE *out, FILE *errs)
 {
     char why[256], sid[DB_INT_BUF];
     const char *p[] = { cfg->mysql_cluster_id, db_param_int(sid, r->at.id) };
@@ -312,7 +310,6 @@ static int init_one(const struct config *cfg, struct reading *r, bool fresh, con
     what = r->m.found ? "adopted (it holds this shard's map)" : "a blank database, initialised";
     if (db_exec(r->c, ST_SHARD_ID_TABLE, NULL, 0, NULL) != DB_OK ||
         db_exec_retry(r->c, ST_SHARD_ID_PUT, p, 2, NULL) != DB_OK ||
-        (fresh && shardmap_adopt(r->c, r->at.id, ids, 1) != DB_OK) ||
         shardmap_read_identity(r->c, &r->id) != DB_OK) {
         fprintf(errs, "paycallback: shard %d: cannot write its identity: %s\n", r->at.id,
                 db_errstr(r->c));
@@ -380,8 +377,8 @@ int shardmap_init(const struct config *cfg, FILE *out, FILE *errs)
             close_all(rd, n);
             return 1;
         }
-        if (rd[i].m.found || rd[i].id.found)
-            fresh = false; /* the cluster exists: its map changes by --write-shard-map */
+        if (rd[i].m.found)
+            fresh = false; /* the cluster has a map: it changes by --write-shard-map */
     }
     /* Every refusal is found before anything is written. */
     for (i = 0; i < n && rc == 0; i++) {
@@ -408,8 +405,20 @@ int shardmap_init(const struct config *cfg, FILE *out, FILE *errs)
         }
     }
     for (i = 0; i < n && rc == 0; i++)
-        if ((one = init_one(cfg, &rd[i], fresh, ids, out, errs)) != 0)
+        if ((one = init_one(cfg, &rd[i], out, errs)) != 0)
             rc = one == -1 ? 2 : 1;
+    /* A new cluster's first map, once every shard has its identity: a run
+     * that fails before this leaves no map, and the next run is again a
+     * new cluster's; one that fails in this loop is finished by
+     * --write-shard-map. */
+    for (i = 0; i < n && rc == 0 && fresh; i++)
+        if (shardmap_adopt(rd[i].c, rd[i].at.id, ids, 1) != DB_OK) {
+            fprintf(errs,
+                    "paycallback: shard %d: cannot write the first shard map: %s; run "
+                    "--write-shard-map\n",
+                    rd[i].at.id, db_errstr(rd[i].c));
+            rc = 1;
+        }
     if (rc == 0)
         fprintf(out, "cluster %s: shards %s%s\n", cfg->mysql_cluster_id, ids,
                 fresh ? ", shard map epoch 1 written" : "");

@@ -90,7 +90,8 @@ int shardmap_check_start(const struct config *cfg, uint64_t *epoch, char *err, s
 
 /* Before a tool command (--backfill-registries, --check-config): as
  * shardmap_check_start, but every shard must answer; with map_too the maps
- * are checked as well. 0, or -1 with a one-line reason in err. */
+ * are checked as well. 0; -1 with a one-line reason in err for a shard
+ * whose identity or map is not cfg's, -2 for one that could not be read. */
 int shardmap_check_tool(const struct config *cfg, bool map_too, char *err, size_t errsz);
 
 /* shards init: gives every configured shard its identity (mysql.cluster_id
@@ -100,8 +101,8 @@ int shardmap_check_tool(const struct config *cfg, bool map_too, char *err, size_
  * database for a shard id the cluster already has (a map lists it, or
  * another database is it). A database holding this shard's map is adopted
  * (the upgrade of a deployment sharded before identities); a blank one is
- * initialised, and when no shard holds a map yet, given the first map
- * (epoch 1). Re-runnable. Reports on out and errs; returns the exit status:
+ * initialised; when no shard holds a map yet, every shard is given the
+ * first map (epoch 1) once all have their identity. Re-runnable. Reports on out and errs; returns the exit status:
  * 0, 1 when a shard did not answer or could not be written, 2 refused. */
 int shardmap_init(const struct config *cfg, FILE *out, FILE *errs);
 

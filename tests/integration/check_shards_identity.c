@@ -227,6 +227,25 @@ START_TEST(shards_init_adopts_shards_that_hold_their_map_and_is_rerunnable)
 }
 END_TEST
 
+START_TEST(shards_init_finishes_a_new_cluster_whose_first_map_was_not_written)
+{
+    const char *env[] = { h_shards_env(), NULL };
+    struct h_run run;
+
+    /* A first run that wrote every identity and stopped before the map. */
+    for (int id = 1; id <= 2; id++)
+        h_db_exec("DELETE FROM `%s`.shard_map", h_shard_db(id));
+    shards_init(env, &run);
+    ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
+    ck_assert_msg(strstr(run.out, "shards 1,2, shard map epoch 1 written"), "%s", run.out);
+    h_run_free(&run);
+    for (int id = 1; id <= 2; id++)
+        ck_assert_int_eq(id, h_db_scalar_ll("SELECT shard_id FROM `%s`.shard_map WHERE epoch = 1 "
+                                            "AND shard_ids = '1,2'",
+                                            h_shard_db(id)));
+}
+END_TEST
+
 START_TEST(shards_init_never_gives_a_blank_database_a_shard_id_the_cluster_has)
 {
     const char *env[] = { h_shards_env(), NULL };
@@ -365,6 +384,7 @@ static Suite *identity_suite(void)
     tcase_add_test(tc, a_swapped_pair_of_shards_is_refused_at_start);
     tcase_add_test(tc, a_service_of_another_cluster_id_is_refused_at_start);
     tcase_add_test(tc, shards_init_adopts_shards_that_hold_their_map_and_is_rerunnable);
+    tcase_add_test(tc, shards_init_finishes_a_new_cluster_whose_first_map_was_not_written);
     tcase_add_test(tc, shards_init_never_gives_a_blank_database_a_shard_id_the_cluster_has);
     tcase_add_test(tc, shards_init_refuses_another_clusters_database);
     tcase_add_test(tc, backfill_refuses_a_swapped_map_and_writes_nothing);
