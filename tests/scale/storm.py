@@ -184,6 +184,8 @@ def callbacks(a, tally):
             items.append(('{"order_no":"%s","pay_no":"%s","amount":"%s"}' % (order_no, pay_no, amount),
                           "%d%s" % (i, leg),
                           needs_down(a, order_shard(order_no), place(pay_no, a.nshards))))
+    if a.needing != "any":       # one client per kind: a blocked request holds only its own kind's threads
+        items = [it for it in items if bool(it[2]) == (a.needing == "down")]
     queue = items * a.repeat
     random.shuffle(queue)
     pos = [0]
@@ -438,6 +440,8 @@ def main():
     p.add_argument("--key", default="", help="an operator key (cancel)")
     p.add_argument("--nshards", type=int, default=2)
     p.add_argument("--down", type=int, default=0)
+    p.add_argument("--needing", choices=("any", "down", "other"), default="any",
+                   help="callbacks with --down: only those that need the --down shard, or only the others")
     p.add_argument("--threads", type=int, default=16)
     p.add_argument("--timeout", type=float, default=60, help="seconds a reply may take")
     p.add_argument("--stop-file", default="")
