@@ -32,7 +32,7 @@ struct route_failure;
 struct shard;
 
 #define IDEM_KEY_MAX 255    /* characters of a key */
-#define IDEM_SCOPE_MAX 127  /* "key:<credential>" or "user:<user_id>" */
+#define IDEM_SCOPE_MAX 127  /* "key:<credential>" */
 #define IDEM_FP_HEX 64      /* a SHA-256 in hex */
 #define IDEM_BODY_MAX 65536 /* a stored answer; larger ones are not stored */
 #define IDEM_POLL_MIN_MS 5  /* first pause of a waiting repeat, doubling */

@@ -42,8 +42,7 @@ struct idempotency {
 int idempotency_key_or_reply(const struct http_req *req, struct idempotency *ir,
                              struct http_resp *resp);
 
-/* Claims the key in scope (the caller: "key:<credential>" or
- * "user:<user_id>") for this request's fingerprint, on the shard its scope
+/* Claims the key in scope (the caller: "key:<credential>") for this request's fingerprint, on the shard its scope
  * is placed on (idem_shard; a 503 from that shard counts as its own). 0:
  * run the request
  * (then idempotency_end). -1 after replying: the stored answer again (replay), 422

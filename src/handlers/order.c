@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "api_error.h"
+#include "auth.h"
 #include "common.h"
 #include "config.h"
 #include "handlers.h"
@@ -218,21 +219,35 @@ static void render_create(struct server *srv, const struct http_req *req, enum o
     }
 }
 
-/* With an Idempotency-Key: the caller is the authenticated key when the
- * request carries one (a shop backend: its keys are its own, whatever
- * user_id the body names), else the shopper (user_id), so two callers'
- * keys never meet. Claims the key or answers from its record;
- * sharded, the record lives on shard_place(scope), whatever the sku, so a
- * key reused for another sku is still seen. */
-static int claim_key_or_reply(struct server *srv, const struct http_req *req, struct order_req *rq,
+/* An Idempotency-Key stands in for the single-use token only for a shop
+ * backend: a caller authenticated with an operator key that holds the
+ * orders scope. Anonymous, the key would let one request skip the token,
+ * so it is refused (401, with or without a token: a shopper sends the
+ * token alone), and a key without the scope is 403. 0, or -1 after the
+ * reply. */
+static int keyed_caller_or_reply(const struct http_req *req, struct http_resp *resp)
+{
+    if (req->caller[0] == '\0') {
+        api_reply(resp, API_UNAUTHORIZED,
+                  IDEMPOTENCY_HEADER " is for shop backends (Authorization: Bearer <key> with "
+                                     "the orders scope); a shopper sends " TOKEN_HEADER " alone");
+        http_reply_challenge(resp, "Bearer");
+        return -1;
+    }
+    return auth_scope_or_reply(req, CFG_SCOPE_ORDERS, resp); /* 403 */
+}
+
+/* With an Idempotency-Key, from a shop backend: the key belongs to the
+ * authenticated caller, whatever user_id the body names, so two callers'
+ * keys never meet. Claims the key or answers from its record; sharded,
+ * the record lives on shard_place(scope), whatever the sku, so a key
+ * reused for another sku is still seen. */
+static int claim_key_or_reply(struct server *srv, const struct http_req *req,
                               struct idempotency *ir, struct http_resp *resp)
 {
     char scope[IDEM_SCOPE_MAX + 1];
 
-    if (req->caller[0] != '\0')
-        snprintf(scope, sizeof(scope), "key:%s", req->caller);
-    else
-        snprintf(scope, sizeof(scope), "user:%s", rq->order.user_id);
+    snprintf(scope, sizeof(scope), "key:%s", req->caller);
     return idempotency_begin_or_reply(srv, req, scope, ir, resp);
 }
 
@@ -248,10 +263,12 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
     struct order_view o;
     enum orders_result r;
 
-    if (idempotency_key_or_reply(req, &ir, resp) != 0 || parse_or_reply(req, ir.on, &rq, resp) != 0)
+    if (idempotency_key_or_reply(req, &ir, resp) != 0 ||
+        (ir.on && keyed_caller_or_reply(req, resp) != 0) ||
+        parse_or_reply(req, ir.on, &rq, resp) != 0)
         goto out;
     rq.order.max_open = srv->cfg->orders_max_open_per_user;
-    if (ir.on ? claim_key_or_reply(srv, req, &rq, &ir, resp) != 0
+    if (ir.on ? claim_key_or_reply(srv, req, &ir, resp) != 0
               : consume_or_reply(srv, &ctx, &rq, &rcpt, req, resp) != 0)
         goto out;
     if (lock_or_reply(srv, &lk, rq.order.sku, resp) != 0)

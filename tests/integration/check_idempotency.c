@@ -33,8 +33,9 @@ static long long running_keys(void)
 }
 
 /* POST /order/create with Idempotency-Key: key (no header when NULL) and
- * no token, from an anonymous caller (no Authorization: the key's scope
- * is the user_id). No assertions: safe from threads. */
+ * no token, from a shop backend (the operator key H_OPERATOR_KEY, which
+ * holds the orders scope: the key's scope is that caller). No
+ * assertions: safe from threads. */
 static int create_keyed(int port, const char *key, const char *user_id, const char *request_id,
                         int quantity, struct h_resp *r)
 {
@@ -47,7 +48,8 @@ static int create_keyed(int port, const char *key, const char *user_id, const ch
     snprintf(body, sizeof body,
              "{\"user_id\":\"%s\",\"request_id\":\"%s\",\"sku\":\"SHOE-42\",\"quantity\":%d}",
              user_id, request_id, quantity);
-    return h_http_key(port, NULL, "POST", "/order/create", headers, body, strlen(body), r);
+    return h_http_key(port, H_OPERATOR_KEY, "POST", "/order/create", headers, body, strlen(body),
+                      r);
 }
 
 static void assert_replayed(const struct h_resp *r, int replayed)
@@ -129,26 +131,6 @@ START_TEST(neither_token_nor_key_is_400_and_a_bad_key_too)
     h_resp_free(&r);
     ck_assert_int_eq(2, orders());
     ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key WHERE state <> 2"));
-}
-END_TEST
-
-START_TEST(keys_of_two_callers_do_not_collide)
-{
-    struct h_resp a, b;
-
-    create_keyed(h_port(), "k-shared", "alice", "r1", 1, &a);
-    create_keyed(h_port(), "k-shared", "bob", "r1", 1, &b);
-    h_assert_status(&a, 201);
-    h_assert_status(&b, 201);
-    assert_replayed(&b, 0);
-    char *na = h_json_get_str(a.body, "order_no"), *nb = h_json_get_str(b.body, "order_no");
-
-    ck_assert_msg(na != NULL && nb != NULL && strcmp(na, nb) != 0, "one order for two callers");
-    free(na);
-    free(nb);
-    ck_assert_int_eq(2, orders());
-    h_resp_free(&a);
-    h_resp_free(&b);
 }
 END_TEST
 
@@ -281,10 +263,13 @@ END_TEST
 
 #define KEY_OPS "ops-key-0123456789abcdef"
 #define KEY_ERP "erp-key-0123456789abcdef"
+#define KEY_READER "reader-key-0123456789abcdef"
 
 static void two_keys_server_up(void)
 {
-    static const char *const env[] = { "PAYCALLBACK_AUTH_KEYS=ops:" KEY_OPS ",erp:" KEY_ERP, NULL };
+    static const char *const env[] = { "PAYCALLBACK_AUTH_KEYS=ops:" KEY_OPS ",erp:" KEY_ERP
+                                       ",reader:" KEY_READER ":read",
+                                       NULL };
 
     h_fixture_server_up_env(env);
 }
@@ -338,10 +323,10 @@ START_TEST(a_create_key_is_scoped_by_the_authenticated_caller)
 {
     struct h_resp a, b, c, d, e;
 
-    create_as(NULL, "shop-k1", "alice", &a); /* anonymous: scope user:alice */
-    h_assert_status(&a, 201);
-    create_as(KEY_OPS, "shop-k1", "alice", &b); /* scope key:ops: not a replay */
-    h_assert_status(&b, 200);                   /* the same checkout's order */
+    create_as(NULL, "shop-k1", "alice", &a); /* anonymous: no key of its own */
+    h_assert_error(&a, 401, "UNAUTHORIZED");
+    create_as(KEY_OPS, "shop-k1", "alice", &b); /* scope key:ops */
+    h_assert_status(&b, 201);
     assert_replayed(&b, 0);
     create_as(KEY_OPS, "shop-k1", "bob", &c); /* same key, another payload */
     h_assert_error(&c, 422, "IDEMPOTENCY_KEY_MISMATCH");
@@ -353,13 +338,47 @@ START_TEST(a_create_key_is_scoped_by_the_authenticated_caller)
     ck_assert_int_eq(2, orders());
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key WHERE scope = 'key:ops'"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key WHERE scope = 'key:erp'"));
-    ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key WHERE scope = "
-                                       "'user:alice'"));
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key WHERE scope LIKE 'user:%%'"));
     h_resp_free(&a);
     h_resp_free(&b);
     h_resp_free(&c);
     h_resp_free(&d);
     h_resp_free(&e);
+}
+END_TEST
+
+/* An Idempotency-Key stands in for the token only for a shop backend:
+ * anonymous, a key without a token is 401 and one with a token too; an
+ * operator key without the orders scope is 403. None writes anything. */
+START_TEST(an_idempotency_key_without_a_shop_key_is_refused)
+{
+    const char *body = "{\"user_id\":\"u1\",\"request_id\":\"r1\",\"sku\":\"SHOE-42\","
+                       "\"quantity\":100}";
+    char token[H_TOKEN_BUF], tok_hdr[64];
+    const char *headers[] = { "Content-Type: application/json", "Idempotency-Key: hoard-1", NULL,
+                              NULL };
+    struct h_resp r;
+
+    h_http_key(h_port(), NULL, "POST", "/order/create", headers, body, strlen(body), &r);
+    h_assert_error(&r, 401, "UNAUTHORIZED");
+    ck_assert_msg(h_resp_header(&r, "WWW-Authenticate") != NULL, "a 401 without a challenge");
+    h_resp_free(&r);
+
+    h_token_apply(h_port(), token);
+    snprintf(tok_hdr, sizeof tok_hdr, "Idempotent-Token: %s", token);
+    headers[2] = tok_hdr;
+    h_http_key(h_port(), NULL, "POST", "/order/create", headers, body, strlen(body), &r);
+    h_assert_error(&r, 401, "UNAUTHORIZED");
+    h_resp_free(&r);
+    headers[2] = NULL;
+
+    h_http_key(h_port(), KEY_READER, "POST", "/order/create", headers, body, strlen(body), &r);
+    h_assert_error(&r, 403, "FORBIDDEN");
+    h_resp_free(&r);
+
+    ck_assert_int_eq(0, orders());
+    ck_assert_int_eq(0, h_db_scalar_ll("SELECT COUNT(*) FROM idem_key"));
+    ck_assert_int_eq(100, h_db_scalar_ll("SELECT num FROM stock WHERE sku = 'SHOE-42'"));
 }
 END_TEST
 
@@ -436,21 +455,35 @@ END_TEST
 
 /* ---- two instances on one database --------------------------------------- */
 
+/* Both instances know the development key by a name of this run only, so
+ * the log line of this test's wait (scope=key:<name>) is told from any
+ * other test's. */
+static char two_name[48], two_env[96];
+
+static void two_instances_up(void)
+{
+    static const char *env[] = { two_env, NULL };
+
+    snprintf(two_name, sizeof two_name, "two-%d-%lld", (int)getpid(), h_now_ms());
+    snprintf(two_env, sizeof two_env, "PAYCALLBACK_AUTH_KEYS=%s:" H_OPERATOR_KEY, two_name);
+    h_fixture_server_up_env(env);
+}
+
 START_TEST(a_repeat_on_another_instance_waits_and_replays)
 {
-    struct h_server *other = h_server_start(NULL);
+    static const char *env[] = { two_env, NULL };
+    struct h_server *other = h_server_start(env);
     struct h_db *db;
     struct attempt a, b;
-    char user[64], scope[80], *line;
+    char scope[80], *line;
     const char *parts[] = { "waiting for its first attempt", scope, NULL };
 
     ck_assert_msg(other != NULL, "second instance did not start");
     db = hold_stock();
-    snprintf(user, sizeof user, "u2-%d-%lld", (int)getpid(), h_now_ms());
-    snprintf(scope, sizeof scope, "scope=user:%s ", user);
-    attempt_start(&a, h_port(), "k-two", user);
+    snprintf(scope, sizeof scope, "scope=key:%s ", two_name);
+    attempt_start(&a, h_port(), "k-two", "u2");
     h_await(running_keys() == 1, AWAIT_MS, "the first attempt never claimed its key");
-    attempt_start(&b, h_server_port(other), "k-two", user);
+    attempt_start(&b, h_server_port(other), "k-two", "u2");
     /* The log, not /metrics: a request queued on the waiting worker thread
      * would wait with it. */
     line = h_log_find(parts, AWAIT_MS);
@@ -534,7 +567,6 @@ static Suite *idempotency_suite(void)
     tcase_add_test(tc, repeat_replays_the_first_answer_byte_for_byte);
     tcase_add_test(tc, same_key_with_another_body_is_422);
     tcase_add_test(tc, neither_token_nor_key_is_400_and_a_bad_key_too);
-    tcase_add_test(tc, keys_of_two_callers_do_not_collide);
     tcase_add_test(tc, fifty_concurrent_repeats_make_one_order_and_fifty_identical_answers);
     tcase_add_test(tc, a_503_is_not_stored_and_the_key_is_free_again);
     tcase_add_test(tc, an_expired_key_runs_again);
@@ -549,9 +581,10 @@ static Suite *idempotency_suite(void)
     tc = h_tcase_with("two operator keys", TC_TIMEOUT_S, two_keys_server_up, h_fixture_server_down);
     tcase_add_test(tc, transition_keys_of_two_operator_keys_do_not_collide);
     tcase_add_test(tc, a_create_key_is_scoped_by_the_authenticated_caller);
+    tcase_add_test(tc, an_idempotency_key_without_a_shop_key_is_refused);
     suite_add_tcase(s, tc);
 
-    tc = h_tcase("two instances on one database", TC_TIMEOUT_S);
+    tc = tcase("two instances on one database", two_instances_up);
     tcase_add_test(tc, a_repeat_on_another_instance_waits_and_replays);
     suite_add_tcase(s, tc);
 

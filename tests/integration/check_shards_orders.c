@@ -79,20 +79,51 @@ static void create(const char *user_id, const char *request_id, const char *sku,
     ck_assert_int_eq(0, h_order_create(h_port(), token, user_id, request_id, sku, quantity, r));
 }
 
-/* POST /order/create with Idempotency-Key: key and no token. */
-static void create_keyed(const char *key, const char *user_id, const char *request_id,
-                         const char *sku, struct h_resp *r)
+/* The shop backends of the sharded server: operator keys shop-0 ...
+ * shop-7 (besides the development key of the other tests). A key's
+ * records are placed by its scope, "key:<name>". */
+#define SHOP_KEYS 8
+#define SHOP_KEY_SECRET "-key-0123456789abcdef"
+
+static void sharded_shops_up(void)
 {
-    char body[256], hdr[300];
+    static char keys[512];
+    const char *env[] = { h_shards_env(), keys, NULL };
+    size_t n = (size_t)snprintf(keys, sizeof keys, "PAYCALLBACK_AUTH_KEYS=dev:" H_OPERATOR_KEY);
+
+    for (int i = 0; i < SHOP_KEYS; i++)
+        n += (size_t)snprintf(keys + n, sizeof keys - n, ",shop-%d:shop-%d" SHOP_KEY_SECRET, i, i);
+    h_fixture_server_up_env(env);
+}
+
+/* The shop key whose scope "key:shop-<i>" is placed on shard id: its
+ * name into name, its scope into scope. */
+static void shop_on(int id, char name[16], char scope[32])
+{
+    for (int i = 0; i < SHOP_KEYS; i++) {
+        snprintf(name, 16, "shop-%d", i);
+        snprintf(scope, 32, "key:%s", name);
+        if (h_shard_place(scope) == id)
+            return;
+    }
+    ck_abort_msg("no shop key is placed on shard %d", id);
+}
+
+/* POST /order/create with Idempotency-Key: key and no token, from the
+ * shop backend shop (its operator key). */
+static void create_keyed(const char *shop, const char *key, const char *user_id,
+                         const char *request_id, const char *sku, struct h_resp *r)
+{
+    char body[256], hdr[300], secret[64];
     const char *headers[] = { "Content-Type: application/json", hdr, NULL };
 
+    snprintf(secret, sizeof secret, "%s" SHOP_KEY_SECRET, shop);
     snprintf(hdr, sizeof hdr, "Idempotency-Key: %s", key);
     snprintf(body, sizeof body,
              "{\"user_id\":\"%s\",\"request_id\":\"%s\",\"sku\":\"%s\",\"quantity\":1}", user_id,
              request_id, sku);
-    /* Anonymous: the key's scope is user:<user_id>, which places its record. */
     ck_assert_int_eq(
-        0, h_http_key(h_port(), NULL, "POST", "/order/create", headers, body, strlen(body), r));
+        0, h_http_key(h_port(), secret, "POST", "/order/create", headers, body, strlen(body), r));
 }
 
 /* POST /order/{no}/{verb}, or GET /order/{no} when verb is NULL. */
@@ -394,33 +425,28 @@ END_TEST
 
 /* ---- Idempotency-Key --------------------------------------------------------------- */
 
-/* A key's record is placed by its scope ("user:<user_id>"), the order by
- * its sku: the record on the order's shard (stored in the order's
+/* A key's record is placed by its scope ("key:<shop>"), the order by its
+ * sku: the record on the order's shard (stored in the order's
  * transaction) and on the other one (stored after it) answer alike. */
 static void keyed_create_replays_and_refuses_another_sku(int key_shard)
 {
-    char user[32], scope[48];
+    char shop[16], scope[32];
+    const char *user = "keyed-1";
     struct h_resp r, again;
     char *no;
 
-    for (int n = 0;; n++) {
-        snprintf(user, sizeof user, "keyed-%d", n);
-        snprintf(scope, sizeof scope, "user:%s", user);
-        if (h_shard_place(scope) == key_shard)
-            break;
-    }
-    create_keyed("k-1", user, "erp-1", "SHOE-42", &r);
+    shop_on(key_shard, shop, scope);
+    create_keyed(shop, "k-1", user, "erp-1", "SHOE-42", &r);
     h_assert_status(&r, 201);
     ck_assert_ptr_null(h_resp_header(&r, "Idempotent-Replayed"));
-    create_keyed("k-1", user, "erp-1", "SHOE-42", &again);
+    create_keyed(shop, "k-1", user, "erp-1", "SHOE-42", &again);
     h_assert_status(&again, 201);
     ck_assert_str_eq(r.body, again.body);
     ck_assert_pstr_eq("true", h_resp_header(&again, "Idempotent-Replayed"));
     h_resp_free(&again);
-    create_keyed("k-1", user, "erp-1", "SOCK-01", &again);
+    create_keyed(shop, "k-1", user, "erp-1", "SOCK-01", &again);
     h_assert_error(&again, 422, "IDEMPOTENCY_KEY_MISMATCH");
     h_resp_free(&again);
-
     no = h_json_get_str(r.body, "order_no");
     ck_assert_int_eq(1, rows_on(h_shard_place("SHOE-42"), "orders", no));
     ck_assert_int_eq(1, orders_on(1) + orders_on(2));
@@ -452,30 +478,26 @@ END_TEST
 START_TEST(keyed_create_that_died_before_its_answer_was_stored)
 {
     int key_shard = 3 - h_shard_place("SHOE-42");
-    char user[32], scope[48];
+    char shop[16], scope[32];
+    const char *user = "crash-1";
     struct h_resp r, again;
     char *no;
 
-    for (int n = 0;; n++) {
-        snprintf(user, sizeof user, "crash-%d", n);
-        snprintf(scope, sizeof scope, "user:%s", user);
-        if (h_shard_place(scope) == key_shard)
-            break;
-    }
-    create_keyed("k-crash", user, "erp-crash", "SHOE-42", &r);
+    shop_on(key_shard, shop, scope);
+    create_keyed(shop, "k-crash", user, "erp-crash", "SHOE-42", &r);
     h_assert_status(&r, 201);
     h_db_exec("UPDATE %s.idem_key SET state = 1, status = NULL, body = NULL, "
               "owner = '00000000000000000000000000000000', "
               "lease_until = NOW(3) - INTERVAL 1 SECOND WHERE scope = '%s'",
               h_shard_db(key_shard), scope);
 
-    create_keyed("k-crash", user, "erp-crash", "SHOE-42", &again);
+    create_keyed(shop, "k-crash", user, "erp-crash", "SHOE-42", &again);
     h_assert_status(&again, 200);
     h_assert_bool(&again, "duplicate", 1);
     no = h_json_get_str(r.body, "order_no");
     h_assert_str(&again, "order_no", no);
     h_resp_free(&again);
-    create_keyed("k-crash", user, "erp-crash", "SHOE-42", &again);
+    create_keyed(shop, "k-crash", user, "erp-crash", "SHOE-42", &again);
     h_assert_status(&again, 200);
     ck_assert_pstr_eq("true", h_resp_header(&again, "Idempotent-Replayed"));
     h_assert_str(&again, "order_no", no);
@@ -650,8 +672,8 @@ END_TEST
 static Suite *shards_orders_suite(void)
 {
     Suite *s = suite_create("shards_orders");
-    TCase *tc = h_tcase_with("orders on two shards", TC_TIMEOUT_S, h_fixture_sharded_up,
-                             h_fixture_server_down);
+    TCase *tc =
+        h_tcase_with("orders on two shards", TC_TIMEOUT_S, sharded_shops_up, h_fixture_server_down);
 
     tcase_add_test(tc, orders_land_on_their_skus_shard);
     tcase_add_test(tc, ship_and_finish_reach_the_orders_shard);
