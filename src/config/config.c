@@ -274,15 +274,16 @@ static const struct cfg_key keys[] = {
       "WAIT_PAY orders one user_id may hold; then 409 TOO_MANY_OPEN_ORDERS; 0: no cap"),
     I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60",
       "time between reconciliation passes"),
-    I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "1800",
+    I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "900",
       "a WAIT_PAY order older than this is reported, and asked about where a query "
       "endpoint is configured"),
     I("reconcile", "outbox_lag_s", reconcile_outbox_lag_s, 1, 31536000, "300",
       "an undelivered event older than this is reported"),
     I("reconcile", "query_batch", reconcile_query_batch, 1, 1000, "50",
       "stale orders one pass asks the query endpoints about"),
-    I("reconcile", "payment_window_s", reconcile_payment_window_s, 0, 31536000, "86400",
-      "an unpaid order older than this is closed, its stock returned; 0: orders never "
+    I("reconcile", "payment_window_s", reconcile_payment_window_s, 0, 31536000, "1800",
+      "an unpaid order older than this is closed, its stock returned (the gateways' query "
+      "endpoints are asked first); shops hold stock for 15 to 30 minutes; 0: orders never "
       "expire"),
     I("reconcile", "expire_batch", reconcile_expire_batch, 1, 1000, "100",
       "orders past the payment window one pass closes, per shard"),

@@ -221,7 +221,7 @@ START_TEST(reconcile_report_finds_each_planted_case)
     struct h_resp r;
 
     h_db_insert_order("OS1", "u1", "899.00", 1);
-    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR WHERE order_no = 'OS1'");
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 20 MINUTE WHERE order_no = 'OS1'");
     h_db_insert_order("OS2", "u1", "899.00", 1);
     payment("PS1", "OS9", 2);
     h_db_exec("INSERT INTO outbox (event_type, order_no, payload, state) "
@@ -247,9 +247,9 @@ START_TEST(cancel_stale_cancels_old_wait_pay_orders_only)
     h_db_insert_order("OC1", "u1", "899.00", 1); /* stale */
     h_db_insert_order("OC2", "u1", "899.00", 1); /* fresh */
     h_db_insert_order("OC3", "u1", "899.00", 2); /* old but PAID */
-    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR "
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 20 MINUTE "
               "WHERE order_no IN ('OC1', 'OC3')");
-    post("/ops/orders/cancel-stale", "{\"older_than_s\":3600,\"limit\":10}", &r);
+    post("/ops/orders/cancel-stale", "{\"older_than_s\":900,\"limit\":10}", &r);
     h_assert_status(&r, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"canceled\":1"));
     h_resp_free(&r);
@@ -260,7 +260,7 @@ START_TEST(cancel_stale_cancels_old_wait_pay_orders_only)
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM outbox WHERE order_no = 'OC1' "
                                        "AND event_type = 'order.canceled'"));
     ck_assert_int_eq(1, h_db_scalar_ll("SELECT COUNT(*) FROM audit_log WHERE subject = 'OC1'"));
-    post("/ops/orders/cancel-stale", "{\"older_than_s\":3600,\"limit\":10}", &r); /* again */
+    post("/ops/orders/cancel-stale", "{\"older_than_s\":900,\"limit\":10}", &r); /* again */
     h_assert_status(&r, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"canceled\":0"));
     h_resp_free(&r);

@@ -59,7 +59,7 @@ START_TEST(each_planted_case_shows_in_its_gauge)
     int port = h_port();
 
     h_db_insert_order("RS1", "u1", "899.00", 1); /* stale WAIT_PAY */
-    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 2 HOUR WHERE order_no = 'RS1'");
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 20 MINUTE WHERE order_no = 'RS1'");
     h_db_insert_order("RS2", "u1", "899.00", 1); /* fresh: not reported */
     h_db_insert_order("RS3", "u1", "899.00", 2);
     payment("PR1", "RS3", 1, 0);

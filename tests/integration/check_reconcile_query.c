@@ -71,7 +71,7 @@ static int log_lines(const char *a, const char *b)
 static void stale_order(const char *order_no, const char *amount)
 {
     h_db_insert_order(order_no, "u1", amount, 1);
-    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 2 HOUR WHERE order_no = '%s'",
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 10 MINUTE WHERE order_no = '%s'",
               order_no);
 }
 
@@ -200,7 +200,7 @@ START_TEST(an_order_no_that_is_no_identifier_is_skipped_and_the_others_asked)
 
     /* Only a direct write makes such an order; it is the oldest of the round. */
     stale_order("<b>QB</b>", "1.00");
-    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR WHERE order_no = "
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 15 MINUTE WHERE order_no = "
               "'<b>QB</b>'");
     stale_order("QB1", "899.00");
     plant("/q", "QB1", "PAID", "QP-B1", "899.00", "CNY");
@@ -479,7 +479,7 @@ START_TEST(every_endpoint_is_asked_and_the_one_that_saw_the_payment_pays)
     struct h_resp r;
 
     h_db_insert_order_in("QG1", "899.00", "USD");
-    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 2 HOUR WHERE order_no = 'QG1'");
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 10 MINUTE WHERE order_no = 'QG1'");
     plant("/stripe", "QG1", "PAID", "pi_QG1", "899.00", "usd");
     query_now(NULL, &r);
     h_assert_status(&r, 200);

@@ -227,7 +227,7 @@ static long long status_on(int shard, const char *order_no)
 static void stale_order(int shard, const char *order_no)
 {
     insert_order(shard, order_no);
-    h_db_exec("UPDATE %s SET create_time = NOW(3) - INTERVAL 2 HOUR WHERE order_no = '%s'",
+    h_db_exec("UPDATE %s SET create_time = NOW(3) - INTERVAL 10 MINUTE WHERE order_no = '%s'",
               shard == 1 ? "orders" : S2("orders"), order_no);
 }
 
@@ -1008,7 +1008,7 @@ START_TEST(query_backlog_of_one_shard_does_not_starve_the_other)
         stale_order(1, order_no);
         plant(order_no, "NOTPAY", "");
     }
-    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR");
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 15 MINUTE");
     stale_order(2, "S02-BL");
     plant("S02-BL", "PAID", "QP-BL");
     query_now("{\"limit\":4}", &r);
@@ -1032,7 +1032,7 @@ START_TEST(periodic_pass_rotates_over_both_shards_and_through_each)
         stale_order(1, order_no);
         plant(order_no, "NOTPAY", "");
     }
-    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 3 HOUR");
+    h_db_exec("UPDATE orders SET create_time = NOW(3) - INTERVAL 15 MINUTE");
     stale_order(2, "S02-PR");
     plant("S02-PR", "PAID", "QP-PR");
     h_await(status_on(2, "S02-PR") == 2, 20000, "the periodic pass never paid S02-PR");
