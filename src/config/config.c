@@ -272,6 +272,23 @@ static const struct cfg_key keys[] = {
       "than the one that asked for it (403 APPROVER_MUST_DIFFER otherwise)"),
     I("orders", "max_open_per_user", orders_max_open_per_user, 0, 100000, "20",
       "WAIT_PAY orders one user_id may hold; then 409 TOO_MANY_OPEN_ORDERS; 0: no cap"),
+    I("orders", "max_quantity_per_line", orders_max_quantity_per_line, 1, 1000, "10",
+      "the largest quantity one order may ask for; above it 422 QUANTITY_LIMIT, nothing "
+      "written"),
+    I("orders", "max_open_units_per_user_sku", orders_max_open_units_user_sku, 0, 1000000, "10",
+      "units of one sku that one user_id may hold in WAIT_PAY orders (counted exactly, on the "
+      "database that takes the order); past it 409 UNIT_QUOTA_EXCEEDED; 0: no cap"),
+    I("orders", "max_open_units_per_user", orders_max_open_units_user, 0, 1000000, "50",
+      "units of all skus that one user_id may hold in WAIT_PAY orders, likewise"),
+    I("orders", "max_open_units_per_client_sku", orders_max_open_units_client_sku, 0, 1000000, "20",
+      "units of one sku that one client address (IPv4 address, IPv6 http.ipv6_prefix network, "
+      "or behind http.trusted_proxies the client X-Forwarded-For names) may reserve within one "
+      "payment window (reconcile.payment_window_s, a day when 0), paid or not, unless the "
+      "caller is a shop backend (an operator key with the orders scope); counted per instance; "
+      "past it 409 UNIT_QUOTA_EXCEEDED; 0: no cap"),
+    I("orders", "max_open_units_per_client", orders_max_open_units_client, 0, 1000000, "100",
+      "units of all skus that one client address may reserve within one payment window, "
+      "likewise"),
     I("reconcile", "interval_s", reconcile_interval_s, 1, 86400, "60",
       "time between reconciliation passes"),
     I("reconcile", "wait_pay_age_s", reconcile_wait_pay_age_s, 1, 31536000, "900",

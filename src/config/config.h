@@ -176,7 +176,14 @@ struct config {
     int refunds_unrefunded_alert_s;   /* a double payment unrefunded this long alerts */
     int refunds_approver_must_differ; /* 1: four eyes on a refund's approval */
 
-    int orders_max_open_per_user; /* 0: no cap; else WAIT_PAY orders one user_id may hold */
+    int orders_max_open_per_user;         /* 0: no cap; else WAIT_PAY orders one user_id may hold */
+    int orders_max_quantity_per_line;     /* the largest quantity one order may ask for */
+    int orders_max_open_units_user_sku;   /* 0: no cap; else WAIT_PAY units of one sku a user_id
+                                            may hold */
+    int orders_max_open_units_user;       /* ... of all skus together */
+    int orders_max_open_units_client_sku; /* 0: no cap; else units of one sku an anonymous client
+                                            address may reserve within the payment window */
+    int orders_max_open_units_client;     /* ... of all skus together */
 
     int reconcile_interval_s;       /* the periodic reconciliation and retention pass */
     int reconcile_wait_pay_age_s;   /* a WAIT_PAY order older than this is reported */

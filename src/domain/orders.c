@@ -97,11 +97,16 @@ static enum db_status stock_price(struct db_conn *c, const char *sku, int64_t *p
  * wait for this one's commit or rollback. Being first, it comes before the
  * transaction's first read, whose snapshot then holds every create of the
  * user that committed before: the count of check_open is exact. */
+static bool capped(const struct order_create_req *rq)
+{
+    return rq->max_open > 0 || rq->max_units_sku > 0 || rq->max_units > 0;
+}
+
 static enum db_status lock_user(struct db_conn *c, const struct order_create_req *rq)
 {
     const char *p[] = { rq->user_id };
 
-    if (rq->max_open <= 0)
+    if (!capped(rq))
         return DB_OK;
     return db_exec(c, ST_ORDER_USER_LOCK, p, 1, NULL);
 }
@@ -129,6 +134,36 @@ static enum db_status check_open(struct db_conn *c, const struct order_create_re
     if (open <= rq->max_open)
         return DB_OK;
     *result = ORDERS_TOO_MANY_OPEN;
+    return DB_ROLLBACK;
+}
+
+/* The caps on the units of the user's unpaid orders, of this sku and of
+ * all, counted with the new order inserted, like check_open (exact for
+ * the same reason): past one, *result says which and the body rolls
+ * back. */
+static enum db_status check_units(struct db_conn *c, const struct order_create_req *rq,
+                                  enum orders_result *result)
+{
+    char wait_pay[DB_INT_BUF];
+    const char *p[] = { rq->sku, rq->user_id, db_param_int(wait_pay, ORDER_WAIT_PAY) };
+    struct db_row row;
+    int64_t of_sku = 0, all = 0;
+    bool found = false;
+    enum db_status st;
+
+    if (rq->max_units_sku <= 0 && rq->max_units <= 0)
+        return DB_OK;
+    if ((st = db_query_one(c, ST_ORDER_OPEN_UNITS, p, 3, &row, &found)) != DB_OK)
+        return st;
+    if (!found || db_row_int(&row, 0, 0, INT64_MAX, &of_sku) != 0 ||
+        db_row_int(&row, 1, 0, INT64_MAX, &all) != 0)
+        return db_fail(c, "malformed count of user %s's open units", rq->user_id);
+    if (rq->max_units_sku > 0 && of_sku > rq->max_units_sku)
+        *result = ORDERS_USER_SKU_UNITS;
+    else if (rq->max_units > 0 && all > rq->max_units)
+        *result = ORDERS_USER_UNITS;
+    else
+        return DB_OK;
     return DB_ROLLBACK;
 }
 
@@ -179,7 +214,8 @@ static enum db_status create_txn(struct db_conn *c, void *arg)
     }
     if (st != DB_OK)
         return st;
-    if ((st = check_open(c, rq, &j->result)) != DB_OK)
+    if ((st = check_open(c, rq, &j->result)) != DB_OK ||
+        (st = check_units(c, rq, &j->result)) != DB_OK)
         return st;
     if ((st = db_exec(c, ST_STOCK_TAKE, take, 3, &rows)) != DB_OK)
         return st;
@@ -543,9 +579,11 @@ enum orders_result orders_view(struct db_conn *c, const char *order_no, struct o
 
 const char *orders_result_str(enum orders_result r)
 {
-    static const char *const names[] = { "OK",          "DUPLICATE", "NOT_FOUND",     "NO_SKU",
-                                         "NO_STOCK",    "TOO_LARGE", "TOO_MANY_OPEN", "ILLEGAL",
-                                         "MOVES_MONEY", "ABORTED",   "UNAVAILABLE",   "ERROR" };
+    static const char *const names[] = {
+        "OK",          "DUPLICATE",     "NOT_FOUND",      "NO_SKU",     "NO_STOCK",
+        "TOO_LARGE",   "TOO_MANY_OPEN", "USER_SKU_UNITS", "USER_UNITS", "ILLEGAL",
+        "MOVES_MONEY", "ABORTED",       "UNAVAILABLE",    "ERROR"
+    };
 
     return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "UNKNOWN";
 }

@@ -42,20 +42,23 @@ struct order_view {
 };
 
 enum orders_result {
-    ORDERS_OK,            /* created / moved / found */
-    ORDERS_DUPLICATE,     /* create: the request already made an order (out is it);
+    ORDERS_OK,             /* created / moved / found */
+    ORDERS_DUPLICATE,      /* create: the request already made an order (out is it);
                                      transition: the order is already in the target status */
-    ORDERS_NOT_FOUND,     /* no order with this order_no */
-    ORDERS_NO_SKU,        /* create: the sku is not in stock */
-    ORDERS_NO_STOCK,      /* create: not enough stock for the quantity */
-    ORDERS_TOO_LARGE,     /* create: price x quantity past DECIMAL(12,2) */
-    ORDERS_TOO_MANY_OPEN, /* create: the user holds max_open unpaid orders already */
-    ORDERS_ILLEGAL,       /* transition: the state table forbids it */
-    ORDERS_MOVES_MONEY,   /* transition: the cancel of a PAID order refunds its payment, and
-                                     the caller may not move money (req->no_refund) */
-    ORDERS_ABORTED,       /* the caller's hook rolled the effect back */
-    ORDERS_UNAVAILABLE,   /* MySQL unreachable or busy: retry later; nothing written */
-    ORDERS_ERROR          /* a bug, a schema problem or a malformed row */
+    ORDERS_NOT_FOUND,      /* no order with this order_no */
+    ORDERS_NO_SKU,         /* create: the sku is not in stock */
+    ORDERS_NO_STOCK,       /* create: not enough stock for the quantity */
+    ORDERS_TOO_LARGE,      /* create: price x quantity past DECIMAL(12,2) */
+    ORDERS_TOO_MANY_OPEN,  /* create: the user holds max_open unpaid orders already */
+    ORDERS_USER_SKU_UNITS, /* create: the user would hold more than max_units_sku unpaid
+                              units of the sku */
+    ORDERS_USER_UNITS,     /* create: ... more than max_units unpaid units in all */
+    ORDERS_ILLEGAL,        /* transition: the state table forbids it */
+    ORDERS_MOVES_MONEY,    /* transition: the cancel of a PAID order refunds its payment, and
+                              the caller may not move money (req->no_refund) */
+    ORDERS_ABORTED,        /* the caller's hook rolled the effect back */
+    ORDERS_UNAVAILABLE,    /* MySQL unreachable or busy: retry later; nothing written */
+    ORDERS_ERROR           /* a bug, a schema problem or a malformed row */
 };
 
 /* A caller's step inside the transaction of a create or a transition, run
@@ -86,6 +89,9 @@ struct order_create_req {
                                      (user_id, request_id) before (sharded) */
     int64_t max_open;               /* 0: no cap; else a new order is refused while user_id
                                      has this many WAIT_PAY orders (on this database) */
+    int64_t max_units_sku;          /* 0: no cap; else the most units of this sku user_id may
+                                     hold in WAIT_PAY orders, the new one included */
+    int64_t max_units;              /* 0: no cap; else likewise over every sku */
 };
 
 /* What the checkout registry of a sharded service holds for one
@@ -159,9 +165,12 @@ struct order_detail {
  * the user's WAIT_PAY orders are counted after the insert (so that a
  * repeat of a request still answers with its order): a new order past the
  * cap is rolled back, ORDERS_TOO_MANY_OPEN, nothing written. Exact under
- * any concurrency. Returns
+ * any concurrency. req->max_units_sku and req->max_units cap the units
+ * of the user's WAIT_PAY orders the same way (ORDERS_USER_SKU_UNITS,
+ * ORDERS_USER_UNITS). Returns
  * ORDERS_OK (*out is the new order), ORDERS_DUPLICATE, ORDERS_NO_SKU,
- * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_TOO_MANY_OPEN, ORDERS_ABORTED (req->hook),
+ * ORDERS_NO_STOCK, ORDERS_TOO_LARGE, ORDERS_TOO_MANY_OPEN, ORDERS_USER_SKU_UNITS,
+ * ORDERS_USER_UNITS, ORDERS_ABORTED (req->hook),
  * ORDERS_UNAVAILABLE or ORDERS_ERROR. */
 enum orders_result orders_create(struct db_conn *c, const struct order_create_req *req,
                                  struct order_view *out);

@@ -9,6 +9,12 @@
  * correctness: with Redis down the lock is skipped, and the unique key and
  * the conditional UPDATE still forbid duplicates and overselling.
  *
+ * Before them, the quotas of units: a quantity above
+ * orders.max_quantity_per_line is refused, and an anonymous client's
+ * address reserves the order's units (unitquota.h) or is refused; the
+ * user's unpaid units are capped inside the transaction. An
+ * Idempotency-Key replaces the token only for a shop backend's key.
+ *
  * The guards in front live here; the transaction is orders_create
  * (orders.c). Everything the client sent is validated before the token is
  * consumed. A consumed token is put back when the answer is retryable (a
@@ -32,11 +38,13 @@
 #include "log.h"
 #include "metrics.h"
 #include "money.h"
+#include "monotime.h"
 #include "order_view.h"
 #include "orders_route.h"
 #include "redis.h"
 #include "server.h"
 #include "token_store.h"
+#include "unitquota.h"
 #include "validate.h"
 
 #define ORDER_BUSY_RETRY_S 1
@@ -211,12 +219,83 @@ static void render_create(struct server *srv, const struct http_req *req, enum o
                   "this user_id holds the most unpaid orders "
                   "allowed (orders.max_open_per_user): pay or cancel one first");
         break;
+    case ORDERS_USER_SKU_UNITS:
+        metrics_inc(srv->m, M_UNITS_USER_SKU);
+        api_reply(resp, API_UNIT_QUOTA_EXCEEDED,
+                  "this user_id would hold more unpaid units of this sku than allowed "
+                  "(orders.max_open_units_per_user_sku): pay or cancel an order first");
+        break;
+    case ORDERS_USER_UNITS:
+        metrics_inc(srv->m, M_UNITS_USER);
+        api_reply(resp, API_UNIT_QUOTA_EXCEEDED,
+                  "this user_id would hold more unpaid units than allowed "
+                  "(orders.max_open_units_per_user): pay or cancel an order first");
+        break;
     case ORDERS_TOO_LARGE:
         api_reply(resp, API_BAD_REQUEST, "quantity times the price exceeds the largest amount");
         break;
     case ORDERS_ABORTED: break; /* idempotency_end answers as a repeat */
     default: reply_route_failure(req, resp, fail); break;
     }
+}
+
+/* The largest quantity of one order line (orders.max_quantity_per_line):
+ * above it 422 QUANTITY_LIMIT, before anything is consumed or written. */
+static int line_or_reply(struct server *srv, const struct order_req *rq, struct http_resp *resp)
+{
+    char msg[96];
+
+    if (rq->order.quantity <= srv->cfg->orders_max_quantity_per_line)
+        return 0;
+    metrics_inc(srv->m, M_QUANTITY_LIMIT);
+    snprintf(msg, sizeof(msg), "quantity exceeds %d, the most one order may ask for",
+             srv->cfg->orders_max_quantity_per_line);
+    api_reply(resp, API_QUANTITY_LIMIT, msg);
+    return -1;
+}
+
+/* Whether the caller is a shop backend: an operator key with the orders
+ * scope. Its orders are its customers', all from its own address, so the
+ * quotas of a client address do not apply to it. */
+static bool shop_backend(const struct http_req *req)
+{
+    return req->caller[0] != '\0' && (req->scopes & CFG_SCOPE_ORDERS) != 0;
+}
+
+/* Reserves the order's units against its client address (the quotas
+ * orders.max_open_units_per_client_sku and _per_client), before the token
+ * is consumed: past one, 409 UNIT_QUOTA_EXCEEDED and nothing is written.
+ * The reservation is given back when no order is made (handle_order_create). */
+static int client_units_or_reply(struct server *srv, const struct http_req *req,
+                                 const struct order_req *rq, struct unitquota_hold *hold,
+                                 struct http_resp *resp)
+{
+    const struct config *cfg = srv->cfg;
+    enum unitquota_result r;
+
+    if (shop_backend(req) || req->units == NULL)
+        return 0;
+    r = unitquota_take(req->units, &req->client, rq->order.sku, rq->order.quantity,
+                       cfg->orders_max_open_units_client_sku, cfg->orders_max_open_units_client,
+                       monotime_ms(), hold);
+    if (hold->evicted > 0)
+        metrics_add(srv->m, M_UNITS_EVICTED, (uint64_t)hold->evicted);
+    if (r == UNITQUOTA_OK)
+        return 0;
+    metrics_inc(srv->m, r == UNITQUOTA_SKU ? M_UNITS_CLIENT_SKU : M_UNITS_CLIENT);
+    log_info("order refused: unit quota of the client address",
+             "bound=%s sku=%s quantity=%lld "
+             "request_id=%s",
+             r == UNITQUOTA_SKU ? "client_sku" : "client", rq->order.sku,
+             (long long)rq->order.quantity, req->request_id);
+    api_reply(resp, API_UNIT_QUOTA_EXCEEDED,
+              r == UNITQUOTA_SKU ? "this client would hold more unpaid units of this sku than "
+                                   "allowed (orders.max_open_units_per_client_sku): pay for "
+                                   "or cancel an order first"
+                                 : "this client would hold more unpaid units than allowed "
+                                   "(orders.max_open_units_per_client): pay for or cancel an "
+                                   "order first");
+    return -1;
 }
 
 /* An Idempotency-Key stands in for the single-use token only for a shop
@@ -258,6 +337,7 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
     struct token_receipt rcpt = { 0 };
     struct stock_lock lk = { .held = false };
     struct idempotency ir = { .on = false };
+    struct unitquota_hold hold = { .epoch = 0 };
     struct route_failure fail;
     struct order_req rq;
     struct order_view o;
@@ -265,9 +345,12 @@ void handle_order_create(struct server *srv, const struct http_req *req, struct 
 
     if (idempotency_key_or_reply(req, &ir, resp) != 0 ||
         (ir.on && keyed_caller_or_reply(req, resp) != 0) ||
-        parse_or_reply(req, ir.on, &rq, resp) != 0)
+        parse_or_reply(req, ir.on, &rq, resp) != 0 || line_or_reply(srv, &rq, resp) != 0 ||
+        client_units_or_reply(srv, req, &rq, &hold, resp) != 0)
         goto out;
     rq.order.max_open = srv->cfg->orders_max_open_per_user;
+    rq.order.max_units_sku = srv->cfg->orders_max_open_units_user_sku;
+    rq.order.max_units = srv->cfg->orders_max_open_units_user;
     if (ir.on ? claim_key_or_reply(srv, req, &ir, resp) != 0
               : consume_or_reply(srv, &ctx, &rq, &rcpt, req, resp) != 0)
         goto out;
@@ -282,5 +365,7 @@ out:
      * token again. */
     if (http_resp_retryable(resp))
         token_store_restore(&ctx, &rcpt);
+    if (resp->status != 201) /* no new order: its units were not taken */
+        unitquota_give_back(req->units, &hold);
     idempotency_end(srv, req, &ir, resp);
 }

@@ -31,6 +31,8 @@ struct http_resp;
     X(REPEAT_SUBMIT, 409, "请勿重复提交: token already used or expired")                           \
     X(OUT_OF_STOCK, 409, "not enough stock for this quantity")                                     \
     X(TOO_MANY_OPEN_ORDERS, 409, "this user_id holds orders.max_open_per_user unpaid orders")      \
+    X(UNIT_QUOTA_EXCEEDED, 409, "this order would pass a quota of unpaid units")                   \
+    X(QUANTITY_LIMIT, 422, "quantity exceeds orders.max_quantity_per_line")                        \
     X(ILLEGAL_TRANSITION, 409, "the order's status does not allow this change")                    \
     X(IDEMPOTENCY_KEY_IN_USE, 409, "the first request with this Idempotency-Key is still running") \
     X(IDEMPOTENCY_KEY_MISMATCH, 422, "this Idempotency-Key was used for a different request")      \

@@ -6,7 +6,10 @@
 
 #include <stddef.h>
 
+#include "netaddr.h"
+
 struct server;
+struct unitquota;
 struct cJSON;
 
 #define HTTP_PARAM_MAX \
@@ -30,6 +33,10 @@ struct http_req {
     unsigned scopes;              /* that key's CFG_SCOPE_* flags, else 0 */
     const struct keyring *keys;   /* the secrets and keys of this request, taken when its
                                      headers arrived: a reload never changes them mid-way */
+    struct netaddr client;        /* the address the request counts against (the peer, or
+                                     the client a trusted proxy names; IPv6 by its
+                                     http.ipv6_prefix network) */
+    struct unitquota *units;      /* the units each client address reserved (thread-safe) */
     void *conn;                   /* opaque: for http_req_header only */
 };
 

@@ -39,6 +39,7 @@
 #include "metrics.h"
 #include "monotime.h"
 #include "netaddr.h"
+#include "unitquota.h"
 #include "quota.h"
 #include "server.h"
 #include "validate.h"
@@ -79,6 +80,7 @@ struct http_state {
     struct workq *work;      /* runs the handlers, off the polling threads */
     struct workq *ops;       /* runs /readyz and /metrics, never behind a business request */
     struct quota *quota;     /* per-client rates of the anonymous write routes */
+    struct unitquota *units; /* per-client units reserved by orders */
     const struct http_route *routes;
     size_t nroutes;
 };
@@ -285,14 +287,12 @@ static int quota_or_reply(struct req_state *rs)
 {
     unsigned flags = rs->srv->http->routes[rs->route].flags;
     enum quota_class cls;
-    struct netaddr client;
     int wait_s;
 
     if (!(flags & (HTTP_ROUTE_QUOTA_TOKEN | HTTP_ROUTE_QUOTA_ORDER)))
         return 0;
     cls = (flags & HTTP_ROUTE_QUOTA_TOKEN) ? QUOTA_TOKEN : QUOTA_ORDER;
-    request_client(rs->srv->cfg, rs->conn, &client);
-    wait_s = quota_take(rs->srv->http->quota, cls, &client, monotime_ms());
+    wait_s = quota_take(rs->srv->http->quota, cls, &rs->req.client, monotime_ms());
     if (wait_s == 0)
         return 0;
     metrics_inc(rs->srv->m, cls == QUOTA_TOKEN ? M_QUOTA_REFUSED_TOKEN : M_QUOTA_REFUSED_ORDER);
@@ -321,6 +321,8 @@ static int prepare_request(struct req_state *rs, const char *method)
     const struct http_route *r;
 
     request_id(rs->srv->http, rs->conn, req->request_id);
+    request_client(rs->srv->cfg, rs->conn, &req->client);
+    req->units = hs->units;
     rs->route = hs->nroutes;
     if (http_path_decode(rs->path, rs->dpath) != 0) {
         strcpy(rs->dpath, rs->path); /* the same size */
@@ -1288,7 +1290,19 @@ static long check_fd_limit(const struct config *cfg, int io_threads)
     return rl.rlim_cur == RLIM_INFINITY ? need : (long)rl.rlim_cur - fd_reserve(cfg, io_threads);
 }
 
-/* The connection guard and the two handler pools. 0, or -1 (logged). */
+/* How long a client address's reserved units count: the payment window
+ * (an unpaid order holds its stock that long), a day when orders never
+ * expire. */
+#define UNITS_WINDOW_NO_EXPIRY_S 86400
+
+static long long units_window_ms(const struct config *cfg)
+{
+    int s = cfg->reconcile_payment_window_s;
+
+    return (long long)(s > 0 ? s : UNITS_WINDOW_NO_EXPIRY_S) * 1000;
+}
+
+/* The connection guard, the client quotas and the two handler pools. 0, or -1 (logged). */
 static int start_pools(struct server *srv)
 {
     const struct config *cfg = srv->cfg;
@@ -1310,6 +1324,7 @@ static int start_pools(struct server *srv)
 
     if ((srv->http->guard = connguard_create(&lim, srv->m)) == NULL ||
         (srv->http->quota = quota_create(quota)) == NULL ||
+        (srv->http->units = unitquota_create(units_window_ms(cfg))) == NULL ||
         (srv->http->work = workq_create(cfg->workers, cfg->http_queue_wait_ms)) == NULL ||
         (srv->http->ops = workq_create(HTTP_OPS_THREADS, cfg->http_queue_wait_ms)) == NULL) {
         log_error("cannot start the http threads", "%s", "");
@@ -1482,6 +1497,7 @@ void http_stop(struct server *srv)
     free((void *)srv->http->pending);
     connguard_destroy(srv->http->guard);
     quota_destroy(srv->http->quota);
+    unitquota_destroy(srv->http->units);
     free(srv->http);
     srv->http = NULL;
 }

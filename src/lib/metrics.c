@@ -164,6 +164,20 @@ static const struct {
     [M_OPEN_ORDER_CAP] = { "paycallback_open_order_cap_refusals_total", NULL,
                            "Order creates refused because the user_id held "
                            "orders.max_open_per_user unpaid orders (409 TOO_MANY_OPEN_ORDERS)." },
+    [M_UNITS_USER_SKU] = { "paycallback_order_unit_quota_refusals_total", "bound=\"user_sku\"",
+                           "Order creates refused 409 UNIT_QUOTA_EXCEEDED, by the quota of unpaid "
+                           "units they would pass (orders.max_open_units_per_user_sku, _per_user, "
+                           "_per_client_sku, _per_client)." },
+    [M_UNITS_USER] = { "paycallback_order_unit_quota_refusals_total", "bound=\"user\"", NULL },
+    [M_UNITS_CLIENT_SKU] = { "paycallback_order_unit_quota_refusals_total", "bound=\"client_sku\"",
+                             NULL },
+    [M_UNITS_CLIENT] = { "paycallback_order_unit_quota_refusals_total", "bound=\"client\"", NULL },
+    [M_QUANTITY_LIMIT] = { "paycallback_order_quantity_limit_refusals_total", NULL,
+                           "Order creates refused 422 QUANTITY_LIMIT: a quantity above "
+                           "orders.max_quantity_per_line." },
+    [M_UNITS_EVICTED] = { "paycallback_order_unit_quota_evictions_total", NULL,
+                          "Client addresses whose reserved units were forgotten to make room in "
+                          "the full table of unit quotas (its size is fixed)." },
     [M_ORDERS_EXPIRED] = { "paycallback_orders_expired_total", NULL,
                            "Unpaid orders closed past reconcile.payment_window_s (stock returned)." },
     [M_EXPIRY_DEFERRED] = { "paycallback_order_expiry_deferred_total", NULL,

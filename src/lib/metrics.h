@@ -57,6 +57,12 @@ enum metric_counter {
     M_QUERY_ERROR,              /* ... not connected, or answered another HTTP status */
     M_QUERY_TIMEOUT,            /* ... past the endpoint's query timeout */
     M_OPEN_ORDER_CAP,           /* creates refused: orders.max_open_per_user reached (409) */
+    M_UNITS_USER_SKU,           /* ... orders.max_open_units_per_user_sku (409) */
+    M_UNITS_USER,               /* ... orders.max_open_units_per_user (409) */
+    M_UNITS_CLIENT_SKU,         /* ... orders.max_open_units_per_client_sku (409) */
+    M_UNITS_CLIENT,             /* ... orders.max_open_units_per_client (409) */
+    M_QUANTITY_LIMIT,           /* ... orders.max_quantity_per_line (422) */
+    M_UNITS_EVICTED,            /* client unit counts pushed out of the full table */
     M_ORDERS_EXPIRED,           /* WAIT_PAY orders closed past reconcile.payment_window_s */
     M_EXPIRY_DEFERRED,          /* ... left open: a gateway could not confirm them unpaid */
     M_REPLAY_CACHE_HITS,        /* repeat callbacks answered from memory, no database read */

@@ -91,6 +91,9 @@ const char *const stmt_sql[ST_COUNT] = {
     [ST_STOCK_TAKE] = "UPDATE stock SET num = num - ? WHERE sku = ? AND num >= ?",
     [ST_STOCK_RETURN] = "UPDATE stock SET num = num + ? WHERE sku = ?",
     [ST_ORDER_OPEN_COUNT] = "SELECT COUNT(*) FROM orders WHERE user_id = ? AND status = ?",
+    [ST_ORDER_OPEN_UNITS] = "SELECT COALESCE(SUM(CASE WHEN sku = ? THEN quantity END), 0), "
+                            "COALESCE(SUM(quantity), 0) FROM orders WHERE user_id = ? AND "
+                            "status = ?",
     [ST_ORDER_USER_LOCK] = "INSERT INTO order_user_lock (user_id) VALUES (?) "
                            "ON DUPLICATE KEY UPDATE creates = creates + 1",
     [ST_ORDER_INSERT] =

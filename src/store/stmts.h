@@ -42,6 +42,7 @@ enum db_stmt {
     ST_STOCK_RETURN,             /* q, sku */
     ST_ORDER_INSERT,             /* order_no, user_id, request_id, sku, quantity, amount, status */
     ST_ORDER_OPEN_COUNT,         /* user_id, wait_pay -> one count column */
+    ST_ORDER_OPEN_UNITS,         /* sku, user_id, wait_pay -> units of sku, units of all */
     ST_ORDER_USER_LOCK,          /* user_id: its order_user_lock row, written (locked) */
     ST_ORDER_BY_REQUEST,         /* user_id, request_id -> enum order_col */
     ST_ORDER_GET,                /* order_no -> enum order_col */

@@ -519,12 +519,28 @@ END_TEST
 
 /* ---- suite --------------------------------------------------------------- */
 
+/* The cases of prices, stock and concurrency take quantities up to 1000
+ * and many units for one user_id: the quotas of units are turned off
+ * (check_order_quota.c tests them). */
+static void unquoted_up(void)
+{
+    static const char *const env[] = { "PAYCALLBACK_ORDERS_MAX_QUANTITY_PER_LINE=1000",
+                                       "PAYCALLBACK_ORDERS_MAX_OPEN_UNITS_PER_USER_SKU=0",
+                                       "PAYCALLBACK_ORDERS_MAX_OPEN_UNITS_PER_USER=0",
+                                       "PAYCALLBACK_ORDERS_MAX_OPEN_UNITS_PER_CLIENT_SKU=0",
+                                       "PAYCALLBACK_ORDERS_MAX_OPEN_UNITS_PER_CLIENT=0",
+                                       NULL };
+
+    h_fixture_server_up_env(env);
+}
+
 static Suite *order_suite(void)
 {
     Suite *s = suite_create("order");
     TCase *tc;
 
-    tc = h_tcase("an order is created at the stock price", TC_TIMEOUT_S);
+    tc = h_tcase_with("an order is created at the stock price", TC_TIMEOUT_S, unquoted_up,
+                      h_fixture_server_down);
     tcase_add_test(tc, order_is_created_at_the_stock_price);
     tcase_add_test(tc, client_cannot_set_the_price);
     tcase_add_test(tc, unknown_sku_is_404_and_spends_the_token);
@@ -544,7 +560,8 @@ static Suite *order_suite(void)
     tcase_add_test(tc, concurrent_retries_of_one_request_make_one_order);
     suite_add_tcase(s, tc);
 
-    tc = h_tcase("stock is never oversold", SLOW_TIMEOUT_S);
+    tc =
+        h_tcase_with("stock is never oversold", SLOW_TIMEOUT_S, unquoted_up, h_fixture_server_down);
     tcase_add_test(tc, oversell_storm_sells_exactly_the_stock);
     suite_add_tcase(s, tc);
 
