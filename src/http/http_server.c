@@ -545,6 +545,31 @@ static enum MHD_Result check_line(void *cls, enum MHD_ValueKind kind, const char
     return *st == FRAMING_OK ? MHD_YES : MHD_NO;
 }
 
+/* Passes one header line to the reading of the header block. */
+static enum MHD_Result block_line(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size)
+{
+    struct framing_block *b = cls;
+
+    (void)kind;
+    framing_block_line(b, key, key_size, value, value_size);
+    return b->st == FRAMING_OK ? MHD_YES : MHD_NO;
+}
+
+/* FRAMING_HIDDEN when a NUL byte cut a header name or value: the library
+ * hands over the part before it, so the handler would see a header other
+ * than the one sent. method points at the start of the header block the
+ * library keeps (framing.h). */
+static enum framing_status hidden_bytes(struct MHD_Connection *conn, const char *method,
+                                        size_t header_size)
+{
+    struct framing_block b;
+
+    framing_block_begin(&b, method, header_size);
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, block_line, &b);
+    return framing_block_end(&b);
+}
+
 /* The header block is complete: checks the request's framing and size
  * before any body is read. Request smuggling rides on framing that two
  * parsers read differently, so anything ambiguous is refused and the
@@ -568,6 +593,8 @@ static enum MHD_Result on_headers(struct server *srv, struct MHD_Connection *con
         return reply_early(srv, conn, rs, method, 414, "URI_TOO_LONG",
                            "request path exceeds 1024 bytes", false);
     MHD_get_connection_values_n(conn, MHD_HEADER_KIND, check_line, &line);
+    if (line == FRAMING_OK && ci != NULL)
+        line = hidden_bytes(conn, method, ci->header_size);
     if (line != FRAMING_OK)
         return reply_early(srv, conn, rs, method, 400, "BAD_REQUEST", framing_message(line), true);
     if (te != NULL && ncl > 0)
