@@ -140,6 +140,8 @@ class Service:
             # One load generator stands for every shopper: no per-client quota.
             "PAYCALLBACK_QUOTA_TOKEN_RATE": "0",
             "PAYCALLBACK_QUOTA_ORDER_RATE": "0",
+            "PAYCALLBACK_ORDERS_MAX_OPEN_UNITS_PER_CLIENT_SKU": "0",
+            "PAYCALLBACK_ORDERS_MAX_OPEN_UNITS_PER_CLIENT": "0",
         })
         for kv in os.environ.get("PCB_FAULTS_SERVICE_ENV", "").split():
             k, _, v = kv.partition("=")
