@@ -118,6 +118,18 @@ static const struct cfg_key keys[] = {
     I("http", "ipv6_prefix", http_ipv6_prefix, 1, 128, "64",
       "IPv6 clients are counted (caps, quotas) by this many leading bits: one host is "
       "given a /64"),
+    I("http", "max_connections_per_v6_56", http_max_connections_per_v6_56, 0, 1000000, "512",
+      "open connections of all the IPv6 clients of one /56 together (one site or customer "
+      "is often given a /56: 256 /64s); past it a new one is closed as soon as accepted; "
+      "0 = no cap"),
+    I("http", "max_connections_per_v6_48", http_max_connections_per_v6_48, 0, 1000000, "1024",
+      "open connections of all the IPv6 clients of one /48 together, likewise"),
+    I("http", "min_body_rate_bps", http_min_body_rate_bps, 0, 100000000, "1024",
+      "the least a request body must arrive at, in bytes a second on average since the "
+      "end of its headers, once http.body_rate_grace_ms have passed; slower, the "
+      "connection is closed (a body trickled to hold a connection); 0 = none"),
+    I("http", "body_rate_grace_ms", http_body_rate_grace_ms, 0, 600000, "2000",
+      "how long a body may arrive at any rate before http.min_body_rate_bps applies"),
     S("http", "trusted_proxies", http_trusted_proxies, 0, "",
       "comma-separated addresses or networks (127.0.0.1, 10.0.0.0/8) of proxies in "
       "front of the service: their connections are not capped as one client and "

@@ -93,6 +93,10 @@ struct config {
     int http_reserved_percent;              /* of max_connections, kept for clients holding few */
     int http_reserved_below;                /* "few": fewer connections than this */
     int http_ipv6_prefix;                   /* IPv6 clients are counted by this many leading bits */
+    int http_max_connections_per_v6_56;     /* 0: no cap; else per IPv6 /56, all its clients */
+    int http_max_connections_per_v6_48;     /* ... per IPv6 /48 */
+    int http_min_body_rate_bps;             /* 0: none; else the least body bytes a second */
+    int http_body_rate_grace_ms;            /* before the least body rate applies */
     char http_trusted_proxies[CFG_STR_MAX]; /* "addr[/prefix], ...": proxies whose
                                                X-Forwarded-For names the client */
     struct netaddr_list http_trusted;       /* http_trusted_proxies, parsed */

@@ -19,17 +19,30 @@
 #define CG_BUCKETS 4096      /* per-address hash buckets */
 #define CG_REAP_EVERY_MS 100 /* reaper pass interval */
 
+/* What an entry counts: one client, or every IPv6 client of a /56 or a
+ * /48 (whose keys could equal a client's, hence the level). */
+enum cg_level {
+    CG_CLIENT,
+    CG_V6_56,
+    CG_V6_48,
+    CG_LEVELS
+};
+
 struct addr_count {
     struct netaddr key;
+    int level; /* enum cg_level */
     int n;
     struct addr_count *next;
 };
 
 struct connguard_conn {
     int fd;
-    struct netaddr key;       /* the client as counted (IPv6 by prefix) */
-    bool trusted;             /* from a trusted proxy: no per-client cap */
-    atomic_llong deadline_ms; /* 0 = none */
+    struct netaddr key;            /* the client as counted (IPv6 by prefix) */
+    struct netaddr net[CG_LEVELS]; /* the keys it is counted under; len 0: not counted */
+    atomic_llong body_start_ms;    /* when its body phase began */
+    atomic_llong body_bytes;       /* body bytes received since */
+    bool trusted;                  /* from a trusted proxy: no per-client cap */
+    atomic_llong deadline_ms;      /* 0 = none */
     atomic_int phase;
     const struct connguard *g;
     bool reaped;  /* shut down: the reaper leaves it alone */
@@ -61,37 +74,38 @@ static bool make_key(const struct connguard *g, const struct sockaddr *sa, sockl
     return netaddr_list_contains(&g->lim.trusted, &a);
 }
 
-static size_t hash_key(const struct netaddr *k)
+static size_t hash_key(const struct netaddr *k, int level)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
+    uint32_t h = 2166136261u ^ (uint32_t)level; /* FNV-1a */
 
     for (unsigned i = 0; i < k->len; i++)
         h = (h ^ k->b[i]) * 16777619u;
     return h % CG_BUCKETS;
 }
 
-/* The count entry of k, or NULL. Called with mu held. */
-static struct addr_count *find_count(struct connguard *g, const struct netaddr *k)
+/* The count entry of k at level, or NULL. Called with mu held. */
+static struct addr_count *find_count(struct connguard *g, const struct netaddr *k, int level)
 {
     struct addr_count *e;
 
-    for (e = g->bucket[hash_key(k)]; e != NULL; e = e->next)
-        if (netaddr_equal(&e->key, k))
+    for (e = g->bucket[hash_key(k, level)]; e != NULL; e = e->next)
+        if (e->level == level && netaddr_equal(&e->key, k))
             return e;
     return NULL;
 }
 
 /* Adds delta to k's count, creating or dropping its entry. 0, or -1 when
  * out of memory. Called with mu held. */
-static int add_count(struct connguard *g, const struct netaddr *k, int delta)
+static int add_count(struct connguard *g, const struct netaddr *k, int level, int delta)
 {
-    struct addr_count *e = find_count(g, k), **pp;
-    size_t h = hash_key(k);
+    struct addr_count *e = find_count(g, k, level), **pp;
+    size_t h = hash_key(k, level);
 
     if (e == NULL) {
         if (delta <= 0 || (e = calloc(1, sizeof(*e))) == NULL)
             return delta <= 0 ? 0 : -1;
         e->key = *k;
+        e->level = level;
         e->next = g->bucket[h];
         g->bucket[h] = e;
     }
@@ -105,7 +119,20 @@ static int add_count(struct connguard *g, const struct netaddr *k, int delta)
     return 0;
 }
 
-/* One pass: shuts down every connection past its deadline. shutdown()
+/* Whether c, reading a body, averages fewer than min_body_bps bytes a
+ * second since its body began, once body_grace_ms have passed. */
+static bool too_slow(const struct connguard *g, const struct connguard_conn *c, long long now)
+{
+    long long elapsed = now - atomic_load(&c->body_start_ms);
+
+    if (g->lim.min_body_bps <= 0 || atomic_load(&c->phase) != CONNGUARD_BODY ||
+        elapsed < g->lim.body_grace_ms)
+        return false;
+    return atomic_load(&c->body_bytes) * 1000 < (long long)g->lim.min_body_bps * elapsed;
+}
+
+/* One pass: shuts down every connection past its deadline or, reading a
+ * body, below the least body rate. shutdown()
  * rather than close(): the HTTP library owns the descriptor and closes it
  * once it sees the end of the stream, which keeps the descriptor valid
  * for as long as the connection is registered here. */
@@ -115,8 +142,16 @@ static void reap(struct connguard *g)
 
     for (struct connguard_conn *c = g->head; c != NULL; c = c->next) {
         d = atomic_load(&c->deadline_ms);
-        if (c->reaped || d == 0 || now < d)
+        if (c->reaped || d == 0)
             continue;
+        if (now < d) {
+            if (too_slow(g, c, now)) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->reaped = true;
+                metrics_inc(g->m, M_HTTP_BODY_TOO_SLOW);
+            }
+            continue;
+        }
         shutdown(c->fd, SHUT_RDWR);
         c->reaped = true;
         metrics_inc(g->m, atomic_load(&c->phase) == CONNGUARD_BODY ? M_HTTP_BODY_TIMEOUTS
@@ -189,9 +224,9 @@ void connguard_destroy(struct connguard *g)
 }
 
 /* Connections k holds. Called with mu held. */
-static int held_by(struct connguard *g, const struct netaddr *k)
+static int held_by(struct connguard *g, const struct netaddr *k, int level)
 {
-    struct addr_count *e = find_count(g, k);
+    struct addr_count *e = find_count(g, k, level);
 
     return e != NULL ? e->n : 0;
 }
@@ -204,10 +239,30 @@ static struct addr_count *largest_holder(struct connguard *g)
 
     for (size_t i = 0; i < CG_BUCKETS; i++)
         for (e = g->bucket[i]; e != NULL; e = e->next)
-            if ((best == NULL || e->n > best->n) &&
+            if (e->level == CG_CLIENT && (best == NULL || e->n > best->n) &&
                 !netaddr_list_contains(&g->lim.trusted, &e->key))
                 best = e;
     return best;
+}
+
+/* Counts c under each of its keys (delta 1) or stops counting it (-1).
+ * 0, or -1 when out of memory (nothing counted then). Called with mu
+ * held. */
+static int count_conn(struct connguard *g, const struct connguard_conn *c, int delta)
+{
+    for (int l = 0; l < CG_LEVELS; l++)
+        if (c->net[l].len > 0 && add_count(g, &c->net[l], l, delta) != 0) {
+            while (--l >= 0)
+                if (c->net[l].len > 0)
+                    add_count(g, &c->net[l], l, -delta);
+            return -1;
+        }
+    return 0;
+}
+
+static void uncount(struct connguard *g, const struct connguard_conn *c)
+{
+    count_conn(g, c, -1);
 }
 
 /* Makes room for a client holding held connections in a full registry:
@@ -229,7 +284,7 @@ static bool evict_for(struct connguard *g, int held)
             continue;
         shutdown(c->fd, SHUT_RDWR);
         c->evicted = c->reaped = true;
-        add_count(g, &c->key, -1);
+        uncount(g, c);
         g->count--;
         metrics_inc(g->m, M_HTTP_EVICTED);
         return true;
@@ -237,17 +292,37 @@ static bool evict_for(struct connguard *g, int held)
     return false;
 }
 
-/* Whether a client with key k (trusted: from a trusted proxy) may have
- * one more connection, evicting another to make room if it must. Counts
- * a refusal. Called with mu held. */
-static bool admit(struct connguard *g, const struct netaddr *k, bool trusted)
+/* The caps of a connection's networks (CG_V6_56, CG_V6_48). */
+static int net_cap(const struct connguard *g, int level)
 {
-    int held = trusted ? 0 : held_by(g, k);
+    return level == CG_V6_56 ? g->lim.max_per_v6_56 : g->lim.max_per_v6_48;
+}
+
+/* Whether c's /56 or /48 (IPv6) holds its cap already: counted. */
+static bool net_full(struct connguard *g, const struct connguard_conn *c)
+{
+    for (int l = CG_V6_56; l < CG_LEVELS; l++)
+        if (c->net[l].len > 0 && net_cap(g, l) > 0 && held_by(g, &c->net[l], l) >= net_cap(g, l)) {
+            metrics_inc(g->m, l == CG_V6_56 ? M_HTTP_REFUSED_V6_56_CAP : M_HTTP_REFUSED_V6_48_CAP);
+            return true;
+        }
+    return false;
+}
+
+/* Whether connection c (trusted: from a trusted proxy) may be one more,
+ * evicting another to make room if it must. Counts a refusal. Called
+ * with mu held. */
+static bool admit(struct connguard *g, const struct connguard_conn *c)
+{
+    bool trusted = c->trusted;
+    int held = trusted ? 0 : held_by(g, &c->key, CG_CLIENT);
 
     if (!trusted && g->lim.max_per_addr > 0 && held >= g->lim.max_per_addr) {
         metrics_inc(g->m, M_HTTP_REFUSED_ADDR_CAP);
         return false;
     }
+    if (!trusted && net_full(g, c))
+        return false;
     if (g->count >= g->lim.max_conns) {
         if (held < g->lim.reserved_below && evict_for(g, held))
             return true;
@@ -272,9 +347,16 @@ struct connguard_conn *connguard_accept(struct connguard *g, int fd, const struc
     c->fd = fd;
     c->g = g;
     c->trusted = make_key(g, addr, len, &c->key);
+    c->net[CG_CLIENT] = c->key;
+    if (!c->trusted && c->key.len == 16) { /* an IPv6 client: its /56 and /48 too */
+        if (g->lim.v6_prefix > 56)
+            netaddr_key(&c->key, 56, &c->net[CG_V6_56]);
+        if (g->lim.v6_prefix > 48)
+            netaddr_key(&c->key, 48, &c->net[CG_V6_48]);
+    }
     connguard_phase(c, CONNGUARD_HEADERS);
     pthread_mutex_lock(&g->mu);
-    if (!admit(g, &c->key, c->trusted) || add_count(g, &c->key, 1) != 0) {
+    if (!admit(g, c) || count_conn(g, c, 1) != 0) {
         pthread_mutex_unlock(&g->mu);
         free(c);
         return NULL;
@@ -304,7 +386,7 @@ void connguard_close(struct connguard *g, struct connguard_conn *c)
     else
         g->tail = c->prev;
     if (!c->evicted) { /* else uncounted when it was evicted */
-        add_count(g, &c->key, -1);
+        uncount(g, c);
         g->count--;
     }
     pthread_mutex_unlock(&g->mu);
@@ -321,8 +403,18 @@ void connguard_phase(struct connguard_conn *c, enum connguard_phase p)
         d = monotime_ms() + c->g->lim.header_ms;
     else if (p == CONNGUARD_BODY)
         d = monotime_ms() + c->g->lim.body_ms;
+    if (p == CONNGUARD_BODY) {
+        atomic_store(&c->body_bytes, 0);
+        atomic_store(&c->body_start_ms, monotime_ms());
+    }
     atomic_store(&c->phase, (int)p);
     atomic_store(&c->deadline_ms, d);
+}
+
+void connguard_progress(struct connguard_conn *c, size_t n)
+{
+    if (c != NULL)
+        atomic_fetch_add(&c->body_bytes, (long long)n);
 }
 
 bool connguard_expired(const struct connguard_conn *c)

@@ -32,6 +32,11 @@ struct connguard_limits {
     int header_ms;               /* from accept (or the end of the previous reply) to the
                                      end of the header block */
     int body_ms;                 /* from the end of the header block to the end of the body */
+    int min_body_bps;            /* 0, or the least body bytes a second a connection must
+                                     average once body_grace_ms have passed */
+    int body_grace_ms;
+    int max_per_v6_56; /* 0, or open connections per IPv6 /56, all its clients */
+    int max_per_v6_48; /* ... per IPv6 /48 */
 };
 
 /* Starts the reaper. m (may be NULL) gets the refusal and reaping counts.
@@ -44,7 +49,8 @@ void connguard_destroy(struct connguard *g);
 
 /* Admits and registers a connection just accepted on socket fd from
  * addr; its header deadline starts now. Refused (counted in metrics) when
- * the client's cap is reached, when only the reserved part is left and
+ * the client's cap is reached (or, for IPv6, the cap of its /56 or /48,
+ * each counted over all its clients), when only the reserved part is left and
  * the client is not a small holder, or when every slot is taken and no
  * room can be made. When every slot is taken and the client is a small
  * holder, the oldest connection still waiting for its header block of
@@ -68,6 +74,11 @@ enum connguard_phase {
 
 /* Moves c to phase p; the phase's deadline counts from now. NULL-safe. */
 void connguard_phase(struct connguard_conn *c, enum connguard_phase p);
+
+/* Counts n body bytes received by c: a body slower than min_body_bps on
+ * average, once body_grace_ms have passed, is shut down by the reaper.
+ * NULL-safe. */
+void connguard_progress(struct connguard_conn *c, size_t n);
 
 /* Whether c is past its current deadline (then the reaper will shut it
  * down at its next pass). NULL-safe: false. */

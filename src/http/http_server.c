@@ -642,6 +642,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     if (atomic_load(&rs->phase) == RS_DONE) /* resumed after the handler ran */
         return send_reply(srv, conn, rs);
     if (*upload_data_size > 0) {
+        connguard_progress(rs->guard, *upload_data_size);
         append_body(rs, upload_data, *upload_data_size, (size_t)srv->cfg->body_max_bytes);
         *upload_data_size = 0;
         if (connguard_expired(rs->guard)) /* a trickled body: the deadline is total */
@@ -1342,6 +1343,10 @@ static int start_pools(struct server *srv)
         .trusted = cfg->http_trusted,
         .header_ms = cfg->http_header_timeout_ms,
         .body_ms = cfg->http_body_timeout_ms,
+        .min_body_bps = cfg->http_min_body_rate_bps,
+        .body_grace_ms = cfg->http_body_rate_grace_ms,
+        .max_per_v6_56 = cfg->http_max_connections_per_v6_56,
+        .max_per_v6_48 = cfg->http_max_connections_per_v6_48,
     };
 
     const struct quota_limit quota[QUOTA_CLASSES] = {

@@ -139,6 +139,12 @@ static const struct {
                                   "reason=\"max_connections_per_ip\"", NULL },
     [M_HTTP_REFUSED_RESERVED] = { "paycallback_http_connections_refused_total",
                                   "reason=\"reserved\"", NULL },
+    [M_HTTP_REFUSED_V6_56_CAP] = { "paycallback_http_connections_refused_total",
+                                   "reason=\"max_connections_per_v6_56\"", NULL },
+    [M_HTTP_REFUSED_V6_48_CAP] = { "paycallback_http_connections_refused_total",
+                                   "reason=\"max_connections_per_v6_48\"", NULL },
+    [M_HTTP_BODY_TOO_SLOW] = { "paycallback_http_deadline_closes_total", "phase=\"body_rate\"",
+                               NULL },
     [M_QUOTA_REFUSED_TOKEN] = { "paycallback_http_quota_refusals_total", "route=\"token\"",
                                 "Requests answered 429 RATE_LIMITED past their client's quota, "
                                 "by route (token: /token/apply, order: /order/create)." },

@@ -43,11 +43,14 @@ enum metric_counter {
     M_HTTP_REFUSED_TOTAL_CAP,   /* connections closed at accept: http.max_connections */
     M_HTTP_REFUSED_ADDR_CAP,    /* ... http.max_connections_per_ip */
     M_HTTP_REFUSED_RESERVED,    /* ... only http.reserved_percent left, not a small holder */
+    M_HTTP_REFUSED_V6_56_CAP,   /* connections closed at accept: http.max_connections_per_v6_56 */
+    M_HTTP_REFUSED_V6_48_CAP,   /* ... http.max_connections_per_v6_48 */
     M_HTTP_EVICTED,             /* connections shut down to make room for a small holder */
     M_QUOTA_REFUSED_TOKEN,      /* /token/apply answered 429 past quota.token_rate */
     M_QUOTA_REFUSED_ORDER,      /* /order/create answered 429 past quota.order_rate */
     M_HTTP_HEADER_TIMEOUTS,     /* connections shut down past http.header_timeout_ms */
     M_HTTP_BODY_TIMEOUTS,       /* ... past http.body_timeout_ms */
+    M_HTTP_BODY_TOO_SLOW,       /* connections shut down below http.min_body_rate_bps */
     M_HTTP_QUEUE_EXPIRED,       /* requests answered 503 past http.queue_wait_ms */
     M_RELOADS_OK,               /* SIGHUP reloads that published new secrets and keys */
     M_RELOADS_FAILED,           /* SIGHUP reloads refused: the running ones stay */

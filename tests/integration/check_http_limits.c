@@ -339,6 +339,44 @@ START_TEST(body_deadline_is_total_not_reset_by_each_byte)
 }
 END_TEST
 
+/* A body trickled below http.min_body_rate_bps is cut once the grace has
+ * passed, long before its (here one minute) deadline; a body sent at once
+ * on the same server is answered. */
+static void body_rate_server_up(void)
+{
+    static const char *const env[] = {
+        "PAYCALLBACK_HTTP_BODY_TIMEOUT_MS=60000",
+        "PAYCALLBACK_HTTP_MIN_BODY_RATE_BPS=1024",
+        "PAYCALLBACK_HTTP_BODY_RATE_GRACE_MS=500",
+        NULL,
+    };
+
+    h_fixture_server_up_env(env);
+}
+
+START_TEST(a_body_below_the_least_rate_is_cut_after_the_grace)
+{
+    const char *head = "POST /pay/callback HTTP/1.1\r\nHost: x\r\n"
+                       "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n{";
+    long long cut0 = metric_sum("paycallback_http_deadline_closes_total{phase=\"body_rate\"}");
+    long long t0 = h_now_us();
+    struct h_resp r;
+    int fd;
+
+    ck_assert_int_ge(fd = h_raw_connect(h_port(), NULL, 2000), 0);
+    ck_assert_int_eq(0, send_str(fd, head));
+    ck_assert_msg(wait_closed(fd, 10000), "a body at 1 byte in 10 s was not cut");
+    printf("least body rate 1024 B/s after 500 ms: a trickled body cut after %.0f ms\n",
+           (h_now_us() - t0) / 1000.0);
+    close(fd);
+    ck_assert_int_eq(cut0 + 1,
+                     metric_sum("paycallback_http_deadline_closes_total{phase=\"body_rate\"}"));
+    h_callback(h_port(), "NO-SUCH-ORDER", "PAY-RATE-1", "1.00", &r);
+    h_assert_error(&r, 404, "ORDER_NOT_FOUND");
+    h_resp_free(&r);
+}
+END_TEST
+
 START_TEST(keep_alive_connection_serves_requests_within_the_deadline)
 {
     char buf[8192];
@@ -780,6 +818,10 @@ static Suite *limits_suite(void)
     tcase_add_test(tc, idle_connection_is_closed_after_the_header_deadline);
     tcase_add_test(tc, body_deadline_is_total_not_reset_by_each_byte);
     tcase_add_test(tc, keep_alive_connection_serves_requests_within_the_deadline);
+    suite_add_tcase(s, tc);
+
+    tc = tcase("the least body rate", body_rate_server_up, h_fixture_server_down, TC_TIMEOUT_S);
+    tcase_add_test(tc, a_body_below_the_least_rate_is_cut_after_the_grace);
     suite_add_tcase(s, tc);
 
     tc = tcase("framing is never ambiguous", h_fixture_server_up, h_fixture_server_down,

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "connguard.h"
@@ -107,6 +108,42 @@ START_TEST(trusted_proxies_are_not_capped_or_evicted)
 }
 END_TEST
 
+/* Every /64 of one /56 under its own cap still counts toward the /56's,
+ * and every /56 of a /48 toward the /48's; IPv4 and trusted proxies are
+ * not aggregated. */
+START_TEST(ipv6_networks_are_capped_per_56_and_per_48)
+{
+    struct connguard_limits lim = { .max_conns = 1000,
+                                    .max_per_addr = 2,
+                                    .reserved_below = 1,
+                                    .v6_prefix = 64,
+                                    .header_ms = 60000,
+                                    .body_ms = 60000,
+                                    .max_per_v6_56 = 3,
+                                    .max_per_v6_48 = 5 };
+    struct connguard *g = connguard_create(&lim, NULL);
+    struct connguard_conn *first;
+
+    ck_assert_ptr_nonnull(first = from(g, "2001:db8:0:100::1")); /* /56 2001:db8:0:100:: */
+    ck_assert_ptr_nonnull(from(g, "2001:db8:0:101::1"));
+    ck_assert_ptr_nonnull(from(g, "2001:db8:0:1ff::1"));
+    ck_assert_ptr_null(from(g, "2001:db8:0:180::1"));    /* a fresh /64, but the /56 is full */
+    ck_assert_ptr_nonnull(from(g, "2001:db8:0:200::1")); /* the next /56 of the /48 */
+    ck_assert_ptr_nonnull(from(g, "2001:db8:0:300::1"));
+    ck_assert_ptr_null(from(g, "2001:db8:0:400::1")); /* the /48 holds 5 */
+    ck_assert_ptr_nonnull(from(g, "2001:db8:1::1"));  /* another /48 */
+    connguard_close(g, first);
+    ck_assert_ptr_nonnull(from(g, "2001:db8:0:180::1")); /* room again in both */
+    for (int i = 0; i < 10; i++) {
+        char a[32];
+
+        snprintf(a, sizeof a, "192.0.2.%d", i);
+        ck_assert_ptr_nonnull(from(g, a));
+    }
+    connguard_destroy(g);
+}
+END_TEST
+
 static Suite *connguard_suite(void)
 {
     Suite *s = suite_create("connguard");
@@ -116,6 +153,7 @@ static Suite *connguard_suite(void)
     tcase_add_test(tc, reserved_slots_go_to_small_holders_only);
     tcase_add_test(tc, full_guard_evicts_the_largest_holders_oldest_waiting_connection);
     tcase_add_test(tc, trusted_proxies_are_not_capped_or_evicted);
+    tcase_add_test(tc, ipv6_networks_are_capped_per_56_and_per_48);
     suite_add_tcase(s, tc);
     return s;
 }
