@@ -130,6 +130,11 @@ static const struct cfg_key keys[] = {
       "connection is closed (a body trickled to hold a connection); 0 = none"),
     I("http", "body_rate_grace_ms", http_body_rate_grace_ms, 0, 600000, "2000",
       "how long a body may arrive at any rate before http.min_body_rate_bps applies"),
+    I("http", "evict_idle_ms", http_evict_idle_ms, 0, 600000, "1000",
+      "when every connection slot is taken and no client holds many more than a small "
+      "holder that connects, the connection that delivers least is closed to make room, "
+      "whoever holds it: the oldest still waiting for its headers, else the slowest body, "
+      "of those in that phase for at least this long"),
     S("http", "trusted_proxies", http_trusted_proxies, 0, "",
       "comma-separated addresses or networks (127.0.0.1, 10.0.0.0/8) of proxies in "
       "front of the service: their connections are not capped as one client and "

@@ -97,6 +97,7 @@ struct config {
     int http_max_connections_per_v6_48;     /* ... per IPv6 /48 */
     int http_min_body_rate_bps;             /* 0: none; else the least body bytes a second */
     int http_body_rate_grace_ms;            /* before the least body rate applies */
+    int http_evict_idle_ms;                 /* a connection idle or slow this long may make room */
     char http_trusted_proxies[CFG_STR_MAX]; /* "addr[/prefix], ...": proxies whose
                                                X-Forwarded-For names the client */
     struct netaddr_list http_trusted;       /* http_trusted_proxies, parsed */

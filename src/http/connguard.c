@@ -265,31 +265,67 @@ static void uncount(struct connguard *g, const struct connguard_conn *c)
     count_conn(g, c, -1);
 }
 
+/* Shuts c down to make room: it stops being counted now; the library
+ * closes it when it sees the end of the stream. Called with mu held. */
+static void evict(struct connguard *g, struct connguard_conn *c)
+{
+    shutdown(c->fd, SHUT_RDWR);
+    c->evicted = c->reaped = true;
+    uncount(g, c);
+    g->count--;
+    metrics_inc(g->m, M_HTTP_EVICTED);
+}
+
+/* The connection that delivers least, whoever holds it, among those in
+ * their phase for at least evict_idle_ms: the oldest still waiting for its
+ * header block (idle, or sending nothing useful), else the body arriving
+ * slowest on average. Never a trusted proxy's, never one being handled.
+ * NULL when none qualifies. Called with mu held. */
+static struct connguard_conn *least_delivering(struct connguard *g, long long now)
+{
+    struct connguard_conn *c, *slow = NULL;
+    long long slow_rate = 0, age, rate;
+
+    for (c = g->tail; c != NULL; c = c->prev) { /* oldest first */
+        if (c->evicted || c->reaped || c->trusted)
+            continue;
+        if (atomic_load(&c->phase) == CONNGUARD_HEADERS) {
+            age = now - (atomic_load(&c->deadline_ms) - g->lim.header_ms);
+            if (age >= g->lim.evict_idle_ms)
+                return c;
+        } else if (atomic_load(&c->phase) == CONNGUARD_BODY) {
+            age = now - atomic_load(&c->body_start_ms);
+            rate = atomic_load(&c->body_bytes) * 1000 / (age > 0 ? age : 1);
+            if (age >= g->lim.evict_idle_ms && (slow == NULL || rate < slow_rate)) {
+                slow = c;
+                slow_rate = rate;
+            }
+        }
+    }
+    return slow;
+}
+
 /* Makes room for a client holding held connections in a full registry:
- * shuts down the oldest connection of the largest holder that is still
- * waiting for its header block (a request in progress is never cut), if
- * that holder holds more than held + 1. It stops being counted now; the
- * library closes it when it sees the end of the stream. Returns whether
- * a connection was evicted. Called with mu held. */
+ * first the oldest connection of the largest holder that is still waiting
+ * for its header block, if that holder holds more than held + 1; else the
+ * connection that delivers least, whoever holds it (least_delivering).
+ * Returns whether a connection was evicted. Called with mu held. */
 static bool evict_for(struct connguard *g, int held)
 {
     struct addr_count *big = largest_holder(g);
     struct connguard_conn *c;
 
-    if (big == NULL || big->n <= held + 1)
-        return false;
-    for (c = g->tail; c != NULL; c = c->prev) {
+    for (c = g->tail; big != NULL && big->n > held + 1 && c != NULL; c = c->prev) {
         if (c->evicted || c->reaped || !netaddr_equal(&c->key, &big->key) ||
             atomic_load(&c->phase) != CONNGUARD_HEADERS)
             continue;
-        shutdown(c->fd, SHUT_RDWR);
-        c->evicted = c->reaped = true;
-        uncount(g, c);
-        g->count--;
-        metrics_inc(g->m, M_HTTP_EVICTED);
+        evict(g, c);
         return true;
     }
-    return false;
+    if ((c = least_delivering(g, monotime_ms())) == NULL)
+        return false;
+    evict(g, c);
+    return true;
 }
 
 /* The caps of a connection's networks (CG_V6_56, CG_V6_48). */

@@ -37,6 +37,8 @@ struct connguard_limits {
     int body_grace_ms;
     int max_per_v6_56; /* 0, or open connections per IPv6 /56, all its clients */
     int max_per_v6_48; /* ... per IPv6 /48 */
+    int evict_idle_ms; /* a connection in its header or body phase this long may be
+                          evicted for a small holder, whoever holds it */
 };
 
 /* Starts the reaper. m (may be NULL) gets the refusal and reaping counts.
@@ -55,7 +57,9 @@ void connguard_destroy(struct connguard *g);
  * room can be made. When every slot is taken and the client is a small
  * holder, the oldest connection still waiting for its header block of
  * the client holding the most is shut down to make room, if that client
- * holds more than this one plus one. Admission and counting are one step,
+ * holds more than this one plus one; else the connection that delivers
+ * least, whoever holds it: the oldest waiting for its header block, else
+ * the slowest body, of those in their phase for evict_idle_ms. Admission and counting are one step,
  * so a burst of connections never overshoots a cap. Returns the handle
  * (release with connguard_close), or NULL when refused or out of memory:
  * close the socket then. */

@@ -1345,6 +1345,7 @@ static int start_pools(struct server *srv)
         .body_ms = cfg->http_body_timeout_ms,
         .min_body_bps = cfg->http_min_body_rate_bps,
         .body_grace_ms = cfg->http_body_rate_grace_ms,
+        .evict_idle_ms = cfg->http_evict_idle_ms,
         .max_per_v6_56 = cfg->http_max_connections_per_v6_56,
         .max_per_v6_48 = cfg->http_max_connections_per_v6_48,
     };

@@ -92,7 +92,45 @@ START_TEST(full_guard_evicts_the_largest_holders_oldest_waiting_connection)
     connguard_close(g, old);                    /* closed by the library later */
     ck_assert_int_eq(4, connguard_count(g));    /* uncounted once, not twice */
     ck_assert_ptr_nonnull(from(g, "10.0.0.4")); /* 10.0.0.1 still holds 2 */
-    ck_assert_ptr_null(from(g, "10.0.0.5"));    /* nobody holds more than 1 + 1 */
+    connguard_destroy(g);
+}
+END_TEST
+
+/* When no client holds many more than the newcomer, the connection that
+ * delivers least goes, whoever holds it: the oldest waiting for its
+ * headers, else the slowest body; never one being handled. */
+START_TEST(full_guard_evicts_the_least_delivering_connection_whoever_holds_it)
+{
+    struct connguard *g = guard(3, 0, 0, 2, 64, "");
+    struct connguard_conn *a = from(g, "10.0.0.1"), *b = from(g, "10.0.0.2"),
+                          *c = from(g, "10.0.0.3");
+
+    connguard_phase(a, CONNGUARD_BODY);
+    connguard_phase(b, CONNGUARD_BODY);
+    connguard_progress(a, 100000);              /* fast */
+    connguard_progress(b, 1);                   /* a trickle */
+    ck_assert_ptr_nonnull(from(g, "10.0.0.4")); /* c, waiting for its headers, went */
+    connguard_close(g, c);
+    ck_assert_ptr_nonnull(from(g, "10.0.0.5")); /* the newcomer 10.0.0.4 is waiting too */
+    ck_assert_int_eq(3, connguard_count(g));
+    connguard_destroy(g);
+
+    g = guard(2, 0, 0, 2, 64, "");
+    a = from(g, "10.0.0.1");
+    b = from(g, "10.0.0.2");
+    connguard_phase(a, CONNGUARD_BODY);
+    connguard_phase(b, CONNGUARD_BODY);
+    connguard_progress(a, 100000);
+    connguard_progress(b, 1);
+    ck_assert_ptr_nonnull(from(g, "10.0.0.3")); /* the slow body b went */
+    connguard_phase(a, CONNGUARD_BUSY);
+    ck_assert_ptr_nonnull(from(g, "10.0.0.4")); /* then the newcomer waiting for headers */
+    connguard_destroy(g);
+
+    g = guard(1, 0, 0, 2, 64, "");
+    a = from(g, "10.0.0.1");
+    connguard_phase(a, CONNGUARD_BUSY);
+    ck_assert_ptr_null(from(g, "10.0.0.2")); /* a request being handled is never cut */
     connguard_destroy(g);
 }
 END_TEST
@@ -154,6 +192,7 @@ static Suite *connguard_suite(void)
     tcase_add_test(tc, full_guard_evicts_the_largest_holders_oldest_waiting_connection);
     tcase_add_test(tc, trusted_proxies_are_not_capped_or_evicted);
     tcase_add_test(tc, ipv6_networks_are_capped_per_56_and_per_48);
+    tcase_add_test(tc, full_guard_evicts_the_least_delivering_connection_whoever_holds_it);
     suite_add_tcase(s, tc);
     return s;
 }
