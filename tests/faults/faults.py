@@ -636,10 +636,15 @@ class Horde:
     opening a new one as soon as one is closed (refused at once, evicted,
     or past the header deadline): one process of its own (so that it never
     holds the interpreter lock a legitimate client of this process needs),
-    one selector. Each sends the start of a request and nothing more."""
+    one selector. Each sends start (by default the start of a request's
+    headers) and then, with drip, one more byte a second (a trickled body
+    after whole headers), else nothing more."""
 
-    def __init__(self, svc, addrs, per_addr):
+    HEADERS = b"GET /healthz HTTP/1.1\r\nX-Slow: "
+
+    def __init__(self, svc, addrs, per_addr, start=HEADERS, drip=False):
         self.svc, self.addrs, self.per_addr = svc, addrs, per_addr
+        self.start, self.drip = start, drip
         self.opened = self.closed = self.failed = 0
         ctx = multiprocessing.get_context("fork")
         self.stopping, self.ready = ctx.Event(), ctx.Event()
@@ -668,12 +673,21 @@ class Horde:
             for _ in range(self.per_addr):
                 self.open(sel, addr)
         self.ready.set()
+        next_drip = now() + 1.0
         while not self.stopping.is_set():
+            if self.drip and now() >= next_drip:
+                next_drip = now() + 1.0
+                for key in list(sel.get_map().values()):
+                    if key.events & selectors.EVENT_READ:
+                        try:
+                            key.fileobj.send(b" ")
+                        except OSError:
+                            pass
             for key, events in sel.select(0.1):
                 s, addr = key.fileobj, key.data
                 if events & selectors.EVENT_WRITE:
                     try:
-                        s.send(b"GET /healthz HTTP/1.1\r\nX-Slow: ")
+                        s.send(self.start)
                         sel.modify(s, selectors.EVENT_READ, addr)
                         continue
                     except OSError:
@@ -720,7 +734,15 @@ def many_addresses(svc):
     need = len(addrs) * per_addr + 256
     if soft < need:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard), hard))
-    horde = Horde(svc, addrs, per_addr)
+    return under_horde(svc, Horde(svc, addrs, per_addr), addrs, per_addr, attack_s, orders, n)
+
+
+def under_horde(svc, horde, addrs, per_addr, attack_s, orders, n, bound_p99=True):
+    """While horde holds its connections for attack_s seconds, a legitimate
+    client on 127.0.0.1 sends signed callbacks one at a time, each on a new
+    connection: at least 99 % answered and, with bound_p99, the 99th
+    percentile under 100 ms (failures count as slow); without, the
+    percentile is printed only (a time on a shared machine)."""
     if not horde.ready.wait(60):
         raise RuntimeError("the attacking connections were not opened within 60 s")
     bank = Bank(svc)
@@ -747,7 +769,8 @@ def many_addresses(svc):
     horde.stop()
     opened, closed = horde.opened, horde.closed
     refused = {r: scalar_metric(svc, "paycallback_http_connections_refused_total", r)
-               for r in ("max_connections", "max_connections_per_ip", "reserved")}
+               for r in ("max_connections", "max_connections_per_ip", "max_connections_per_v6_56",
+                         "max_connections_per_v6_48", "reserved")}
     evicted = scalar_metric(svc, "paycallback_http_connections_evicted_total", None)
     times.sort()
     p50 = times[len(times) // 2] * 1000
@@ -763,13 +786,34 @@ def many_addresses(svc):
     problems = []
     if share < 0.99:
         problems.append(f"only {share * 100:.2f} % of the legitimate callbacks were answered")
-    if p99 >= 100:
+    if bound_p99 and p99 >= 100:
         problems.append(f"legitimate p99 {p99:.1f} ms, not under 100 ms")
     if sent < 100:
         problems.append(f"only {sent} legitimate callbacks sent in {attack_s} s")
     paid = sum(1 for a in bank.answers if a[2] == 200)
     check_invariants(problems, bank, None, n + 50, paid)
     return problems
+
+
+def trickled_bodies(svc):
+    """200 addresses x 7 connections trickling a body after whole headers.
+
+    127.0.1.1-200 each keep 7 connections that send a POST's headers (a
+    body of 100,000 bytes announced) and then one byte of it a second,
+    opening a new one whenever one is closed, for ATTACK_S seconds: 1,400
+    connections, more than http.max_connections, none of their holders
+    much larger than another. The legitimate client on 127.0.0.1 gets at
+    least 99 % of its callbacks answered; its p99 is printed, not
+    asserted."""
+    addrs = [f"127.0.1.{i}" for i in range(1, 201)]
+    per_addr, attack_s, n = 7, 15, 1500
+    start = (b"POST /pay/callback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 100000\r\n\r\n{")
+    reset_db(n + 50)
+    orders = seeded_orders(n, "T")
+    sql(f"UPDATE stock SET num = num - {n} WHERE sku = 'HAT-7'")
+    horde = Horde(svc, addrs, per_addr, start=start, drip=True)
+    return under_horde(svc, horde, addrs, per_addr, attack_s, orders, n, bound_p99=False)
 
 
 def scalar_metric(svc, name, reason):
@@ -794,6 +838,7 @@ SCENARIOS = [
     ("kill-redis", kill_redis),
     ("slow-connections", slow_connections),
     ("many-addresses", many_addresses),
+    ("trickled-bodies", trickled_bodies),
 ]
 
 
