@@ -73,7 +73,9 @@ shards_init() {
 	mapfile -t unset < <(script_only_env)
 	PAYCALLBACK_MYSQL_SHARDS=$(shards_spec) PAYCALLBACK_MYSQL_CLUSTER_ID=$(cluster_id) \
 		PAYCALLBACK_MYSQL_HOST=127.0.0.1 PAYCALLBACK_MYSQL_PORT=$(mysql_port_for 1) \
-		PAYCALLBACK_MYSQL_DATABASE=$DB_NAME env "${unset[@]}" "$BIN" -c "$CONFIG" shards init ||
+		PAYCALLBACK_MYSQL_DATABASE=$DB_NAME \
+		PAYCALLBACK_MYSQL_PASSWORD=${PAYCALLBACK_MYSQL_PASSWORD:-$DB_PASSWORD} \
+		env "${unset[@]}" "$BIN" -c "$CONFIG" shards init ||
 		die "shards init refused the shards of deploy/shards.sh"
 }
 
