@@ -1403,7 +1403,7 @@ START_TEST(a_hung_gateway_does_not_delay_another_gateways_refund)
     static const char *const env[] = { "TEST_STRIPE_SECRET=" SECRET, "TEST_STRIPE_KEY=" API_KEY,
                                        "PAYCALLBACK_REFUNDS_POLL_MS=50",
                                        "PAYCALLBACK_REFUNDS_INFLIGHT=8", NULL };
-    char path[H_TEMP_PATH_MAX], order_no[16], pay_no[16];
+    char path[H_TEMP_PATH_MAX], order_no[24], pay_no[24];
     struct h_server *s;
 
     lanes_config(path);
