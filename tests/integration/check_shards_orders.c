@@ -101,7 +101,7 @@ static void sharded_shops_up(void)
 static void shop_on(int id, char name[16], char scope[32])
 {
     for (int i = 0; i < SHOP_KEYS; i++) {
-        snprintf(name, 16, "shop-%d", i);
+        snprintf(name, 16, "shop-%u", (unsigned)i % 100u);
         snprintf(scope, 32, "key:%s", name);
         if (h_shard_place(scope) == id)
             return;
