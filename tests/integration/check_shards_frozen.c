@@ -38,6 +38,7 @@ struct relay {
     int lfd, port, target_port;
     int fds[RELAY_PAIRS_MAX][2]; /* client side, server side; -1 when unused */
     atomic_int *frozen; /* shared: Check runs the test in a child of the fixture's process */
+    int wake[2];        /* a byte on it: frozen or stop changed (inherited by the child) */
     atomic_int stop;
     pthread_t th;
 };
@@ -101,16 +102,28 @@ static int relay_move(int from, int to)
     return 0;
 }
 
-/* Frozen, it polls nothing but the clock: no accept, no byte moved. */
+/* Sets the frozen flag (or stop) and wakes the relay to look at it. */
+static void relay_set(atomic_int *flag, int v)
+{
+    atomic_store(flag, v);
+    if (write(rl.wake[1], "w", 1) != 1)
+        ck_abort_msg("the relay's wake pipe: %s", strerror(errno));
+}
+
+/* Frozen, it waits for nothing but its wake pipe: no accept, no byte
+ * moved until the flag changes. */
 static void *relay_main(void *arg)
 {
+    char drain[64];
+
     (void)arg;
     while (!atomic_load(&rl.stop)) {
-        struct pollfd p[1 + 2 * RELAY_PAIRS_MAX];
-        int who[1 + 2 * RELAY_PAIRS_MAX], n = 0;
+        struct pollfd p[2 + 2 * RELAY_PAIRS_MAX] = { { .fd = rl.wake[0], .events = POLLIN } };
+        int who[2 + 2 * RELAY_PAIRS_MAX] = { -2 }, n = 1;
 
         if (atomic_load(rl.frozen)) {
-            usleep(RELAY_POLL_MS * 1000);
+            if (poll(p, 1, -1) > 0 && read(rl.wake[0], drain, sizeof drain) < 0)
+                break;
             continue;
         }
         p[n].fd = rl.lfd;
@@ -122,9 +135,13 @@ static void *relay_main(void *arg)
                 p[n].events = POLLIN;
                 who[n++] = i * 2 + side;
             }
-        if (poll(p, (nfds_t)n, RELAY_POLL_MS) <= 0 || atomic_load(rl.frozen))
+        if (poll(p, (nfds_t)n, RELAY_POLL_MS) <= 0)
             continue;
-        for (int k = 0; k < n; k++) {
+        if (p[0].revents & POLLIN && read(rl.wake[0], drain, sizeof drain) < 0)
+            break;
+        if (atomic_load(rl.frozen))
+            continue;
+        for (int k = 1; k < n; k++) {
             int i = who[k] / 2, side = who[k] % 2;
 
             if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -144,6 +161,8 @@ static int relay_start(int target_port)
     socklen_t len = sizeof a;
 
     memset(&rl, 0, sizeof rl);
+    if (pipe(rl.wake) != 0)
+        return -1;
     rl.frozen =
         mmap(NULL, sizeof *rl.frozen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (rl.frozen == MAP_FAILED)
@@ -163,8 +182,10 @@ static int relay_start(int target_port)
 
 static void relay_stop(void)
 {
-    atomic_store(&rl.stop, 1);
+    relay_set(&rl.stop, 1);
     pthread_join(rl.th, NULL);
+    close(rl.wake[0]);
+    close(rl.wake[1]);
     for (int i = 0; i < RELAY_PAIRS_MAX; i++)
         if (rl.fds[i][0] >= 0)
             pair_close(i);
@@ -190,7 +211,7 @@ static void frozen_server_up(void)
 
 static void frozen_server_down(void)
 {
-    atomic_store(rl.frozen, 0);
+    relay_set(rl.frozen, 0);
     h_fixture_server_down();
     relay_stop();
 }
@@ -263,7 +284,7 @@ START_TEST(a_frozen_shard_holds_only_its_share_from_the_first_request)
     h_assert_status(&r, 200);
     h_resp_free(&r);
 
-    atomic_store(rl.frozen, 1);
+    relay_set(rl.frozen, 1);
     for (int i = 0; i < FROZEN_THREADS; i++)
         ck_assert_int_eq(0, pthread_create(&th[k++], NULL, stream_main, &frozen));
     for (int i = 0; i < HEALTHY_THREADS; i++)
