@@ -353,6 +353,25 @@ static bool cluster_knows(const struct reading *rd, size_t n, int id)
     return false;
 }
 
+/* Reads every configured shard into rd (*n of them): 0 when each
+ * answered, else 1 with one line on errs for each that did not. */
+static int read_every(const struct config *cfg, struct reading *rd, size_t *n, FILE *errs)
+{
+    int rc = 0;
+
+    *n = read_all(cfg, rd);
+    for (size_t i = 0; i < *n; i++)
+        if (rd[i].st != DB_OK) {
+            fprintf(errs,
+                    "paycallback: shard %d (%s:%d/%s): %s; every shard must answer, nothing "
+                    "written\n",
+                    rd[i].at.id, rd[i].at.host, rd[i].at.port, rd[i].at.database,
+                    reach_why(&rd[i]));
+            rc = 1;
+        }
+    return rc;
+}
+
 int shardmap_init(const struct config *cfg, FILE *out, FILE *errs)
 {
     struct reading rd[CFG_SHARDS_MAX];
@@ -366,20 +385,13 @@ int shardmap_init(const struct config *cfg, FILE *out, FILE *errs)
         return 2;
     }
     shardmap_ids(cfg, ids);
-    n = read_all(cfg, rd);
-    for (i = 0; i < n; i++) {
-        if (rd[i].st != DB_OK) {
-            fprintf(errs,
-                    "paycallback: shard %d (%s:%d/%s): %s; every shard must answer, nothing "
-                    "written\n",
-                    rd[i].at.id, rd[i].at.host, rd[i].at.port, rd[i].at.database,
-                    reach_why(&rd[i]));
-            close_all(rd, n);
-            return 1;
-        }
+    if (read_every(cfg, rd, &n, errs) != 0) {
+        close_all(rd, n);
+        return 1;
+    }
+    for (i = 0; i < n; i++)
         if (rd[i].m.found)
             fresh = false; /* the cluster has a map: it changes by --write-shard-map */
-    }
     /* Every refusal is found before anything is written. */
     for (i = 0; i < n && rc == 0; i++) {
         char why[256];
@@ -439,18 +451,10 @@ int shardmap_write(const struct config *cfg, FILE *out, FILE *errs)
         return 2;
     }
     shardmap_ids(cfg, ids);
-    n = read_all(cfg, rd);
-    for (i = 0; i < n; i++) {
-        if (rd[i].st != DB_OK) {
-            fprintf(errs,
-                    "paycallback: shard %d (%s:%d/%s): %s; every shard must answer, "
-                    "nothing written\n",
-                    rd[i].at.id, rd[i].at.host, rd[i].at.port, rd[i].at.database,
-                    reach_why(&rd[i]));
-            rc = 1;
-        } else if (rd[i].m.found && rd[i].m.epoch > e)
+    rc = read_every(cfg, rd, &n, errs);
+    for (i = 0; i < n; i++)
+        if (rd[i].st == DB_OK && rd[i].m.found && rd[i].m.epoch > e)
             e = rd[i].m.epoch;
-    }
     if (rc == 0 && check_identities(cfg, rd, n, true, err, sizeof(err)) != 0) {
         fprintf(errs, "paycallback: %s; nothing written\n", err);
         rc = 2;
