@@ -15,6 +15,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
+COPY include/ include/
 COPY src/ src/
 # The migrations are built into the binary (paycallback migrate).
 COPY sql/ sql/

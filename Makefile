@@ -12,7 +12,7 @@ CFLAGS ?= -O2 -g
 # Asked once per make (:=), not once per compile.
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) $(addprefix -Isrc/,$(LAYERS)) -I$(BUILD)/gen $(PKG_CFLAGS)
+CFLAGS += -std=c11 -D_DEFAULT_SOURCE $(WARN) $(addprefix -Iinclude/,$(LAYERS)) -I$(BUILD)/gen $(PKG_CFLAGS)
 LDLIBS += $(PKG_LIBS) -lpthread
 TEST_LDLIBS := $(shell pkg-config --libs check 2>/dev/null)
 BUILD  := build
@@ -32,7 +32,8 @@ endif
 FUZZ_SECONDS ?= 15
 BIN       := $(BUILD)/paycallback
 # The layers, bottom to top: a file includes headers of its own layer or below
-# (scripts/check-layers.py). Each header lives beside its .c.
+# (scripts/check-layers.py). A module's header, its contract, is
+# include/<layer>/<module>.h; its source is src/<layer>/<module>.c.
 LAYERS    := lib config store gateway domain http handlers app
 SRCS      := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/%.o,$(filter-out src/app/main.c,$(SRCS)))

@@ -4,7 +4,7 @@
  * as a plain client (START TRANSACTION, INSERT payment_record, SELECT the
  * release fence, SELECT the order FOR UPDATE, CAS UPDATE, INSERT outbox,
  * COMMIT: seven round trips) or as one prepared CALL of the procedure the
- * service calls (DB_PROC_PAY_CALLBACK, src/store/stmts.h): the same
+ * service calls (DB_PROC_PAY_CALLBACK, include/store/stmts.h): the same
  * transaction, on the same schema, either way. It verifies no
  * signature and renders no JSON reply; it prints one RESULT line in the
  * format of bench/signed.lua so bench/run.sh reads both alike.

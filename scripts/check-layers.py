@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The include graph of src/ against the declared layer order.
+"""The include graph of src/ and include/ against the declared layer order.
 
 The layers, bottom to top, are the LAYERS line of the Makefile; each is a
-folder src/<layer>/ holding its .c files with their headers beside them. A
-file may include headers of its own layer or of a lower one. Fails (exit 1)
+folder src/<layer>/ holding its .c files and a folder include/<layer>/
+holding their headers (the modules' contracts). A header under src/ is a
+problem. A file may include headers of its own layer or of a lower one. Fails (exit 1)
 naming every #include "x.h" of a header that lives in a higher layer, every
 cycle between modules (a module is foo.c with foo.h: auth.c including
 http.h while http.c includes auth.h is a cycle), and every quoted include
@@ -46,17 +47,26 @@ def read_layers(root):
 def scan(root, layers):
     """{path: (layer, [included names])} for every .c and .h of the layers."""
     files = {}
-    for layer in layers:
-        d = os.path.join(root, "src", layer)
-        if not os.path.isdir(d):
-            continue
-        for name in sorted(os.listdir(d)):
-            if name.endswith((".c", ".h")):
-                path = "src/%s/%s" % (layer, name)
-                with open(os.path.join(root, path), errors="replace") as f:
-                    text = f.read()
-                files[path] = (layer, INCLUDE.findall(text), text)
+    for top in ("include", "src"):
+        for layer in layers:
+            d = os.path.join(root, top, layer)
+            if not os.path.isdir(d):
+                continue
+            for name in sorted(os.listdir(d)):
+                if name.endswith((".c", ".h")):
+                    path = "%s/%s/%s" % (top, layer, name)
+                    with open(os.path.join(root, path), errors="replace") as f:
+                        text = f.read()
+                    files[path] = (layer, INCLUDE.findall(text), text)
     return files
+
+
+def misplaced(files):
+    """Headers under src/ and sources under include/."""
+    return ["%s: a header belongs in include/<layer>/" % p for p in sorted(files)
+            if p.startswith("src/") and p.endswith(".h")] + \
+           ["%s: a source belongs in src/<layer>/" % p for p in sorted(files)
+            if p.startswith("include/") and p.endswith(".c")]
 
 
 def resolve(name, including, files, layers):
@@ -66,14 +76,15 @@ def resolve(name, including, files, layers):
     if own in files:
         return own
     for layer in layers:
-        p = "src/%s/%s" % (layer, os.path.basename(name))
+        p = "include/%s/%s" % (layer, os.path.basename(name))
         if p in files and "/" not in name:
             return p
     return None
 
 
 def module(path):
-    return os.path.splitext(path)[0]
+    """<layer>/<name>: src/lib/log.c and include/lib/log.h are one module."""
+    return os.path.splitext(path.split("/", 1)[1])[0]
 
 
 def edges(files, layers, gen=frozenset()):
@@ -85,7 +96,7 @@ def edges(files, layers, gen=frozenset()):
                 continue
             to = resolve(name, path, files, layers)
             if to is None:
-                problems.append('%s: #include "%s" names no header of src/' % (path, name))
+                problems.append('%s: #include "%s" names no header of include/' % (path, name))
             else:
                 out.append((path, to))
     return out, problems
@@ -171,6 +182,7 @@ def check(root):
     layers = read_layers(root)
     files = scan(root, layers)
     es, problems = edges(files, layers, generated(root))
+    problems += misplaced(files)
     for a, b in upward(files, layers, es):
         problems.append("%s (layer %s) includes %s of the higher layer %s"
                         % (a, files[a][0], os.path.basename(b), files[b][0]))
@@ -211,8 +223,9 @@ def functions(text):
 def report(root, layers, files, es):
     print("files per folder:")
     for layer in layers:
-        n = sum(1 for p in files if files[p][0] == layer)
-        print("  src/%-9s %3d" % (layer + "/", n))
+        print("  src/%-9s %3d   include/%-9s %3d"
+              % (layer + "/", sum(1 for p in files if files[p][0] == layer and p.startswith("src/")),
+                 layer + "/", sum(1 for p in files if files[p][0] == layer and p.startswith("include/"))))
     sizes = sorted(((t.count("\n"), p) for p, (_, _, t) in files.items()), reverse=True)
     print("largest files (lines):")
     for n, p in sizes[:5]:
@@ -254,9 +267,9 @@ def write_tree(d, layers, tree):
 
 def self_test():
     base = {
-        "src/lib/json.h": "#include <stdio.h>\n",
+        "include/lib/json.h": "#include <stdio.h>\n",
         "src/lib/json.c": '#include "json.h"\n',
-        "src/http/http.h": '#include "json.h"\n',
+        "include/http/http.h": '#include "json.h"\n',
         "src/http/http.c": '#include "http.h"\n#include "build_info.h"\n',
     }
     cases = [
@@ -264,11 +277,12 @@ def self_test():
         ("a header included upward",
          {"src/lib/json.c": '#include "json.h"\n#include "http.h"\n'}, "higher layer http"),
         ("a cycle between modules of one layer",
-         {"src/lib/log.h": "", "src/lib/log.c": '#include "json.h"\n',
+         {"include/lib/log.h": "", "src/lib/log.c": '#include "json.h"\n',
           "src/lib/json.c": '#include "json.h"\n#include "log.h"\n'},
          "include cycle between modules"),
         ("a header that does not exist", {"src/http/http.c": '#include "nope.h"\n'},
          "names no header"),
+        ("a header under src/", {"src/http/extra.h": ""}, "belongs in include/"),
     ]
     ok = True
     for what, change, expect in cases:

@@ -2,7 +2,7 @@
 """Check docs/openapi.yaml beyond "it parses": OpenAPI 3.1, every $ref
 resolves, operations are complete (unique operationId, responses, declared
 path parameters, JSON error replies use the Error schema), the Error code
-enum is exactly the codes of src/http/api_error.h (each described with the
+enum is exactly the codes of include/http/api_error.h (each described with the
 table's status, none spelled out as a string in a handler), every header
 of the contract is described, and the documented operations are exactly
 the service's routes
@@ -20,9 +20,9 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-# The service's API error codes: the one table in src/http/api_error.h,
+# The service's API error codes: the one table in include/http/api_error.h,
 #   X(ORDER_NOT_FOUND, 404, "no order with this order_no")
-ERROR_TABLE = os.path.join(ROOT, "src", "http", "api_error.h")
+ERROR_TABLE = os.path.join(ROOT, "include", "http", "api_error.h")
 ERROR_ROW_RE = re.compile(r'^\s*X\((\w+), (\d{3}), "')
 # A handler that names a code as a string instead of through the table.
 HANDLERS = os.path.join(ROOT, "src", "handlers")
@@ -49,7 +49,7 @@ def check_error_codes(doc, problems):
     codes = set(code.get("enum") or [])
     if codes != set(table):
         missing, extra = set(table) - codes, codes - set(table)
-        problems.append(f"Error.code enum differs from src/http/api_error.h: missing "
+        problems.append(f"Error.code enum differs from include/http/api_error.h: missing "
                         f"{sorted(missing)}, unknown {sorted(extra)}")
     described = {c: int(st) for c, st in DOC_CODE_RE.findall(code.get("description") or "")}
     for c, st in sorted(table.items()):
@@ -57,7 +57,7 @@ def check_error_codes(doc, problems):
             problems.append(f"Error.code description does not describe {c}")
         elif described[c] != st:
             problems.append(f"Error.code description gives {c} status {described[c]}, "
-                            f"src/http/api_error.h {st}")
+                            f"include/http/api_error.h {st}")
     for name in sorted(os.listdir(HANDLERS)):
         if not name.endswith(".c"):
             continue

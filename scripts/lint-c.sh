@@ -24,7 +24,7 @@ printf '#define PAYCALLBACK_VERSION "lint"\n#define PAYCALLBACK_COMMIT "lint"\n'
 scripts/gen-migrations.sh sql "$gen/migrations.h"
 
 inc=(-I"$gen")
-for l in $layers; do inc+=(-Isrc/"$l"); done
+for l in $layers; do inc+=(-Iinclude/"$l"); done
 # shellcheck disable=SC2086
 read -r -a pkg_cflags <<<"$(pkg-config --cflags $pkgs)"
 srcs=()
